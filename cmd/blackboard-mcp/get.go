@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	var c commonFlags
+	fs := newFlagSet("get", stderr, &c)
+	full := fs.Bool("full", false, "print the body (or table) too")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp get ADDRESS [--full] [--json]\n\nPrints a note's version, digest and fields; --full adds its content.")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("get takes one address")
+	}
+	w, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	n, err := w.Get(pos[0], *full)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(n)
+	}
+	fmt.Fprintf(stdout, "%s v%d\n", n.URI, n.Version)
+	if n.Problem != "" {
+		fmt.Fprintf(stdout, "problem: %s\n", n.Problem)
+		return nil
+	}
+	fmt.Fprintf(stdout, "digest: %s\nkind: %s\n", n.Digest, n.Kind)
+	if n.Author != "" {
+		fmt.Fprintf(stdout, "author: %s\n", n.Author)
+	}
+	if n.Updated != "" {
+		fmt.Fprintf(stdout, "updated: %s\n", n.Updated)
+	}
+	if n.Confidence != nil {
+		fmt.Fprintf(stdout, "confidence: %s\n", fsstore.FormatConfidence(*n.Confidence))
+	}
+	if len(n.Sources) > 0 {
+		fmt.Fprintf(stdout, "sources: %s\n", strings.Join(n.Sources, " "))
+	}
+	for _, rel := range fsstore.Relations {
+		if t := n.Links[rel]; len(t) > 0 {
+			fmt.Fprintf(stdout, "%s: %s\n", rel, strings.Join(t, " "))
+		}
+	}
+	fmt.Fprintf(stdout, "bytes: %d (about %d tokens)\n", n.Bytes, n.EstTokens)
+	if *full {
+		fmt.Fprintf(stdout, "\n%s", n.Content)
+		if n.Content != "" && !strings.HasSuffix(n.Content, "\n") {
+			fmt.Fprintln(stdout)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+// Command blackboard-mcp is a shared blackboard for teams of LLM agents: notes
+// in a git workspace, served over MCP, with the same operations on the command
+// line for people.
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func main() {
+	os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+}

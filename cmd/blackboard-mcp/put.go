@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c commonFlags
+	fs := newFlagSet("put", stderr, &c)
+	digest := fs.String("digest", "", "one line saying what the note holds (required)")
+	body := fs.String("body", "", "the note's Markdown body (default: read from stdin)")
+	expect := fs.String("expect", "", "the version you last saw; 0 to create. Without it the write is unconditional")
+	appendText := fs.Bool("append", false, "append the body to the note instead of replacing it")
+	kind := fs.String("kind", "", "the note's kind: finding, plan, decision... (default note)")
+	confidence := fs.String("confidence", "", "how sure the author is, 0 to 1")
+	var sources stringList
+	fs.Var(&sources, "source", "an address the note is based on (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp put ADDRESS --digest D [--body TEXT | < file] [--expect N] [flags]\n\nWrites a note as one git commit and prints its new version.")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("put takes one address")
+	}
+	content := *body
+	if !flagSet(fs, "body") {
+		b, err := io.ReadAll(io.LimitReader(stdin, fsstore.MaxContentBytes+1))
+		if err != nil {
+			return err
+		}
+		content = string(b)
+	}
+	req := fsstore.UpdateRequest{URI: pos[0], Digest: *digest, Kind: *kind, Sources: sources}
+	if *appendText {
+		req.AppendText = &content
+	} else {
+		req.Body = &content
+	}
+	if *expect != "" {
+		v, err := strconv.Atoi(*expect)
+		if err != nil {
+			return usagef("--expect takes a version number")
+		}
+		req.ExpectVersion = &v
+	}
+	if *confidence != "" {
+		f, err := strconv.ParseFloat(*confidence, 64)
+		if err != nil {
+			return usagef("--confidence takes a number from 0 to 1")
+		}
+		req.Confidence = &f
+	}
+	w, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	res, err := w.Update(req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s v%d\n", res.URI, res.Version)
+	for _, warn := range res.Warnings {
+		fmt.Fprintln(stderr, "warning: "+warn)
+	}
+	return nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
+		}
+	})
+	return found
+}

@@ -1,0 +1,157 @@
+package fsstore
+
+import (
+	"errors"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// maxFileBytes bounds any single file the program reads from the workspace:
+// a note, a blob, a person's edit.
+const maxFileBytes = 64 << 20
+
+// fileChange is one file of a commit: its new content, or nil to delete it.
+type fileChange struct {
+	path    string
+	content []byte
+	deleted bool
+}
+
+// errBranchMoved tells a write to start over: somebody outside the program
+// (a person's git commit) moved the branch between its check and its commit.
+var errBranchMoved = errors.New("branch moved during the write")
+
+// commitLocked makes one commit of changes on top of parent and brings every
+// copy in step, in the order that makes a crash at any point recoverable:
+//
+//  1. blobs, trees and the commit object, synced;
+//  2. the journal (intent), synced;
+//  3. the branch moves from parent to the commit: the commit point;
+//  4. the files are put in place (unless onDisk: a person's edit already is);
+//  5. git's index file and the derived index are updated;
+//  6. the journal is cleared.
+//
+// The caller holds the write lock. It returns errBranchMoved when the branch
+// was not at parent; nothing then changed.
+func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
+	message string, onDisk bool) (gitver.Hash, error) {
+	blobs := make(map[string]gitver.Hash, len(changes))
+	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk}
+	for _, c := range changes {
+		var h gitver.Hash
+		if !c.deleted {
+			var err error
+			if h, err = w.repo.WriteBlob(c.content); err != nil {
+				return gitver.ZeroHash, err
+			}
+		}
+		blobs[c.path] = h
+		old, err := w.committedBlob(c.path)
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		j.Files = append(j.Files, journalFile{Path: c.path, Old: hashString(old), New: hashString(h)})
+	}
+	commit, err := w.repo.Commit(gitver.CommitRequest{Parent: parent, Changes: blobs, Author: author, Message: message})
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	j.New = commit.String()
+	if err := w.writeJournal(j); err != nil {
+		return gitver.ZeroHash, err
+	}
+	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+firstLine(message)); err != nil {
+		if cerr := w.clearJournal(); cerr != nil {
+			return gitver.ZeroHash, cerr
+		}
+		if errors.Is(err, gitver.ErrBranchMoved) {
+			return gitver.ZeroHash, errBranchMoved
+		}
+		return gitver.ZeroHash, err
+	}
+	// Past the commit point: the write is in git. A failure from here on
+	// is finished by recover() on the next write.
+	entries := make([]gitver.IndexEntry, 0, len(changes))
+	stats := make(map[string]fileStat, len(changes))
+	for _, c := range changes {
+		e := gitver.IndexEntry{Path: c.path}
+		if c.deleted {
+			if !onDisk {
+				if err := w.removeFile(c.path); err != nil {
+					return commit, err
+				}
+			}
+		} else {
+			if !onDisk {
+				if _, err := w.writeFileAtomic(c.path, c.content); err != nil {
+					return commit, err
+				}
+			}
+			fi, err := w.root.Lstat(c.path)
+			if err != nil {
+				return commit, err
+			}
+			st := statOf(fi)
+			e.Blob, e.Info = blobs[c.path], fi
+			stats[c.path] = st
+		}
+		entries = append(entries, e)
+	}
+	if err := w.repo.UpdateIndex(entries); err != nil {
+		return commit, err
+	}
+	hint := map[gitver.Hash][]gitver.PathChange{}
+	for _, jf := range j.Files {
+		old, _ := parseHashOrZero(jf.Old)
+		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: old, New: blobs[jf.Path]})
+	}
+	if _, _, err := w.catchUp(hint, func(tx *index.Tx) error {
+		for p, st := range stats {
+			if err := tx.SetDisk(p, blobs[p].String(), st.size, st.mtime, st.ino); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return commit, err
+	}
+	return commit, w.clearJournal()
+}
+
+// committedBlob returns the blob a path holds at the indexed head.
+func (w *Workspace) committedBlob(path string) (gitver.Hash, error) {
+	var s string
+	err := w.idx.Read(func(snap *index.Snapshot) error {
+		var err error
+		s, err = snap.FileBlob(path)
+		return err
+	})
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	return parseHashOrZero(s)
+}
+
+func hashString(h gitver.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+func parseHashOrZero(s string) (gitver.Hash, error) {
+	if s == "" {
+		return gitver.ZeroHash, nil
+	}
+	return gitver.ParseHash(s)
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

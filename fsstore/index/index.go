@@ -1,0 +1,207 @@
+// Package index is the board's derived index: a SQLite database under
+// .blackboard/ that answers versions, metadata and provenance without reading
+// files or walking history per request. It is shared by every server process
+// on the workspace (SQLite's own locking, WAL mode) and is never the source of
+// truth: git is. Deleting the database loses nothing; the store rebuilds it.
+//
+// The package knows rows, not git or notes: fsstore decides what a commit
+// changed and what a note's fields are, and records them here.
+package index
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+)
+
+// schemaVersion is stored in PRAGMA user_version. A database made by another
+// version of the program is dropped and rebuilt, never migrated: it is derived.
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- The first-parent history of the branch, oldest first: seq is the cursor.
+CREATE TABLE commits(
+	seq INTEGER PRIMARY KEY,
+	hash TEXT NOT NULL UNIQUE,
+	author TEXT NOT NULL,
+	email TEXT NOT NULL,
+	time INTEGER NOT NULL,
+	subject TEXT NOT NULL
+);
+-- Every file a commit changed relative to its first parent.
+CREATE TABLE changes(
+	path TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	note TEXT NOT NULL,      -- the note the file belongs to, '' for other files
+	old TEXT NOT NULL,       -- blob before, '' when created
+	new TEXT NOT NULL,       -- blob after, '' when deleted
+	PRIMARY KEY(path, seq)
+) WITHOUT ROWID;
+CREATE INDEX changes_seq ON changes(seq);
+CREATE INDEX changes_note ON changes(note, seq);
+-- One row per note that has ever existed on the branch.
+CREATE TABLE notes(
+	key TEXT PRIMARY KEY,    -- topic/key..., the short address
+	topic TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	last_seq INTEGER NOT NULL,
+	present INTEGER NOT NULL,   -- 0 once the note file is deleted
+	note_blob TEXT NOT NULL,    -- blob of the .md file, '' when deleted
+	content_blob TEXT NOT NULL, -- blob of the sibling .blob.* file, ''
+	content_path TEXT NOT NULL, -- path of that sibling file, ''
+	digest TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	author TEXT NOT NULL,
+	updated TEXT NOT NULL,
+	bytes INTEGER NOT NULL,     -- content size (body or table, inline or not)
+	est_tokens INTEGER NOT NULL,
+	problem TEXT NOT NULL       -- why the front matter is unreadable, ''
+) WITHOUT ROWID;
+CREATE INDEX notes_recent ON notes(present, last_seq);
+-- What a file looked like on disk when its content was last known to equal
+-- the committed blob: a matching stat means no need to hash the file again.
+CREATE TABLE disk(
+	path TEXT PRIMARY KEY,
+	blob TEXT NOT NULL,
+	size INTEGER NOT NULL,
+	mtime INTEGER NOT NULL,
+	ino INTEGER NOT NULL
+) WITHOUT ROWID;
+`
+
+// DB is the derived index of one workspace.
+type DB struct {
+	path  string
+	read  *sql.DB // deferred transactions, many connections
+	write *sql.DB // BEGIN IMMEDIATE, one connection: writers queue in SQLite
+}
+
+// Open opens or creates the index at path. A database that is unreadable or
+// was made by another schema version is deleted and created anew, empty:
+// the caller then catches it up from git.
+func Open(path string) (*DB, error) {
+	d, err := open(path)
+	if err == nil {
+		return d, nil
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	return open(path)
+}
+
+func dsn(path, txlock string) string {
+	return "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=" + txlock
+}
+
+func open(path string) (*DB, error) {
+	write, err := sql.Open("sqlite", dsn(path, "immediate"))
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	d := &DB{path: path, write: write}
+	if err := d.ensureSchema(); err != nil {
+		write.Close()
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", dsn(path, "deferred"))
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(4)
+	d.read = read
+	return d, nil
+}
+
+func (d *DB) ensureSchema() error {
+	ctx := context.Background()
+	tx, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		var n int
+		// A cheap sanity check that the file is a database of ours.
+		if err := tx.QueryRow("SELECT count(*) FROM meta").Scan(&n); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	if v != 0 {
+		return fmt.Errorf("index schema %d, want %d", v, schemaVersion)
+	}
+	for _, stmt := range strings.Split(schema, ";\n") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.Exec(stmt); err != nil {
+			return fmt.Errorf("create index schema: %w", err)
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Close closes the database.
+func (d *DB) Close() error {
+	return errors.Join(d.read.Close(), d.write.Close())
+}
+
+// Path is the database file.
+func (d *DB) Path() string { return d.path }
+
+// Head returns the commit the index reflects and its cursor ("" and 0 for an
+// empty index).
+func (d *DB) Head() (string, int, error) {
+	return head(d.read)
+}
+
+type querier interface {
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+func head(q querier) (string, int, error) {
+	var h string
+	err := q.QueryRow("SELECT value FROM meta WHERE key='head'").Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	var seq int
+	if err := q.QueryRow("SELECT coalesce(max(seq),0) FROM commits").Scan(&seq); err != nil {
+		return "", 0, err
+	}
+	return h, seq, nil
+}
+
+// Update runs fn in one write transaction (BEGIN IMMEDIATE: one writer at a
+// time across all processes). fn's changes are committed if it returns nil.
+func (d *DB) Update(fn func(tx *Tx) error) error {
+	t, err := d.write.Begin()
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	if err := fn(&Tx{t: t}); err != nil {
+		return err
+	}
+	return t.Commit()
+}

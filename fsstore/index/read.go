@@ -1,0 +1,91 @@
+package index
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// Snapshot is a consistent read of the index: every query sees the same
+// indexed head, even while another process catches the index up.
+type Snapshot struct {
+	t *sql.Tx
+}
+
+// Read runs fn on a snapshot.
+func (d *DB) Read(fn func(s *Snapshot) error) error {
+	t, err := d.read.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	return fn(&Snapshot{t: t})
+}
+
+// Head is the commit the snapshot reflects and its cursor.
+func (s *Snapshot) Head() (string, int, error) { return head(s.t) }
+
+// Note returns a note by its short address.
+func (s *Snapshot) Note(key string) (Note, bool, error) { return note(s.t, key) }
+
+// Event is one commit that changed a note, for provenance.
+type Event struct {
+	Commit
+	Version  int    // the note's version after this commit
+	NoteBlob string // the note file's blob after it, "" when deleted
+}
+
+// History lists the commits that changed a note, newest first, with the
+// note's version after each.
+func (s *Snapshot) History(key string, limit int) ([]Event, error) {
+	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject,
+			coalesce((SELECT x.new FROM changes x WHERE x.seq = c.seq AND x.note = ?1 AND x.path LIKE '%.md'
+			          AND x.path NOT LIKE '%.blob.md'), '')
+		FROM commits c WHERE c.seq IN (SELECT DISTINCT seq FROM changes WHERE note = ?1)
+		ORDER BY c.seq DESC LIMIT ?2`, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.NoteBlob); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var total int
+	if err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=?", key).Scan(&total); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Version = total - i
+	}
+	return out, nil
+}
+
+// FileBlob returns the blob a path holds at the snapshot's head ("" when
+// absent).
+func (s *Snapshot) FileBlob(path string) (string, error) {
+	var b string
+	err := s.t.QueryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return b, err
+}
+
+// Disk returns what was recorded of a file's stat when it last matched its
+// blob.
+func (s *Snapshot) Disk(path string) (blob string, size, mtime int64, ino uint64, ok bool, err error) {
+	var i int64
+	err = s.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, 0, 0, false, nil
+	}
+	return blob, size, mtime, uint64(i), err == nil, err
+}

@@ -1,0 +1,213 @@
+package index
+
+import (
+	"database/sql"
+	"errors"
+)
+
+// Tx is one write transaction on the index.
+type Tx struct {
+	t *sql.Tx
+}
+
+// Commit is a commit of the branch's first-parent history.
+type Commit struct {
+	Seq     int
+	Hash    string
+	Author  string
+	Email   string
+	Time    int64 // Unix seconds
+	Subject string
+}
+
+// Change is one file a commit changed. Note is the short address of the note
+// the file belongs to (its .md file or its blob), "" for any other file.
+type Change struct {
+	Path     string
+	Note     string
+	Old, New string
+}
+
+// Note is what the index knows of a note at the head it reflects.
+type Note struct {
+	Key         string
+	Topic       string
+	Version     int
+	LastSeq     int
+	Present     bool
+	NoteBlob    string
+	ContentBlob string
+	ContentPath string
+	Digest      string
+	Kind        string
+	Author      string
+	Updated     string
+	Bytes       int
+	EstTokens   int
+	Problem     string
+	// LastAuthor is the author of the commit that last changed the note.
+	LastAuthor string
+}
+
+// Head is the commit the index reflects, inside the transaction.
+func (x *Tx) Head() (string, int, error) { return head(x.t) }
+
+// SetHead records the commit the index now reflects.
+func (x *Tx) SetHead(hash string) error {
+	_, err := x.t.Exec("INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", hash)
+	return err
+}
+
+// SeqOf returns the cursor of a commit on the indexed first-parent history.
+func (x *Tx) SeqOf(hash string) (int, bool, error) {
+	var seq int
+	err := x.t.QueryRow("SELECT seq FROM commits WHERE hash=?", hash).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return seq, err == nil, err
+}
+
+// AddCommit appends a commit and its changes, and counts a version for every
+// note it touched. It returns those notes' keys.
+func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
+	if _, err := x.t.Exec("INSERT INTO commits(seq,hash,author,email,time,subject) VALUES(?,?,?,?,?,?)",
+		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject); err != nil {
+		return nil, err
+	}
+	var touched []string
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		if _, err := x.t.Exec("INSERT INTO changes(path,seq,note,old,new) VALUES(?,?,?,?,?)",
+			ch.Path, c.Seq, ch.Note, ch.Old, ch.New); err != nil {
+			return nil, err
+		}
+		if ch.Note != "" && !seen[ch.Note] {
+			seen[ch.Note] = true
+			touched = append(touched, ch.Note)
+		}
+	}
+	for _, key := range touched {
+		if _, err := x.t.Exec(`INSERT INTO notes(key,topic,version,last_seq,present,note_blob,content_blob,content_path,
+			digest,kind,author,updated,bytes,est_tokens,problem) VALUES(?,?,1,?,0,'','','','','','','',0,0,'')
+			ON CONFLICT(key) DO UPDATE SET version=version+1, last_seq=excluded.last_seq`,
+			key, topicOf(key), c.Seq); err != nil {
+			return nil, err
+		}
+	}
+	return touched, nil
+}
+
+func topicOf(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i]
+		}
+	}
+	return key
+}
+
+// Truncate forgets every commit after seq (a reset or a rewritten history),
+// undoing their version counts. It returns the notes whose state must be read
+// again from the new head.
+func (x *Tx) Truncate(seq int) ([]string, error) {
+	rows, err := x.t.Query("SELECT DISTINCT note FROM changes WHERE seq > ? AND note != ''", seq)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		notes = append(notes, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, stmt := range []string{"DELETE FROM changes WHERE seq > ?", "DELETE FROM commits WHERE seq > ?"} {
+		if _, err := x.t.Exec(stmt, seq); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range notes {
+		var version, last int
+		err := x.t.QueryRow("SELECT count(DISTINCT seq), coalesce(max(seq),0) FROM changes WHERE note=?", n).Scan(&version, &last)
+		if err != nil {
+			return nil, err
+		}
+		if version == 0 {
+			if _, err := x.t.Exec("DELETE FROM notes WHERE key=?", n); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := x.t.Exec("UPDATE notes SET version=?, last_seq=? WHERE key=?", version, last, n); err != nil {
+			return nil, err
+		}
+	}
+	return notes, nil
+}
+
+// FileBlob returns the blob a path holds at the indexed head ("" when absent):
+// the New side of its latest change.
+func (x *Tx) FileBlob(path string) (string, error) {
+	var b string
+	err := x.t.QueryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return b, err
+}
+
+// SetNoteState records a note's current content and fields; version and
+// last_seq are kept.
+func (x *Tx) SetNoteState(n Note) error {
+	_, err := x.t.Exec(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
+		author=?, updated=?, bytes=?, est_tokens=?, problem=? WHERE key=?`,
+		n.Present, n.NoteBlob, n.ContentBlob, n.ContentPath, n.Digest, n.Kind, n.Author, n.Updated,
+		n.Bytes, n.EstTokens, n.Problem, n.Key)
+	return err
+}
+
+// Note reads a note inside the transaction.
+func (x *Tx) Note(key string) (Note, bool, error) { return note(x.t, key) }
+
+// SetDisk records that the file at path, with this stat, holds blob.
+func (x *Tx) SetDisk(path, blob string, size, mtime int64, ino uint64) error {
+	_, err := x.t.Exec(`INSERT INTO disk(path,blob,size,mtime,ino) VALUES(?,?,?,?,?)
+		ON CONFLICT(path) DO UPDATE SET blob=excluded.blob,size=excluded.size,mtime=excluded.mtime,ino=excluded.ino`,
+		path, blob, size, mtime, int64(ino))
+	return err
+}
+
+// Disk returns what SetDisk recorded for path.
+func (x *Tx) Disk(path string) (blob string, size, mtime int64, ino uint64, ok bool, err error) {
+	var i int64
+	err = x.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, 0, 0, false, nil
+	}
+	return blob, size, mtime, uint64(i), err == nil, err
+}
+
+const noteColumns = `key,topic,version,last_seq,present,note_blob,content_blob,content_path,digest,kind,author,
+	updated,bytes,est_tokens,problem,coalesce((SELECT c.author FROM commits c WHERE c.seq=notes.last_seq),'')`
+
+func scanNote(row interface{ Scan(...any) error }) (Note, error) {
+	var n Note
+	err := row.Scan(&n.Key, &n.Topic, &n.Version, &n.LastSeq, &n.Present, &n.NoteBlob, &n.ContentBlob,
+		&n.ContentPath, &n.Digest, &n.Kind, &n.Author, &n.Updated, &n.Bytes, &n.EstTokens, &n.Problem, &n.LastAuthor)
+	return n, err
+}
+
+func note(q querier, key string) (Note, bool, error) {
+	n, err := scanNote(q.QueryRow("SELECT "+noteColumns+" FROM notes WHERE key=?", key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Note{}, false, nil
+	}
+	return n, err == nil, err
+}

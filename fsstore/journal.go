@@ -1,0 +1,183 @@
+package fsstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// journal is the intent of the one write in progress, recorded (and synced)
+// before the branch moves. A writer killed after the commit point leaves it
+// behind, and the next writer finishes the work from it: the files are put in
+// place and git's index is brought up to date, so the half-finished write is
+// completed rather than mistaken for a person's edit (which would revert it).
+// A writer killed before the commit point leaves a journal whose commit the
+// branch never reached: it is dropped, and nothing on disk had changed.
+//
+// The file always exists once a workspace has been written; empty means no
+// write is in progress. Truncating it is not synced: a journal that survives a
+// power failure describes a finished write, and finishing it again is a no-op.
+type journal struct {
+	Old   string        `json:"old"`
+	New   string        `json:"new"`
+	Time  time.Time     `json:"time"`
+	Files []journalFile `json:"files"`
+	// OnDisk is set when the files already hold the new content: a
+	// person's edit being committed, not a tool write.
+	OnDisk bool `json:"on_disk,omitempty"`
+}
+
+type journalFile struct {
+	Path string `json:"path"`
+	Old  string `json:"old"` // blob before, "" when the file was absent
+	New  string `json:"new"` // blob after, "" when the file is deleted
+}
+
+func (w *Workspace) writeJournal(j *journal) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(w.dir, journalPath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.repo.Sync(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (w *Workspace) clearJournal() error {
+	return os.Truncate(filepath.Join(w.dir, journalPath), 0)
+}
+
+// recover finishes or drops the write a killed process left in the journal.
+// It runs under the write lock, before every write.
+func (w *Workspace) recover() error {
+	f, err := os.Open(filepath.Join(w.dir, journalPath))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	f.Close()
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		// Torn while being written: the writer died before the commit point.
+		return w.clearJournal()
+	}
+	newHash, err := gitver.ParseHash(j.New)
+	if err != nil {
+		return w.clearJournal()
+	}
+	if _, err := w.repo.RemoveStaleLock(newHash); err != nil {
+		return err
+	}
+	if _, err := w.repo.RemoveStaleIndexLock(j.Time); err != nil {
+		return err
+	}
+	head, err := w.repo.Head()
+	if err != nil {
+		return err
+	}
+	if head != newHash {
+		// The commit point was not reached (or a person has since moved the
+		// branch past it, and their commit is the truth now).
+		w.dropTemps(&j)
+		return w.clearJournal()
+	}
+	var entries []gitver.IndexEntry
+	for _, f := range j.Files {
+		entry, err := w.finishFile(f, j.OnDisk)
+		if err != nil {
+			return err
+		}
+		if entry != nil {
+			entries = append(entries, *entry)
+		}
+	}
+	w.dropTemps(&j)
+	if err := w.repo.UpdateIndex(entries); err != nil {
+		return err
+	}
+	return w.clearJournal()
+}
+
+// finishFile puts one file of an interrupted write in place, unless a person
+// changed it since (then their content stays, to be committed as their edit).
+// It returns the git index entry to record, or nil.
+func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, error) {
+	content, _, exists, err := w.readDisk(f.Path, maxFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	var disk string
+	if exists {
+		disk = gitver.BlobHash(content).String()
+	}
+	switch {
+	case disk == f.New:
+		// already in place
+	case !onDisk && disk == f.Old:
+		if f.New == "" {
+			if err := w.removeFile(f.Path); err != nil {
+				return nil, err
+			}
+			break
+		}
+		h, err := gitver.ParseHash(f.New)
+		if err != nil {
+			return nil, err
+		}
+		blob, err := w.repo.ReadBlob(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.writeFileAtomic(f.Path, blob); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, nil // a person's edit made after the crash
+	}
+	entry := &gitver.IndexEntry{Path: f.Path}
+	if f.New != "" {
+		h, err := gitver.ParseHash(f.New)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := w.root.Lstat(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
+		}
+		entry.Blob, entry.Info = h, fi
+	}
+	return entry, nil
+}
+
+func (w *Workspace) dropTemps(j *journal) {
+	seen := map[string]bool{}
+	for _, f := range j.Files {
+		dir := path.Dir(f.Path)
+		if !seen[dir] {
+			seen[dir] = true
+			w.removeTemps(dir)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package fsstore
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+)
+
+// NoteView is a note as a reader sees it at the branch's head.
+type NoteView struct {
+	URI        string
+	Version    int
+	Digest     string
+	Kind       string
+	Author     string
+	Updated    string
+	Confidence *float64
+	Sources    []string
+	Links      map[string][]string
+	Columns    []string
+	// Content is the body or the table's TSV, inline even when stored out of
+	// line. Empty unless asked for.
+	Content   string
+	Bytes     int
+	EstTokens int
+	// Problem says why the note's front matter cannot be read; the other
+	// fields are then empty.
+	Problem string
+}
+
+// Cursor returns the board's change sequence: the number of commits in the
+// branch's first-parent history.
+func (w *Workspace) Cursor() (int, error) {
+	_, seq, err := w.catchUp(nil, nil)
+	return seq, err
+}
+
+// Get reads one note at the branch's head; withContent also returns its body
+// or table. A missing note is ErrNotFound.
+func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
+	addr, err := ParseAddress(uri, w.name)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := w.catchUp(nil, nil); err != nil {
+		return nil, err
+	}
+	n, err := w.indexedNote(addr.Short())
+	if err != nil {
+		return nil, err
+	}
+	if !n.Present {
+		return nil, errorf("get", addr.String(), ErrNotFound, "no note at this address")
+	}
+	v := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
+	if n.Problem != "" {
+		return v, nil
+	}
+	f, content, err := w.loadNote(n)
+	if err != nil {
+		v.Problem = err.Error()
+		return v, nil
+	}
+	if c, ok := f.confidence(); ok {
+		v.Confidence = &c
+	}
+	v.Sources = f.strs(keySources)
+	v.Columns = f.strs(keyColumns)
+	if rels, targets := f.links(); len(rels) > 0 {
+		v.Links = targets
+	}
+	if withContent {
+		v.Content = content
+	}
+	return v, nil
+}
+
+// LogEntry is one commit in a note's provenance.
+type LogEntry struct {
+	Version int
+	Commit  string
+	Author  string
+	Time    time.Time
+	Subject string
+}
+
+// Log lists the commits that changed a note, newest first: who, when, and
+// what the commit says (for the program's commits, the digest).
+func (w *Workspace) Log(uri string, limit int) ([]LogEntry, error) {
+	addr, err := ParseAddress(uri, w.name)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := w.catchUp(nil, nil); err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		events, err := s.History(addr.Short(), limit)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			out = append(out, LogEntry{Version: e.Version, Commit: e.Hash, Author: e.Author,
+				Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject})
+		}
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
+	}
+	return out, err
+}
+
+// FormatConfidence renders a confidence for people.
+func FormatConfidence(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }

@@ -1,0 +1,233 @@
+package fsstore
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// catchUp brings the derived index to the branch's current commit and returns
+// that commit and its cursor. It is cheap when nothing moved (one ref read and
+// one query); otherwise it applies only the commits the index has not seen,
+// whoever made them (this or another process, a person's git commit, a pull).
+// When the branch was reset or rewritten, it forgets the commits that are no
+// longer on it and applies the new ones from the last commit both share.
+//
+// hint gives the changes of commits the caller just made, so they need not be
+// diffed again. extra runs in the same index transaction.
+func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error) (gitver.Hash, int, error) {
+	head, err := w.repo.Head()
+	if err != nil {
+		return gitver.ZeroHash, 0, err
+	}
+	indexed, seq, err := w.idx.Head()
+	if err != nil {
+		return gitver.ZeroHash, 0, err
+	}
+	if indexed == hashString(head) && extra == nil {
+		return head, seq, nil
+	}
+	err = w.idx.Update(func(tx *index.Tx) error {
+		// Read the branch again inside the index's write transaction: another
+		// process may have caught up meanwhile, to a newer commit than ours.
+		if head, err = w.repo.Head(); err != nil {
+			return err
+		}
+		indexed, seq, err = tx.Head()
+		if err != nil {
+			return err
+		}
+		if indexed != hashString(head) {
+			if seq, err = w.syncIndex(tx, head, seq, hint); err != nil {
+				return err
+			}
+		}
+		if extra != nil {
+			return extra(tx)
+		}
+		return nil
+	})
+	return head, seq, err
+}
+
+func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
+	hint map[gitver.Hash][]gitver.PathChange) (int, error) {
+	var chain []*gitver.CommitInfo
+	base := 0
+	h := target
+	for !h.IsZero() {
+		seq, ok, err := tx.SeqOf(h.String())
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			base = seq
+			break
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return 0, err
+		}
+		chain = append(chain, c)
+		h = c.FirstParent()
+	}
+	refresh := map[string]bool{}
+	if base < indexedSeq {
+		notes, err := tx.Truncate(base)
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range notes {
+			refresh[n] = true
+		}
+	}
+	var parentTree gitver.Hash
+	if !h.IsZero() {
+		pc, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return 0, err
+		}
+		parentTree = pc.Tree
+	}
+	seq := base
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		changes, ok := hint[c.Hash]
+		if !ok {
+			var err error
+			if changes, err = w.repo.DiffTrees(parentTree, c.Tree); err != nil {
+				return 0, err
+			}
+		}
+		parentTree = c.Tree
+		seq++
+		rows := make([]index.Change, 0, len(changes))
+		for _, ch := range changes {
+			key, _ := noteKeyOf(ch.Path)
+			rows = append(rows, index.Change{Path: ch.Path, Note: key, Old: hashString(ch.Old), New: hashString(ch.New)})
+		}
+		touched, err := tx.AddCommit(index.Commit{
+			Seq: seq, Hash: c.Hash.String(), Author: c.Author.Name, Email: c.Author.Email,
+			Time: c.Author.When.Unix(), Subject: c.Subject(),
+		}, rows)
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range touched {
+			refresh[n] = true
+		}
+	}
+	for key := range refresh {
+		if err := w.refreshNote(tx, key); err != nil {
+			return 0, err
+		}
+	}
+	return seq, tx.SetHead(target.String())
+}
+
+// refreshNote reads a note's current fields from git into the index.
+func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
+	n := index.Note{Key: key}
+	noteBlob, err := tx.FileBlob(key + ".md")
+	if err != nil {
+		return err
+	}
+	if noteBlob == "" {
+		return tx.SetNoteState(n)
+	}
+	n.Present, n.NoteBlob = true, noteBlob
+	for _, ext := range []string{"md", "tsv"} {
+		p := key + ".blob." + ext
+		b, err := tx.FileBlob(p)
+		if err != nil {
+			return err
+		}
+		if b != "" {
+			n.ContentBlob, n.ContentPath = b, p
+		}
+	}
+	h, err := gitver.ParseHash(noteBlob)
+	if err != nil {
+		return err
+	}
+	raw, err := w.repo.ReadBlob(h)
+	if err != nil {
+		return err
+	}
+	f, err := parseNote(raw)
+	if err != nil {
+		n.Problem = err.Error()
+		n.Bytes = len(raw)
+		n.EstTokens = EstimateTokens(len(raw))
+		return tx.SetNoteState(n)
+	}
+	n.Digest = f.str(keyDigest)
+	n.Kind = f.str(keyKind)
+	if n.Kind == "" {
+		n.Kind = "note"
+	}
+	n.Author = f.str(keyAuthor)
+	n.Updated = f.str(keyUpdated)
+	n.Bytes = len(f.body)
+	if blob := f.str(keyBlob); blob != "" {
+		if bytes, err := strconv.Atoi(f.str(keyBytes)); err == nil && bytes >= 0 {
+			n.Bytes = bytes
+		}
+		if want := siblingBlobPath(key, blob); want == "" || want != n.ContentPath {
+			n.Problem = "the front matter names blob " + strconv.Quote(blob) + ", which is not this note's blob file"
+		}
+	}
+	if n.Digest == "" && n.Problem == "" {
+		n.Problem = "the front matter has no digest"
+	}
+	n.EstTokens = EstimateTokens(n.Bytes)
+	return tx.SetNoteState(n)
+}
+
+// siblingBlobPath returns the path of the blob file a note's `blob:` field
+// names, or "" when the name is not one of the note's own two blob names: a
+// person's `blob: ../../secret` never leads elsewhere.
+func siblingBlobPath(key, blob string) string {
+	base := key[strings.LastIndexByte(key, '/')+1:]
+	for _, ext := range []string{"md", "tsv"} {
+		if blob == base+".blob."+ext {
+			return key + ".blob." + ext
+		}
+	}
+	return ""
+}
+
+// noteKeyOf maps a repository path to the note it belongs to: "t/a/b.md",
+// "t/a/b.blob.md" and "t/a/b.blob.tsv" all belong to "t/a/b". Paths that no
+// address can name (README.md at the root, .blackboard/, upper case, spaces)
+// belong to no note.
+func noteKeyOf(p string) (string, bool) {
+	key, ok := strings.CutSuffix(p, ".blob.md")
+	if !ok {
+		key, ok = strings.CutSuffix(p, ".blob.tsv")
+	}
+	if !ok {
+		key, ok = strings.CutSuffix(p, ".md")
+	}
+	if !ok {
+		return "", false
+	}
+	segs := strings.Split(key, "/")
+	if len(segs) < MinSegments || len(segs) > MaxSegments {
+		return "", false
+	}
+	for _, s := range segs {
+		if folded, bad := foldSegment(s); bad != "" || folded != s {
+			return "", false
+		}
+	}
+	return key, true
+}
+
+// EstimateTokens is the index's estimate of what reading n bytes of content
+// costs a model: about four bytes a token for English prose and Markdown.
+func EstimateTokens(n int) int {
+	return (n + 3) / 4
+}

@@ -1,0 +1,231 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// Layout of the program's own directory in a workspace.
+const (
+	metaDir       = ".blackboard"
+	configFile    = ".blackboard/config.yaml"
+	gitignoreFile = ".blackboard/.gitignore"
+	indexFile     = ".blackboard/index.db"
+	lockFile      = ".blackboard/write.lock"
+	journalPath   = ".blackboard/journal"
+	// StateNote is the well-known "catch me up" note that init creates.
+	StateNote = "run/state/current"
+	// DefaultBranch is the branch a new workspace repository starts on.
+	DefaultBranch = "main"
+)
+
+const gitignoreContent = `# Derived and runtime files of blackboard-mcp: never the source of truth.
+/index.db*
+/write.lock
+/journal
+`
+
+// Options configure an opened workspace. The zero value is durable, in open
+// mode, with the author "agent".
+type Options struct {
+	// NoSync turns off fsync: faster, and an acknowledged write can be lost
+	// by a power failure (never by a crash of the process).
+	NoSync bool
+	// Agent is the author of the tool writes this process makes; "agent"
+	// when empty.
+	Agent string
+}
+
+// Workspace is a board on disk: the notes, the git repository and the derived
+// index. It is safe for concurrent use, and any number of processes may open
+// the same workspace: writes are serialized by a file lock and checked by
+// compare-and-swap against git, never against a copy.
+type Workspace struct {
+	dir   string
+	name  string
+	agent string
+	repo  *gitver.Repo
+	idx   *index.DB
+	root  *os.Root // every note file is opened through it: no link leads out
+
+	// mu serializes this process's writes; lock (flock) serializes processes.
+	mu   sync.Mutex
+	lock *os.File
+}
+
+type config struct {
+	Workspace string `yaml:"workspace"`
+}
+
+// Name is the workspace name that full addresses carry.
+func (w *Workspace) Name() string { return w.name }
+
+// Dir is the workspace root.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Agent is the author of this process's tool writes.
+func (w *Workspace) Agent() string { return w.agent }
+
+// Init makes dir a workspace: a git repository, the .blackboard directory
+// (its config, and a .gitignore for the derived index), and the note
+// run/state/current, committed together. Running it again changes nothing.
+// name is the workspace name; empty means the directory's name.
+func Init(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := gitver.Init(abs, DefaultBranch); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, metaDir), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(abs, configFile)); errors.Is(err, fs.ErrNotExist) {
+		if name == "" {
+			name = WorkspaceNameFor(abs)
+		}
+		if _, bad := foldSegment(name); bad != "" {
+			return fmt.Errorf("workspace name %q: %s", name, bad)
+		}
+		cfg := fmt.Sprintf("# blackboard-mcp workspace settings\nworkspace: %s\n", name)
+		if err := os.WriteFile(filepath.Join(abs, configFile), []byte(cfg), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(abs, gitignoreFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(filepath.Join(abs, gitignoreFile), []byte(gitignoreContent), 0o644); err != nil {
+			return err
+		}
+	}
+	w, err := Open(abs, Options{Agent: "blackboard-mcp"})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.initCommit()
+}
+
+// WorkspaceNameFor turns a directory's name into a valid workspace name.
+func WorkspaceNameFor(dir string) string {
+	b := []byte(strings.ToLower(filepath.Base(dir)))
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	name := strings.Trim(string(b), "-_.")
+	if len(name) > MaxSegmentBytes {
+		name = name[:MaxSegmentBytes]
+	}
+	if _, bad := foldSegment(name); bad != "" {
+		return "board"
+	}
+	return name
+}
+
+// Open opens an initialized workspace.
+func Open(dir string, opts Options) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(abs, configFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a blackboard workspace (no %s): run `blackboard-mcp init %s`", abs, configFile, dir)
+	}
+	var cfg config
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", configFile, err)
+	}
+	name, bad := foldSegment(cfg.Workspace)
+	if bad != "" {
+		return nil, fmt.Errorf("%s: workspace name: %s", configFile, bad)
+	}
+	repo, err := gitver.Open(abs, gitver.Options{NoSync: opts.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(abs, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	idx, err := index.Open(filepath.Join(abs, indexFile))
+	if err != nil {
+		root.Close()
+		lock.Close()
+		return nil, fmt.Errorf("open the derived index: %w", err)
+	}
+	agent := opts.Agent
+	if agent == "" {
+		agent = "agent"
+	}
+	return &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock}, nil
+}
+
+// Close releases the workspace's files.
+func (w *Workspace) Close() error {
+	return errors.Join(w.idx.Close(), w.lock.Close(), w.root.Close())
+}
+
+// withWriteLock runs fn holding the workspace's write lock: the in-process
+// mutex (go-git and our caches are not goroutine-safe) and an exclusive flock
+// on .blackboard/write.lock (other processes). The kernel releases the flock
+// when a process dies, so a killed writer never blocks the next one; what it
+// left half-done is finished first, from its journal.
+func (w *Workspace) withWriteLock(fn func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		err := unix.Flock(int(w.lock.Fd()), unix.LOCK_EX)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("lock %s: %w", lockFile, err)
+		}
+	}
+	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
+	if err := w.recover(); err != nil {
+		return fmt.Errorf("finish an interrupted write: %w", err)
+	}
+	return fn()
+}
+
+// personSignature is the author of an edit a person made by hand: git's
+// user.name, else "human".
+func (w *Workspace) personSignature() gitver.Signature {
+	name, email := w.repo.UserIdentity()
+	if name == "" {
+		name = "human"
+	}
+	if email == "" {
+		email = name + "@blackboard.local"
+	}
+	return gitver.Signature{Name: name, Email: email, When: time.Now()}
+}
+
+func (w *Workspace) agentSignature(agent string) gitver.Signature {
+	return gitver.Signature{Name: agent, Email: agent + "@blackboard.local", When: time.Now()}
+}

@@ -1,0 +1,564 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// Write limits.
+const (
+	// MaxContentBytes is the largest body or table a note may hold.
+	MaxContentBytes = 16 << 20
+	// MaxDigestBytes bounds the one-line summary; DigestWarnChars is where
+	// a digest stops being cheap and a warning says so.
+	MaxDigestBytes  = 2000
+	DigestWarnChars = 300
+	maxSources      = 100
+	maxKindBytes    = 64
+	// maxMoves bounds how often a write starts over because a person's git
+	// commit moved the branch under it.
+	maxMoves = 20
+)
+
+// Relations are the link types link_state accepts.
+var Relations = []string{"depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"}
+
+// UpdateRequest is one write of a note. Exactly one content form is set:
+// Body, Columns with Rows, AppendText, or AppendRows.
+type UpdateRequest struct {
+	URI    string
+	Digest string
+
+	Body       *string
+	Columns    []string
+	Rows       [][]string
+	AppendText *string
+	AppendRows [][]string
+
+	// ExpectVersion is the compare-and-swap: the version the writer last
+	// saw, 0 to create. Nil writes unconditionally (with a warning), except
+	// for appends, which never need it.
+	ExpectVersion *int
+	Sources       []string
+	Confidence    *float64
+	Kind          string
+	// Agent overrides the workspace's author for this write.
+	Agent string
+}
+
+// UpdateResult is what a write reports.
+type UpdateResult struct {
+	URI      string
+	Version  int
+	Digest   string
+	Warnings []string
+}
+
+func (r *UpdateRequest) forms() int {
+	n := 0
+	for _, set := range []bool{r.Body != nil, r.Columns != nil || r.Rows != nil, r.AppendText != nil, r.AppendRows != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *UpdateRequest) isAppend() bool { return r.AppendText != nil || r.AppendRows != nil }
+
+// Update writes a note as one commit, after committing any edit a person made
+// to it by hand, and only if its version is still ExpectVersion.
+func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
+	op := "update"
+	if req.isAppend() {
+		op = "append"
+	}
+	addr, err := ParseAddress(req.URI, w.name)
+	if err != nil {
+		return nil, err
+	}
+	uri := addr.String()
+	digest, err := cleanDigest(op, uri, req.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUpdate(op, uri, &req); err != nil {
+		return nil, err
+	}
+	var sources []string
+	for _, s := range req.Sources {
+		a, err := ParseAddress(s, w.name)
+		if err != nil {
+			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err))
+		}
+		sources = appendUnique(sources, a.String())
+	}
+	agent := req.Agent
+	if agent == "" {
+		agent = w.agent
+	}
+	var res *UpdateResult
+	err = w.withWriteLock(func() error {
+		for range maxMoves {
+			res, err = w.updateLocked(op, addr, digest, sources, agent, &req)
+			if !errors.Is(err, errBranchMoved) {
+				return err
+			}
+		}
+		return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+	})
+	return res, err
+}
+
+func checkUpdate(op, uri string, req *UpdateRequest) error {
+	if n := req.forms(); n != 1 {
+		return errorf(op, uri, ErrInvalid, "give exactly one content form: body, columns with rows, or append (got %d)", n)
+	}
+	if req.ExpectVersion != nil && *req.ExpectVersion < 0 {
+		return errorf(op, uri, ErrInvalid, "expect_version must be 0 (create) or a version the note had")
+	}
+	if req.Confidence != nil && (math.IsNaN(*req.Confidence) || *req.Confidence < 0 || *req.Confidence > 1) {
+		return errorf(op, uri, ErrInvalid, "confidence must be between 0 and 1")
+	}
+	if len(req.Sources) > maxSources {
+		return errorf(op, uri, ErrTooLarge, "at most %d sources", maxSources)
+	}
+	if req.Kind != "" {
+		if len(req.Kind) > maxKindBytes || strings.ContainsAny(req.Kind, " \t\r\n:#") {
+			return errorf(op, uri, ErrInvalid, "kind is one word of at most %d bytes (finding, plan, decision...)", maxKindBytes)
+		}
+	}
+	size := 0
+	if req.Body != nil {
+		size = len(*req.Body)
+	}
+	if req.AppendText != nil {
+		size = len(*req.AppendText)
+	}
+	if size > MaxContentBytes {
+		return errorf(op, uri, ErrTooLarge, "content is %d bytes; a note holds at most %d", size, MaxContentBytes)
+	}
+	if req.Columns != nil || req.Rows != nil {
+		if why, kind := checkTable(req.Columns, req.Rows); kind != nil {
+			return errorf(op, uri, kind, "%s", why)
+		}
+	}
+	if req.AppendRows != nil {
+		if len(req.AppendRows) == 0 || len(req.AppendRows) > MaxRows {
+			return errorf(op, uri, ErrInvalid, "append 1 to %d rows", MaxRows)
+		}
+	}
+	return nil
+}
+
+// cleanDigest folds a digest to one line and checks it.
+func cleanDigest(op, uri, d string) (string, error) {
+	d = strings.Join(strings.Fields(d), " ")
+	if d == "" {
+		return "", errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")
+	}
+	if len(d) > MaxDigestBytes {
+		return "", errorf(op, uri, ErrTooLarge, "the digest is %d bytes; keep it to one line of at most %d characters", len(d), DigestWarnChars)
+	}
+	return d, nil
+}
+
+func (w *Workspace) updateLocked(op string, addr Address, digest string, sources []string, agent string,
+	req *UpdateRequest) (*UpdateResult, error) {
+	uri, key := addr.String(), addr.Short()
+	head, err := w.adoptEdits(key)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := w.indexedNote(key)
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	if !req.isAppend() {
+		switch {
+		case req.ExpectVersion == nil:
+		case *req.ExpectVersion == 0 && cur.Present:
+			return nil, conflict(op, uri, cur, "the note already exists")
+		case *req.ExpectVersion > 0 && !cur.Present:
+			if cur.Version > 0 {
+				return nil, conflict(op, uri, cur, "the note was deleted")
+			}
+			return nil, errorf(op, uri, ErrConflict, "the note does not exist; pass expect_version 0 to create it")
+		case *req.ExpectVersion > 0 && *req.ExpectVersion != cur.Version:
+			return nil, conflict(op, uri, cur, fmt.Sprintf("you expected version %d", *req.ExpectVersion))
+		}
+	}
+
+	f := newNoteFile()
+	var content string
+	var isTable bool
+	if cur.Present {
+		old, oldContent, err := w.loadNote(cur)
+		switch {
+		case err == nil:
+			f, content, isTable = old, oldContent, len(old.strs(keyColumns)) > 0
+		case req.isAppend():
+			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err)
+		}
+	}
+	switch {
+	case req.Body != nil:
+		content, isTable = *req.Body, false
+		f.remove(keyColumns)
+	case req.Columns != nil || req.Rows != nil:
+		content, isTable = encodeTable(req.Columns, req.Rows), true
+		if err := f.set(keyColumns, req.Columns); err != nil {
+			return nil, err
+		}
+	case req.AppendText != nil:
+		if isTable {
+			return nil, errorf(op, uri, ErrInvalid, "the note is a table: append rows, not text")
+		}
+		if content != "" && !strings.HasSuffix(content, "\n") {
+			content += "\n"
+		}
+		content += *req.AppendText
+	case req.AppendRows != nil:
+		if !cur.Present || !isTable {
+			return nil, errorf(op, uri, ErrInvalid, "append rows needs an existing table note; create it with columns and rows first")
+		}
+		cols := f.strs(keyColumns)
+		if why, kind := checkTable(cols, req.AppendRows); kind != nil {
+			return nil, errorf(op, uri, kind, "%s", why)
+		}
+		var b strings.Builder
+		b.WriteString(content)
+		if content != "" && !strings.HasSuffix(content, "\n") {
+			b.WriteByte('\n')
+		}
+		encodeRows(&b, req.AppendRows)
+		content = b.String()
+	}
+	if len(content) > MaxContentBytes {
+		return nil, errorf(op, uri, ErrTooLarge, "the note would hold %d bytes; at most %d", len(content), MaxContentBytes)
+	}
+	if isTable {
+		if _, rows := decodeTable(content); len(rows) > MaxRows {
+			return nil, errorf(op, uri, ErrTooLarge, "a table has at most %d rows", MaxRows)
+		}
+	}
+
+	version := cur.Version + 1
+	now := time.Now().UTC().Truncate(time.Second)
+	// New notes get their keys in the documented order: digest, kind,
+	// author, updated, then the optional ones.
+	fields := [][2]any{{keyDigest, digest}}
+	switch {
+	case req.Kind != "":
+		fields = append(fields, [2]any{keyKind, req.Kind})
+	case f.str(keyKind) == "":
+		fields = append(fields, [2]any{keyKind, "note"})
+	}
+	fields = append(fields, [2]any{keyAuthor, agent}, [2]any{keyUpdated, now})
+	if req.Confidence != nil {
+		fields = append(fields, [2]any{keyConfidence, *req.Confidence})
+	}
+	if len(sources) > 0 {
+		fields = append(fields, [2]any{keySources, sources})
+	}
+	for _, kv := range fields {
+		if err := f.set(kv[0].(string), kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	changes, outOfLine, err := w.placeContent(f, addr, content, isTable, cur)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := f.render()
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
+
+	msg := commitMessage(op, key, version, digest, uri, agent)
+	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg, false); err != nil {
+		return nil, err
+	}
+
+	if req.ExpectVersion == nil && !req.isAppend() {
+		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", version))
+	}
+	if n := len([]rune(digest)); n > DigestWarnChars {
+		warnings = append(warnings, fmt.Sprintf("the digest is %d characters; under %d keeps every read cheap", n, DigestWarnChars))
+	}
+	if outOfLine != "" {
+		warnings = append(warnings, fmt.Sprintf("content is %d bytes, stored out of line in %s; reads return it inline", len(content), outOfLine))
+	}
+	missing, err := w.missing(sources)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range missing {
+		warnings = append(warnings, "source "+m+" does not exist")
+	}
+	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings}, nil
+}
+
+// placeContent decides where content lives: inline in the note's body, or,
+// over BlobThreshold bytes, in the sibling blob file committed with the note.
+// It returns the blob-file changes and the blob's name when out of line.
+func (w *Workspace) placeContent(f *noteFile, addr Address, content string, isTable bool,
+	cur index.Note) ([]fileChange, string, error) {
+	ext := "md"
+	if isTable {
+		ext = "tsv"
+	}
+	var changes []fileChange
+	blobPath := addr.BlobPath(ext)
+	out := ""
+	if len(content) > BlobThreshold {
+		out = addr.Segments[len(addr.Segments)-1] + ".blob." + ext
+		if err := f.set(keyBlob, out); err != nil {
+			return nil, "", err
+		}
+		if err := f.set(keyBytes, len(content)); err != nil {
+			return nil, "", err
+		}
+		f.body = nil
+		changes = append(changes, fileChange{path: blobPath, content: []byte(content)})
+	} else {
+		f.remove(keyBlob)
+		f.remove(keyBytes)
+		f.body = []byte(content)
+	}
+	// A blob file the note no longer uses goes, in the same commit.
+	for _, e := range []string{"md", "tsv"} {
+		p := addr.BlobPath(e)
+		if (out == "" || e != ext) && cur.ContentPath == p {
+			changes = append(changes, fileChange{path: p, deleted: true})
+		}
+	}
+	return changes, out, nil
+}
+
+func commitMessage(op, key string, version int, digest, uri, agent string) string {
+	subject := digest
+	if r := []rune(subject); len(r) > 100 {
+		subject = string(r[:99]) + "…"
+	}
+	return fmt.Sprintf("%s %s v%d: %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+		op, key, version, subject, uri, version, agent)
+}
+
+func conflict(op, uri string, cur index.Note, why string) *Error {
+	e := errorf(op, uri, ErrConflict, "%s; the note is at version %d, written by %s: %q. Read it, then write again with expect_version %d",
+		why, cur.Version, cur.LastAuthor, cur.Digest, cur.Version)
+	if !cur.Present {
+		e = errorf(op, uri, ErrConflict, "%s at version %d by %s; pass expect_version 0 to create it again",
+			why, cur.Version, cur.LastAuthor)
+	}
+	e.Conflict = &ConflictInfo{Version: cur.Version, Author: cur.LastAuthor, Digest: cur.Digest}
+	return e
+}
+
+// indexedNote returns the index's row for key (zero when it never existed).
+func (w *Workspace) indexedNote(key string) (index.Note, error) {
+	var n index.Note
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		var err error
+		n, _, err = s.Note(key)
+		return err
+	})
+	return n, err
+}
+
+// loadNote reads a note's file and content from git.
+func (w *Workspace) loadNote(n index.Note) (*noteFile, string, error) {
+	h, err := gitver.ParseHash(n.NoteBlob)
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := w.repo.ReadBlob(h)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := parseNote(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	if n.ContentBlob != "" && f.str(keyBlob) != "" {
+		bh, err := gitver.ParseHash(n.ContentBlob)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := w.repo.ReadBlob(bh)
+		if err != nil {
+			return nil, "", err
+		}
+		return f, string(b), nil
+	}
+	return f, string(f.body), nil
+}
+
+// missing returns the addresses among uris that name no present note.
+func (w *Workspace) missing(uris []string) ([]string, error) {
+	var out []string
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		for _, u := range uris {
+			a, err := ParseAddress(u, w.name)
+			if err != nil {
+				out = append(out, u)
+				continue
+			}
+			n, ok, err := s.Note(a.Short())
+			if err != nil {
+				return err
+			}
+			if !ok || !n.Present {
+				out = append(out, u)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// Link adds typed links from src to each of dsts, stored in src's front
+// matter (deduplicated) as one commit. A missing dst is a warning.
+func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateResult, error) {
+	const op = "link"
+	addr, err := ParseAddress(src, w.name)
+	if err != nil {
+		return nil, err
+	}
+	uri, key := addr.String(), addr.Short()
+	if !validRelation(rel) {
+		return nil, errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(Relations, ", "))
+	}
+	if len(dsts) == 0 || len(dsts) > maxSources {
+		return nil, errorf(op, uri, ErrInvalid, "give 1 to %d destinations", maxSources)
+	}
+	var targets []string
+	for _, d := range dsts {
+		a, err := ParseAddress(d, w.name)
+		if err != nil {
+			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err))
+		}
+		targets = appendUnique(targets, a.String())
+	}
+	if agent == "" {
+		agent = w.agent
+	}
+	var res *UpdateResult
+	err = w.withWriteLock(func() error {
+		for range maxMoves {
+			res, err = w.linkLocked(addr, rel, targets, agent)
+			if !errors.Is(err, errBranchMoved) {
+				return err
+			}
+		}
+		return errorf(op, uri, ErrConflict, "the branch kept moving under the write; try again")
+	})
+	_ = key
+	return res, err
+}
+
+func validRelation(rel string) bool {
+	for _, r := range Relations {
+		if r == rel {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Workspace) linkLocked(addr Address, rel string, targets []string, agent string) (*UpdateResult, error) {
+	const op = "link"
+	uri, key := addr.String(), addr.Short()
+	head, err := w.adoptEdits(key)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := w.indexedNote(key)
+	if err != nil {
+		return nil, err
+	}
+	if !cur.Present {
+		return nil, errorf(op, uri, ErrNotFound, "no note at this address to link from")
+	}
+	f, _, err := w.loadNote(cur)
+	if err != nil {
+		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err)
+	}
+	rels, existing := f.links()
+	added := false
+	for _, t := range targets {
+		if !contains(existing[rel], t) {
+			existing[rel] = append(existing[rel], t)
+			added = true
+		}
+	}
+	var warnings []string
+	missing, err := w.missing(targets)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range missing {
+		warnings = append(warnings, "link target "+m+" does not exist yet")
+	}
+	if !added {
+		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
+			Warnings: append(warnings, "every link already existed: nothing written")}, nil
+	}
+	if !contains(rels, rel) {
+		rels = append(rels, rel)
+	}
+	links := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, r := range rels {
+		var seq yaml.Node
+		if err := seq.Encode(existing[r]); err != nil {
+			return nil, err
+		}
+		seq.Style = yaml.FlowStyle
+		links.Content = append(links.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r}, &seq)
+	}
+	f.setNode(keyLinks, links)
+	rendered, err := f.render()
+	if err != nil {
+		return nil, err
+	}
+	version := cur.Version + 1
+	msg := fmt.Sprintf("link %s v%d: %s %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+		key, version, rel, strings.Join(targets, " "), uri, version, agent)
+	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
+	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg, false); err != nil {
+		return nil, err
+	}
+	return &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,239 @@
+package gitver
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+// IndexEntry is one path to record in git's index file after a commit made by
+// plumbing. Info is the file as it now is on disk; nil removes the path.
+type IndexEntry struct {
+	Path string
+	Blob Hash
+	Info os.FileInfo
+}
+
+// indexCache keeps the last index file this process read or wrote, so that a
+// write does not parse the whole index again unless someone else changed it.
+type indexCache struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+	idx   *index.Index
+	pos   map[string]int // path -> position in idx.Entries, stage 0 only
+}
+
+func (c *indexCache) matches(fi os.FileInfo) bool {
+	return c != nil && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) && c.ino == inode(fi)
+}
+
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// IndexLockPath is the lock git takes to rewrite its index file.
+func (r *Repo) IndexLockPath() string { return filepath.Join(r.gitDir, "index.lock") }
+
+// UpdateIndex records entries in git's index file (.git/index) under
+// index.lock, as `git update-index` does. Without this, a person's next
+// `git add other.md && git commit` would build its tree from a stale index and
+// put back the old content of every note the program wrote.
+//
+// The cache-tree and other optional extensions are dropped (git rebuilds
+// them); an index with a required extension this package cannot keep (split
+// index, sparse directories) is left alone and reported.
+func (r *Repo) UpdateIndex(entries []IndexEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	lockPath := r.IndexLockPath()
+	deadline := time.Now().Add(lockWait)
+	var lock *os.File
+	for {
+		var err error
+		lock, err = os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s exists: another git command is updating the index; if none is running, remove it", lockPath)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := false
+	defer func() {
+		if !done {
+			lock.Close()
+			os.Remove(lockPath)
+			r.index = nil // the cached entries may have been edited already
+		}
+	}()
+
+	c, err := r.loadIndex()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		c.set(e)
+	}
+	w := bufio.NewWriterSize(lock, 256*1024)
+	if err := index.NewEncoder(w).Encode(c.idx); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// Not synced, like git's own index: it is a cache of what to commit next,
+	// and a crash is repaired from the journal of the write that was running.
+	if err := lock.Close(); err != nil {
+		return err
+	}
+	indexPath := filepath.Join(r.gitDir, "index")
+	if err := os.Rename(lockPath, indexPath); err != nil {
+		return err
+	}
+	done = true
+	// The encoder sorted the entries: positions are rebuilt.
+	c.reposition()
+	if fi, err := os.Stat(indexPath); err == nil {
+		c.size, c.mtime, c.ino = fi.Size(), fi.ModTime(), inode(fi)
+		r.index = c
+	} else {
+		r.index = nil
+	}
+	return nil
+}
+
+// loadIndex returns the current index file, parsed, from the cache when the
+// file is unchanged since this process last read or wrote it.
+func (r *Repo) loadIndex() (*indexCache, error) {
+	indexPath := filepath.Join(r.gitDir, "index")
+	fi, err := os.Stat(indexPath)
+	if errors.Is(err, os.ErrNotExist) {
+		c := &indexCache{idx: &index.Index{Version: 2}}
+		c.reposition()
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.index.matches(fi) {
+		return r.index, nil
+	}
+	f, err := os.Open(indexPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	idx := &index.Index{}
+	if err := index.NewDecoder(bufio.NewReaderSize(f, 256*1024)).Decode(idx); err != nil {
+		return nil, fmt.Errorf("read git index %s: %w (an index with split-index or sparse entries is not supported)", indexPath, err)
+	}
+	if idx.Version > 3 {
+		// Version 4 compresses paths; the encoder writes it, but keeping
+		// version 2 is the safer common ground with older git.
+		idx.Version = 2
+	}
+	idx.Cache, idx.ResolveUndo, idx.EndOfIndexEntry = nil, nil, nil
+	c := &indexCache{idx: idx, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}
+	c.reposition()
+	return c, nil
+}
+
+func (c *indexCache) reposition() {
+	c.pos = make(map[string]int, len(c.idx.Entries))
+	for i, e := range c.idx.Entries {
+		if e.Stage == 0 {
+			c.pos[e.Name] = i
+		}
+	}
+}
+
+// set replaces (or removes) the stage-0 entry for e.Path. Conflict stages of
+// the same path are dropped: the path now has one committed content.
+func (c *indexCache) set(e IndexEntry) {
+	for _, other := range c.idx.Entries {
+		if other.Name == e.Path && other.Stage != 0 {
+			c.dropConflicts(e.Path)
+			break
+		}
+	}
+	i, ok := c.pos[e.Path]
+	if e.Info == nil {
+		if ok {
+			c.idx.Entries = append(c.idx.Entries[:i], c.idx.Entries[i+1:]...)
+			c.reposition()
+		}
+		return
+	}
+	entry := entryFor(e)
+	if ok {
+		c.idx.Entries[i] = entry
+		return
+	}
+	c.idx.Entries = append(c.idx.Entries, entry)
+	c.pos[e.Path] = len(c.idx.Entries) - 1
+}
+
+func (c *indexCache) dropConflicts(path string) {
+	kept := c.idx.Entries[:0]
+	for _, e := range c.idx.Entries {
+		if e.Name != path || e.Stage == 0 {
+			kept = append(kept, e)
+		}
+	}
+	c.idx.Entries = kept
+	c.reposition()
+}
+
+func entryFor(e IndexEntry) *index.Entry {
+	entry := &index.Entry{
+		Hash:       plumbing.Hash(e.Blob),
+		Name:       e.Path,
+		ModifiedAt: e.Info.ModTime(),
+		Mode:       filemode.Regular,
+		Size:       uint32(e.Info.Size()),
+	}
+	if st, ok := e.Info.Sys().(*syscall.Stat_t); ok {
+		entry.CreatedAt = time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+		entry.Dev = uint32(st.Dev)
+		entry.Inode = uint32(st.Ino)
+		entry.UID = st.Uid
+		entry.GID = st.Gid
+	}
+	return entry
+}
+
+// RemoveStaleIndexLock removes git's index lock when it is not older than
+// since: the caller knows from its journal that a writer of this program died
+// after that moment, before it could release the lock it took.
+func (r *Repo) RemoveStaleIndexLock(since time.Time) (bool, error) {
+	fi, err := os.Stat(r.IndexLockPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.ModTime().Before(since) {
+		return false, nil
+	}
+	return true, os.Remove(r.IndexLockPath())
+}

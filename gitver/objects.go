@@ -1,0 +1,393 @@
+package gitver
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// objectWriter writes loose objects the way git does (zlib-compressed
+// "<type> <size>\0<content>" under objects/xx/), and remembers which
+// directories it touched so that one commit's objects are made durable with
+// one fsync per file and per directory.
+type objectWriter struct {
+	r     *Repo
+	dirty map[string]bool // directories whose entries must be synced
+}
+
+func (r *Repo) newObjectWriter() *objectWriter {
+	return &objectWriter{r: r, dirty: map[string]bool{}}
+}
+
+func (w *objectWriter) write(kind string, content []byte) (Hash, error) {
+	h := objectHash(kind, content)
+	name := h.String()
+	dir := filepath.Join(w.r.gitDir, "objects", name[:2])
+	path := filepath.Join(dir, name[2:])
+	if _, err := os.Stat(path); err == nil {
+		return h, nil // objects are immutable: an existing file is this object
+	}
+	if err := os.Mkdir(dir, 0o755); err == nil {
+		w.dirty[filepath.Dir(dir)] = true
+	} else if !errors.Is(err, os.ErrExist) {
+		return h, err
+	}
+	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	if err != nil {
+		return h, err
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	fmt.Fprintf(zw, "%s %d\x00", kind, len(content))
+	if _, err := zw.Write(content); err != nil {
+		tmp.Close()
+		return h, err
+	}
+	if err := zw.Close(); err != nil {
+		tmp.Close()
+		return h, err
+	}
+	if err := w.r.syncer(tmp); err != nil {
+		tmp.Close()
+		return h, err
+	}
+	if err := tmp.Chmod(0o444); err != nil {
+		tmp.Close()
+		return h, err
+	}
+	if err := tmp.Close(); err != nil {
+		return h, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return h, err
+	}
+	w.dirty[dir] = true
+	return h, nil
+}
+
+// flush makes the directory entries of every object written durable.
+func (w *objectWriter) flush() error {
+	if !w.r.sync {
+		return nil
+	}
+	dirs := make([]string, 0, len(w.dirty))
+	for d := range w.dirty {
+		dirs = append(dirs, d)
+	}
+	// Children first: objects/xx before objects/, so a new fan-out directory
+	// is durable with its entries before it is named.
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteBlob stores content as a blob and returns its name. Blobs of a commit
+// are written before the commit itself; they are durable once that commit is.
+func (r *Repo) WriteBlob(content []byte) (Hash, error) {
+	w := r.newObjectWriter()
+	h, err := w.write("blob", content)
+	if err != nil {
+		return h, err
+	}
+	return h, w.flush()
+}
+
+// Signature names who made a change and when.
+type Signature struct {
+	Name  string
+	Email string
+	When  time.Time
+}
+
+// CommitRequest describes one commit on top of Parent.
+type CommitRequest struct {
+	// Parent is the commit the change applies to; zero for a root commit.
+	Parent Hash
+	// Changes maps a slash-separated path to the blob it now holds; a zero
+	// hash deletes the path. Directories that end up empty disappear, as in git.
+	Changes map[string]Hash
+	// Author of the change; also the committer.
+	Author  Signature
+	Message string
+}
+
+// Commit writes the trees on the changed paths and the commit object, all
+// durable, and returns the commit's name. It does not move any branch: that is
+// UpdateBranch, the commit point.
+func (r *Repo) Commit(req CommitRequest) (Hash, error) {
+	var base Hash
+	if !req.Parent.IsZero() {
+		c, err := r.ReadCommit(req.Parent)
+		if err != nil {
+			return ZeroHash, err
+		}
+		base = c.Tree
+	}
+	w := r.newObjectWriter()
+	tree, _, err := r.editTree(w, base, req.Changes)
+	if err != nil {
+		return ZeroHash, err
+	}
+	if tree.IsZero() {
+		tree, err = w.write("tree", nil) // the empty tree
+		if err != nil {
+			return ZeroHash, err
+		}
+	}
+	sig := object.Signature{Name: req.Author.Name, Email: req.Author.Email, When: req.Author.When}
+	c := &object.Commit{
+		Author:    sig,
+		Committer: sig,
+		Message:   req.Message,
+		TreeHash:  plumbing.Hash(tree),
+	}
+	if !req.Parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{plumbing.Hash(req.Parent)}
+	}
+	mem := &plumbing.MemoryObject{}
+	if err := c.Encode(mem); err != nil {
+		return ZeroHash, err
+	}
+	content, err := memContent(mem)
+	if err != nil {
+		return ZeroHash, err
+	}
+	h, err := w.write("commit", content)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return h, w.flush()
+}
+
+func memContent(m *plumbing.MemoryObject) ([]byte, error) {
+	rd, err := m.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(rd)
+	return b.Bytes(), err
+}
+
+// editTree applies changes (paths relative to this tree) to the tree base and
+// writes the new trees. Only trees on a changed path are read and re-encoded,
+// so the cost follows the depth of the path, not the size of the board. It
+// returns the zero hash for a tree left empty.
+func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Hash, bool, error) {
+	entries := map[string]object.TreeEntry{}
+	if !base.IsZero() {
+		t, err := r.readTree(base)
+		if err != nil {
+			return ZeroHash, false, err
+		}
+		for _, e := range t.Entries {
+			entries[e.Name] = e
+		}
+	}
+	sub := map[string]map[string]Hash{}
+	changed := false
+	for p, h := range changes {
+		if dir, rest, ok := strings.Cut(p, "/"); ok {
+			if sub[dir] == nil {
+				sub[dir] = map[string]Hash{}
+			}
+			sub[dir][rest] = h
+			continue
+		}
+		old, had := entries[p]
+		if had && old.Mode == filemode.Dir {
+			return ZeroHash, false, fmt.Errorf("cannot write file %s: a directory has that name", p)
+		}
+		if h.IsZero() {
+			if had {
+				delete(entries, p)
+				changed = true
+			}
+			continue
+		}
+		if !had || old.Hash != plumbing.Hash(h) || old.Mode != filemode.Regular {
+			entries[p] = object.TreeEntry{Name: p, Mode: filemode.Regular, Hash: plumbing.Hash(h)}
+			changed = true
+		}
+	}
+	for dir, ch := range sub {
+		var subBase Hash
+		if e, ok := entries[dir]; ok {
+			if e.Mode != filemode.Dir {
+				return ZeroHash, false, fmt.Errorf("cannot write under %s: a file has that name", dir)
+			}
+			subBase = Hash(e.Hash)
+		}
+		h, subChanged, err := r.editTree(w, subBase, ch)
+		if err != nil {
+			return ZeroHash, false, err
+		}
+		if !subChanged {
+			continue
+		}
+		changed = true
+		if h.IsZero() {
+			delete(entries, dir)
+		} else {
+			entries[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: plumbing.Hash(h)}
+		}
+	}
+	if !changed {
+		return base, false, nil
+	}
+	if len(entries) == 0 {
+		return ZeroHash, true, nil
+	}
+	t := &object.Tree{Entries: make([]object.TreeEntry, 0, len(entries))}
+	for _, e := range entries {
+		t.Entries = append(t.Entries, e)
+	}
+	sort.Slice(t.Entries, func(i, j int) bool { return treeLess(t.Entries[i], t.Entries[j]) })
+	mem := &plumbing.MemoryObject{}
+	if err := t.Encode(mem); err != nil {
+		return ZeroHash, false, err
+	}
+	content, err := memContent(mem)
+	if err != nil {
+		return ZeroHash, false, err
+	}
+	h, err := w.write("tree", content)
+	return h, true, err
+}
+
+// treeLess is git's tree order: names compared bytewise, a directory as if
+// its name ended in "/".
+func treeLess(a, b object.TreeEntry) bool {
+	an, bn := a.Name, b.Name
+	if a.Mode == filemode.Dir {
+		an += "/"
+	}
+	if b.Mode == filemode.Dir {
+		bn += "/"
+	}
+	return an < bn
+}
+
+func (r *Repo) readTree(h Hash) (*object.Tree, error) {
+	t, content, err := r.readObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if t != plumbing.TreeObject {
+		return nil, fmt.Errorf("object %s is a %s, not a tree", h, t)
+	}
+	mem := &plumbing.MemoryObject{}
+	mem.SetType(plumbing.TreeObject)
+	if _, err := mem.Write(content); err != nil {
+		return nil, err
+	}
+	tree := &object.Tree{}
+	if err := tree.Decode(mem); err != nil {
+		return nil, err
+	}
+	return tree, nil
+}
+
+// CommitInfo is what history readers need of a commit.
+type CommitInfo struct {
+	Hash    Hash
+	Tree    Hash
+	Parents []Hash
+	Author  Signature
+	Message string
+}
+
+// FirstParent is the commit's first parent, zero for a root commit.
+func (c *CommitInfo) FirstParent() Hash {
+	if len(c.Parents) == 0 {
+		return ZeroHash
+	}
+	return c.Parents[0]
+}
+
+// Subject is the first line of the message.
+func (c *CommitInfo) Subject() string {
+	s, _, _ := strings.Cut(c.Message, "\n")
+	return s
+}
+
+// ReadCommit reads a commit object.
+func (r *Repo) ReadCommit(h Hash) (*CommitInfo, error) {
+	t, content, err := r.readObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if t != plumbing.CommitObject {
+		return nil, fmt.Errorf("object %s is a %s, not a commit", h, t)
+	}
+	mem := &plumbing.MemoryObject{}
+	mem.SetType(plumbing.CommitObject)
+	if _, err := mem.Write(content); err != nil {
+		return nil, err
+	}
+	c := &object.Commit{}
+	if err := c.Decode(mem); err != nil {
+		return nil, err
+	}
+	info := &CommitInfo{
+		Hash:    h,
+		Tree:    Hash(c.TreeHash),
+		Author:  Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.Author.When},
+		Message: c.Message,
+	}
+	for _, p := range c.ParentHashes {
+		info.Parents = append(info.Parents, Hash(p))
+	}
+	return info, nil
+}
+
+// PathBlob returns the blob at path in commit's tree, or the zero hash when
+// the path does not exist there.
+func (r *Repo) PathBlob(commit Hash, path string) (Hash, error) {
+	if commit.IsZero() {
+		return ZeroHash, nil
+	}
+	c, err := r.ReadCommit(commit)
+	if err != nil {
+		return ZeroHash, err
+	}
+	tree := c.Tree
+	parts := strings.Split(path, "/")
+	for i, name := range parts {
+		t, err := r.readTree(tree)
+		if err != nil {
+			return ZeroHash, err
+		}
+		var found *object.TreeEntry
+		for j := range t.Entries {
+			if t.Entries[j].Name == name {
+				found = &t.Entries[j]
+				break
+			}
+		}
+		if found == nil {
+			return ZeroHash, nil
+		}
+		last := i == len(parts)-1
+		if last != (found.Mode != filemode.Dir) {
+			return ZeroHash, nil
+		}
+		tree = Hash(found.Hash)
+	}
+	return tree, nil
+}

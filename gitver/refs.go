@@ -1,0 +1,196 @@
+package gitver
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrBranchMoved is returned by UpdateBranch when the branch no longer points
+// where the caller last saw it: another process or a person committed first.
+var ErrBranchMoved = errors.New("the branch moved")
+
+// ErrBranchLocked is returned by UpdateBranch when another process holds the
+// branch's lock file and did not let go within the wait.
+var ErrBranchLocked = errors.New("the branch is locked by another git process")
+
+// Head returns the commit the branch points to, or the zero hash while the
+// branch is unborn. It reads the loose ref and then packed-refs, as git does;
+// a loose ref is replaced by rename, so it is never seen half-written.
+func (r *Repo) Head() (Hash, error) {
+	return r.readRef(r.branch)
+}
+
+func (r *Repo) refPath(name string) string {
+	return filepath.Join(r.gitDir, filepath.FromSlash(name))
+}
+
+func (r *Repo) readRef(name string) (Hash, error) {
+	b, err := os.ReadFile(r.refPath(name))
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if strings.HasPrefix(s, "ref: ") {
+			return ZeroHash, fmt.Errorf("%s is a symbolic ref; blackboard-mcp needs a plain branch", name)
+		}
+		return ParseHash(s)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return ZeroHash, err
+	}
+	return r.readPackedRef(name)
+}
+
+func (r *Repo) readPackedRef(name string) (Hash, error) {
+	f, err := os.Open(filepath.Join(r.gitDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ZeroHash, nil
+	}
+	if err != nil {
+		return ZeroHash, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		if line[41:] == name {
+			return ParseHash(line[:40])
+		}
+	}
+	return ZeroHash, sc.Err()
+}
+
+// LockPath is the lock file git and this package create to update the branch.
+func (r *Repo) LockPath() string { return r.refPath(r.branch) + ".lock" }
+
+// lockWait is how long UpdateBranch waits for a lock held by someone else: a
+// git commit holds it for milliseconds.
+const lockWait = 3 * time.Second
+
+// UpdateBranch moves the branch from old to new with git's own protocol:
+// create `<ref>.lock` exclusively, verify the branch still points to old,
+// write and sync the lock, rename it over the ref, sync the directory. This is
+// the commit point of every write. It fails with ErrBranchMoved, without
+// changing anything, when the branch is not at old.
+func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
+	lock := r.LockPath()
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(lockWait)
+	var f *os.File
+	for {
+		var err error
+		f, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s exists; if no git command is running, remove it", ErrBranchLocked, lock)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(lock)
+		}
+	}()
+	cur, err := r.readRef(r.branch)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return fmt.Errorf("%w: expected %s, found %s", ErrBranchMoved, old, cur)
+	}
+	if _, err := f.WriteString(new.String() + "\n"); err != nil {
+		return err
+	}
+	if err := r.syncer(f); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, r.refPath(r.branch)); err != nil {
+		return err
+	}
+	committed = true
+	if err := r.SyncDir(filepath.Dir(lock)); err != nil {
+		return err
+	}
+	r.appendReflog(old, new, who, reason)
+	return nil
+}
+
+// appendReflog records the update in the branch's and HEAD's reflogs, as git
+// does, so `git reflog` shows agents' commits too. The reflog is a convenience
+// for people, not part of the commit: a failure here is ignored.
+func (r *Repo) appendReflog(old, new Hash, who Signature, reason string) {
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	_, offset := who.When.Zone()
+	sign := '+'
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, who.Name, who.Email,
+		who.When.Unix(), sign, offset/3600, offset%3600/60, reason)
+	for _, name := range []string{r.branch, "HEAD"} {
+		p := filepath.Join(r.gitDir, "logs", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return
+		}
+		_, _ = f.WriteString(line)
+		f.Close()
+	}
+}
+
+// RemoveStaleLock removes the branch lock file if its content is what a
+// writer of this program that died holding it had written there: the commit it
+// intended, or nothing yet. The caller knows from its own journal that such a
+// writer existed. An empty lock is removed only once it is a second old,
+// since a git command that has just created its lock has not written it yet;
+// a lock with other content belongs to somebody else and stays.
+func (r *Repo) RemoveStaleLock(intended Hash) (bool, error) {
+	lock := r.LockPath()
+	for {
+		fi, err := os.Stat(lock)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		b, err := os.ReadFile(lock)
+		if err != nil {
+			return false, nil // removed meanwhile
+		}
+		b = bytes.TrimSpace(b)
+		switch {
+		case string(b) == intended.String():
+		case len(b) == 0 && time.Since(fi.ModTime()) > time.Second:
+		case len(b) == 0:
+			time.Sleep(50 * time.Millisecond)
+			continue
+		default:
+			return false, nil
+		}
+		return true, os.Remove(lock)
+	}
+}

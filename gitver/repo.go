@@ -243,7 +243,16 @@ func (r *Repo) UserIdentity() (name, email string) {
 		}
 	}
 	if name == "" || email == "" {
-		if g, err := config.LoadConfig(config.GlobalScope); err == nil {
+		if p := os.Getenv("GIT_CONFIG_GLOBAL"); p != "" {
+			// git's own override of the person's config file.
+			if f, err := os.Open(p); err == nil {
+				c, err := config.ReadConfig(f)
+				f.Close()
+				if err == nil {
+					name, email = firstNonEmpty(name, c.User.Name), firstNonEmpty(email, c.User.Email)
+				}
+			}
+		} else if g, err := config.LoadConfig(config.GlobalScope); err == nil {
 			if name == "" {
 				name = g.User.Name
 			}
@@ -253,4 +262,11 @@ func (r *Repo) UserIdentity() (name, email string) {
 		}
 	}
 	return name, email
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -12,6 +12,7 @@ require (
 
 require (
 	github.com/ProtonMail/go-crypto v1.1.6 // indirect
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
 	github.com/cyphar/filepath-securejoin v0.6.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

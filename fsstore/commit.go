@@ -11,6 +11,16 @@ import (
 // a note, a blob, a person's edit.
 const maxFileBytes = 64 << 20
 
+// crashPoint, when set (only by the crash tests), is called as a write passes
+// each step; the tests kill the process there to prove every step recoverable.
+var crashPoint func(step string)
+
+func reach(step string) {
+	if crashPoint != nil {
+		crashPoint(step)
+	}
+}
+
 // fileChange is one file of a commit: its new content, or nil to delete it.
 type fileChange struct {
 	path    string
@@ -27,10 +37,12 @@ var errBranchMoved = errors.New("branch moved during the write")
 //
 //  1. blobs, trees and the commit object, synced;
 //  2. the journal (intent), synced;
-//  3. the branch moves from parent to the commit: the commit point;
-//  4. the files are put in place (unless onDisk: a person's edit already is);
-//  5. git's index file and the derived index are updated;
-//  6. the journal is cleared.
+//  3. git's index lock is taken, so no `git commit` can read the index
+//     before this commit and move the branch after it (see gitver.IndexLock);
+//  4. the branch moves from parent to the commit: the commit point;
+//  5. the files are put in place (unless onDisk: a person's edit already is);
+//  6. git's index file is written and unlocked, the derived index updated;
+//  7. the journal is cleared.
 //
 // The caller holds the write lock. It returns errBranchMoved when the branch
 // was not at parent; nothing then changed.
@@ -57,11 +69,19 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
+	reach("objects")
 	j.New = commit.String()
 	if err := w.writeJournal(j); err != nil {
 		return gitver.ZeroHash, err
 	}
+	reach("journal")
+	gitIndex, err := w.repo.LockIndex()
+	if err != nil {
+		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+	}
+	defer gitIndex.Release()
 	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+firstLine(message)); err != nil {
+		gitIndex.Release()
 		if cerr := w.clearJournal(); cerr != nil {
 			return gitver.ZeroHash, cerr
 		}
@@ -72,6 +92,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	}
 	// Past the commit point: the write is in git. A failure from here on
 	// is finished by recover() on the next write.
+	reach("branch")
 	entries := make([]gitver.IndexEntry, 0, len(changes))
 	stats := make(map[string]fileStat, len(changes))
 	for _, c := range changes {
@@ -98,9 +119,11 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 		entries = append(entries, e)
 	}
-	if err := w.repo.UpdateIndex(entries); err != nil {
+	reach("files")
+	if err := gitIndex.Write(entries); err != nil {
 		return commit, err
 	}
+	reach("gitindex")
 	hint := map[gitver.Hash][]gitver.PathChange{}
 	for _, jf := range j.Files {
 		old, _ := parseHashOrZero(jf.Old)
@@ -116,6 +139,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	}); err != nil {
 		return commit, err
 	}
+	reach("index")
 	return commit, w.clearJournal()
 }
 

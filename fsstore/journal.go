@@ -90,7 +90,9 @@ func (w *Workspace) recover() error {
 	if _, err := w.repo.RemoveStaleLock(newHash); err != nil {
 		return err
 	}
-	if _, err := w.repo.RemoveStaleIndexLock(j.Time); err != nil {
+	// File times come from a coarse kernel clock that may lag the journal's
+	// time by a tick: allow a second.
+	if _, err := w.repo.RemoveStaleIndexLock(j.Time.Add(-time.Second)); err != nil {
 		return err
 	}
 	head, err := w.repo.Head()

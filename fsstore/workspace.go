@@ -181,7 +181,16 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if agent == "" {
 		agent = "agent"
 	}
-	return &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock}, nil
+	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock}
+	if fi, err := os.Stat(filepath.Join(abs, journalPath)); err == nil && fi.Size() > 0 {
+		// A writer died mid-write: finish its work now, so the files are
+		// right from the start and not only after the next write.
+		if err := w.withWriteLock(func() error { return nil }); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 // Close releases the workspace's files.

@@ -58,42 +58,75 @@ func (r *Repo) UpdateIndex(entries []IndexEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	l, err := r.LockIndex()
+	if err != nil {
+		return err
+	}
+	return l.Write(entries)
+}
+
+// IndexLock is git's index.lock, held by this process.
+//
+// A writer holds it from before it moves the branch until git's index
+// reflects the new commit. `git commit` holds the same lock from reading the
+// index to moving the branch, so the two never interleave: otherwise git could
+// read the index before the program's commit, take that commit as its parent,
+// and build its tree from the stale index, reverting the program's write.
+type IndexLock struct {
+	r    *Repo
+	f    *os.File
+	done bool
+}
+
+// LockIndex takes git's index lock, waiting a few seconds for a git command
+// that holds it.
+func (r *Repo) LockIndex() (*IndexLock, error) {
 	lockPath := r.IndexLockPath()
 	deadline := time.Now().Add(lockWait)
-	var lock *os.File
 	for {
-		var err error
-		lock, err = os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			break
+			return &IndexLock{r: r, f: f}, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return err
+			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s exists: another git command is updating the index; if none is running, remove it", lockPath)
+			return nil, fmt.Errorf("%s exists: another git command is using the index; if none is running, remove it", lockPath)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// Release gives the lock up without changing the index. It is a no-op after
+// Write.
+func (l *IndexLock) Release() {
+	if l.done {
+		return
+	}
+	l.done = true
+	l.f.Close()
+	os.Remove(l.r.IndexLockPath())
+}
+
+// Write records entries in the index and releases the lock.
+func (l *IndexLock) Write(entries []IndexEntry) error {
+	defer l.Release()
+	if len(entries) == 0 {
+		return nil
+	}
+	r := l.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	done := false
-	defer func() {
-		if !done {
-			lock.Close()
-			os.Remove(lockPath)
-			r.index = nil // the cached entries may have been edited already
-		}
-	}()
-
 	c, err := r.loadIndex()
 	if err != nil {
 		return err
 	}
+	r.index = nil // the cached entries are edited below; restored on success
 	for _, e := range entries {
 		c.set(e)
 	}
-	w := bufio.NewWriterSize(lock, 256*1024)
+	w := bufio.NewWriterSize(l.f, 256*1024)
 	if err := index.NewEncoder(w).Encode(c.idx); err != nil {
 		return err
 	}
@@ -102,21 +135,19 @@ func (r *Repo) UpdateIndex(entries []IndexEntry) error {
 	}
 	// Not synced, like git's own index: it is a cache of what to commit next,
 	// and a crash is repaired from the journal of the write that was running.
-	if err := lock.Close(); err != nil {
+	if err := l.f.Close(); err != nil {
 		return err
 	}
 	indexPath := filepath.Join(r.gitDir, "index")
-	if err := os.Rename(lockPath, indexPath); err != nil {
+	if err := os.Rename(r.IndexLockPath(), indexPath); err != nil {
 		return err
 	}
-	done = true
+	l.done = true
 	// The encoder sorted the entries: positions are rebuilt.
 	c.reposition()
 	if fi, err := os.Stat(indexPath); err == nil {
 		c.size, c.mtime, c.ino = fi.Size(), fi.ModTime(), inode(fi)
 		r.index = c
-	} else {
-		r.index = nil
 	}
 	return nil
 }

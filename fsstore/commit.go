@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"errors"
+	"path"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -36,11 +37,13 @@ var errBranchMoved = errors.New("branch moved during the write")
 // copy in step, in the order that makes a crash at any point recoverable:
 //
 //  1. blobs, trees and the commit object, synced;
-//  2. the journal (intent), synced;
+//  2. the journal (intent), synced; then the new files, written and synced
+//     under temporary names beside their targets;
 //  3. git's index lock is taken, so no `git commit` can read the index
 //     before this commit and move the branch after it (see gitver.IndexLock);
 //  4. the branch moves from parent to the commit: the commit point;
-//  5. the files are put in place (unless onDisk: a person's edit already is);
+//  5. the files are renamed into place (unless onDisk: a person's edit
+//     already is);
 //  6. git's index file is written and unlocked, the derived index updated;
 //  7. the journal is cleared.
 //
@@ -49,14 +52,13 @@ var errBranchMoved = errors.New("branch moved during the write")
 func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
 	message string, onDisk bool) (gitver.Hash, error) {
 	blobs := make(map[string]gitver.Hash, len(changes))
+	var contents [][]byte
 	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk}
 	for _, c := range changes {
 		var h gitver.Hash
 		if !c.deleted {
-			var err error
-			if h, err = w.repo.WriteBlob(c.content); err != nil {
-				return gitver.ZeroHash, err
-			}
+			h = gitver.BlobHash(c.content)
+			contents = append(contents, c.content)
 		}
 		blobs[c.path] = h
 		old, err := w.committedBlob(c.path)
@@ -65,7 +67,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 		j.Files = append(j.Files, journalFile{Path: c.path, Old: hashString(old), New: hashString(h)})
 	}
-	commit, err := w.repo.Commit(gitver.CommitRequest{Parent: parent, Changes: blobs, Author: author, Message: message})
+	commit, err := w.repo.Commit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -75,6 +77,27 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, err
 	}
 	reach("journal")
+	// The new files are written and synced beside their targets now, so
+	// that after the commit point only renames remain: the window in which
+	// the branch is ahead of the files and of git's index stays tiny.
+	staged := map[string]string{}
+	defer func() {
+		for _, tmp := range staged {
+			w.root.Remove(tmp)
+		}
+	}()
+	if !onDisk {
+		for _, c := range changes {
+			if c.deleted {
+				continue
+			}
+			tmp, err := w.stageFile(c.path, c.content)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			staged[c.path] = tmp
+		}
+	}
 	gitIndex, err := w.repo.LockIndex()
 	if err != nil {
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
@@ -95,33 +118,43 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	reach("branch")
 	entries := make([]gitver.IndexEntry, 0, len(changes))
 	stats := make(map[string]fileStat, len(changes))
+	dirs := map[string]bool{}
 	for _, c := range changes {
 		e := gitver.IndexEntry{Path: c.path}
+		dirs[path.Dir(c.path)] = true
 		if c.deleted {
 			if !onDisk {
-				if err := w.removeFile(c.path); err != nil {
+				if err := w.unlink(c.path); err != nil {
 					return commit, err
 				}
 			}
-		} else {
-			if !onDisk {
-				if _, err := w.writeFileAtomic(c.path, c.content); err != nil {
-					return commit, err
-				}
-			}
-			fi, err := w.root.Lstat(c.path)
-			if err != nil {
+			entries = append(entries, e)
+			continue
+		}
+		if tmp, ok := staged[c.path]; ok {
+			if err := w.root.Rename(tmp, c.path); err != nil {
 				return commit, err
 			}
-			st := statOf(fi)
-			e.Blob, e.Info = blobs[c.path], fi
-			stats[c.path] = st
+			delete(staged, c.path)
 		}
+		fi, err := w.root.Lstat(c.path)
+		if err != nil {
+			return commit, err
+		}
+		e.Blob, e.Info = blobs[c.path], fi
+		stats[c.path] = statOf(fi)
 		entries = append(entries, e)
 	}
 	reach("files")
 	if err := gitIndex.Write(entries); err != nil {
 		return commit, err
+	}
+	if !onDisk {
+		for d := range dirs {
+			if err := w.syncDir(d); err != nil {
+				return commit, err
+			}
+		}
 	}
 	reach("gitindex")
 	hint := map[gitver.Hash][]gitver.PathChange{}
@@ -140,7 +173,14 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return commit, err
 	}
 	reach("index")
-	return commit, w.clearJournal()
+	if err := w.clearJournal(); err != nil {
+		return commit, err
+	}
+	w.writes++
+	if w.writes%64 == 1 {
+		w.repo.MaybeMaintain()
+	}
+	return commit, nil
 }
 
 // committedBlob returns the blob a path holds at the indexed head.

@@ -91,53 +91,62 @@ func (w *Workspace) readDisk(p string, limit int64) (content []byte, st fileStat
 // writeFileAtomic puts content at p: a temporary file in the same directory,
 // synced, renamed over p, and the directory synced. No reader and no crash
 // ever sees half a file.
-func (w *Workspace) writeFileAtomic(p string, content []byte) (fileStat, error) {
+func (w *Workspace) writeFileAtomic(p string, content []byte) error {
+	tmp, err := w.stageFile(p, content)
+	if err != nil {
+		return err
+	}
+	if err := w.root.Rename(tmp, p); err != nil {
+		w.root.Remove(tmp)
+		return err
+	}
+	return w.syncDir(path.Dir(p))
+}
+
+// stageFile writes content to a synced temporary file beside p and returns
+// its name; renaming it over p later is atomic and needs only the directory
+// to be synced.
+func (w *Workspace) stageFile(p string, content []byte) (string, error) {
 	dir := path.Dir(p)
 	if err := w.root.MkdirAll(dir, 0o755); err != nil {
-		return fileStat{}, err
+		return "", err
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(dir, "."+path.Base(p)+tempMarker+hex.EncodeToString(rnd[:]))
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fileStat{}, err
+		return "", err
 	}
-	defer w.root.Remove(tmp) // a no-op after the rename
-	if _, err := f.Write(content); err != nil {
-		f.Close()
-		return fileStat{}, err
+	_, err = f.Write(content)
+	if err == nil {
+		err = w.repo.Sync(f)
 	}
-	if err := w.repo.Sync(f); err != nil {
-		f.Close()
-		return fileStat{}, err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return fileStat{}, err
-	}
-	if err := w.root.Rename(tmp, p); err != nil {
-		return fileStat{}, err
-	}
-	if err := w.syncDir(dir); err != nil {
-		return fileStat{}, err
-	}
-	fi, err := w.root.Lstat(p)
 	if err != nil {
-		return fileStat{}, err
+		w.root.Remove(tmp)
+		return "", err
 	}
-	return statOf(fi), nil
+	return tmp, nil
 }
 
 // removeFile deletes p if present and syncs its directory.
 func (w *Workspace) removeFile(p string) error {
+	if err := w.unlink(p); err != nil {
+		return err
+	}
+	return w.syncDir(path.Dir(p))
+}
+
+// unlink deletes p if present, without syncing.
+func (w *Workspace) unlink(p string) error {
 	err := w.root.Remove(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	return w.syncDir(path.Dir(p))
+	return err
 }
 
 func (w *Workspace) syncDir(dir string) error {

@@ -152,7 +152,7 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 		if err != nil {
 			return nil, err
 		}
-		if _, err := w.writeFileAtomic(f.Path, blob); err != nil {
+		if err := w.writeFileAtomic(f.Path, blob); err != nil {
 			return nil, err
 		}
 	default:

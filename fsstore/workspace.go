@@ -61,8 +61,9 @@ type Workspace struct {
 	root  *os.Root // every note file is opened through it: no link leads out
 
 	// mu serializes this process's writes; lock (flock) serializes processes.
-	mu   sync.Mutex
-	lock *os.File
+	mu     sync.Mutex
+	lock   *os.File
+	writes int // commits made by this process, guarded by mu: paces maintenance
 }
 
 type config struct {

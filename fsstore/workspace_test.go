@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInitIsIdempotent(t *testing.T) {
@@ -436,4 +437,43 @@ func TestLinks(t *testing.T) {
 	_, err = w.Link("r/nothing", "cites", []string{"r/old"}, "")
 	assertKind(t, err, ErrNotFound)
 	assertClean(t, w)
+}
+
+// Loose objects pile up (go-git never packs); past git's own threshold a
+// background `git gc --auto` packs them while writes go on, and every note,
+// old and new, stays readable and writable.
+func TestBackgroundMaintenancePacksObjects(t *testing.T) {
+	requireGit(t)
+	if testing.Short() {
+		t.Skip("writes 1,600 notes")
+	}
+	w := newWorkspace(t, false)
+	packs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(w.Dir(), ".git", "objects", "pack", "*.pack"))
+		return m
+	}
+	for i := 0; i < 1600 || len(packs()) == 0; i++ {
+		if i > 4000 {
+			t.Fatal("no pack after 4,000 writes: maintenance never ran")
+		}
+		uri := "m/n" + strconv.Itoa(i%400)
+		if _, err := w.Update(UpdateRequest{URI: uri, Digest: "d" + strconv.Itoa(i), Body: ptr("body " + strconv.Itoa(i))}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for maintenanceBusy(w) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, uri := range []string{"m/n0", "m/n399", "run/state/current"} {
+		get(t, w, uri)
+	}
+	put(t, w, "m/after", 0, "after gc", "x")
+	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+	assertClean(t, w)
+}
+
+func maintenanceBusy(w *Workspace) bool {
+	_, err := os.Stat(filepath.Join(w.Dir(), ".git", "gc.pid"))
+	return err == nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -126,6 +128,16 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 	for _, e := range entries {
 		c.set(e)
 	}
+	// git requires entries sorted by path, then stage; go-git's encoder sorts
+	// by path alone, with an unstable sort, so a person's unresolved merge
+	// conflict (stages 1-3 of one path) would come out scrambled. Sorted
+	// input passes through its sort unchanged.
+	slices.SortStableFunc(c.idx.Entries, func(a, b *index.Entry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.Stage) - int(b.Stage)
+	})
 	w := bufio.NewWriterSize(l.f, 256*1024)
 	if err := index.NewEncoder(w).Encode(c.idx); err != nil {
 		return err

@@ -120,6 +120,9 @@ type CommitRequest struct {
 	// Changes maps a slash-separated path to the blob it now holds; a zero
 	// hash deletes the path. Directories that end up empty disappear, as in git.
 	Changes map[string]Hash
+	// Blobs are contents to store as blobs with the commit (their names,
+	// from BlobHash, appear in Changes): one batch, made durable together.
+	Blobs [][]byte
 	// Author of the change; also the committer.
 	Author  Signature
 	Message string
@@ -138,6 +141,11 @@ func (r *Repo) Commit(req CommitRequest) (Hash, error) {
 		base = c.Tree
 	}
 	w := r.newObjectWriter()
+	for _, b := range req.Blobs {
+		if _, err := w.write("blob", b); err != nil {
+			return ZeroHash, err
+		}
+	}
 	tree, _, err := r.editTree(w, base, req.Changes)
 	if err != nil {
 		return ZeroHash, err
@@ -148,7 +156,7 @@ func (r *Repo) Commit(req CommitRequest) (Hash, error) {
 			return ZeroHash, err
 		}
 	}
-	sig := object.Signature{Name: req.Author.Name, Email: req.Author.Email, When: req.Author.When}
+	sig := object.Signature{Name: identity(req.Author.Name), Email: identity(req.Author.Email), When: req.Author.When}
 	c := &object.Commit{
 		Author:    sig,
 		Committer: sig,
@@ -200,28 +208,24 @@ func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Ha
 		}
 	}
 	sub := map[string]map[string]Hash{}
-	changed := false
+	files := map[string]Hash{}
 	for p, h := range changes {
 		if dir, rest, ok := strings.Cut(p, "/"); ok {
 			if sub[dir] == nil {
 				sub[dir] = map[string]Hash{}
 			}
 			sub[dir][rest] = h
-			continue
+		} else {
+			files[p] = h
 		}
-		old, had := entries[p]
-		if had && old.Mode == filemode.Dir {
-			return ZeroHash, false, fmt.Errorf("cannot write file %s: a directory has that name", p)
-		}
-		if h.IsZero() {
-			if had {
-				delete(entries, p)
-				changed = true
-			}
-			continue
-		}
-		if !had || old.Hash != plumbing.Hash(h) || old.Mode != filemode.Regular {
-			entries[p] = object.TreeEntry{Name: p, Mode: filemode.Regular, Hash: plumbing.Hash(h)}
+	}
+	changed := false
+	// Deletions of files first, then directories, then new files: a
+	// request may replace a file by a directory of the same name, or the
+	// other way round.
+	for p, h := range files {
+		if old, had := entries[p]; had && h.IsZero() && old.Mode != filemode.Dir {
+			delete(entries, p)
 			changed = true
 		}
 	}
@@ -245,6 +249,19 @@ func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Ha
 			delete(entries, dir)
 		} else {
 			entries[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: plumbing.Hash(h)}
+		}
+	}
+	for p, h := range files {
+		if h.IsZero() {
+			continue
+		}
+		old, had := entries[p]
+		if had && old.Mode == filemode.Dir {
+			return ZeroHash, false, fmt.Errorf("cannot write file %s: a directory has that name", p)
+		}
+		if !had || old.Hash != plumbing.Hash(h) || old.Mode != filemode.Regular {
+			entries[p] = object.TreeEntry{Name: p, Mode: filemode.Regular, Hash: plumbing.Hash(h)}
+			changed = true
 		}
 	}
 	if !changed {
@@ -390,4 +407,18 @@ func (r *Repo) PathBlob(commit Hash, path string) (Hash, error) {
 		tree = Hash(found.Hash)
 	}
 	return tree, nil
+}
+
+// identity cleans a name or email for an author line as git does: the
+// delimiters <, > and line breaks cannot appear in it, and surrounding
+// spaces are dropped. Names come from agents and environment variables.
+func identity(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case '<', '>', '\n', '\r', 0:
+			return -1
+		}
+		return r
+	}, s)
+	return strings.TrimSpace(s)
 }

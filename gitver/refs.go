@@ -145,7 +145,7 @@ func (r *Repo) appendReflog(old, new Hash, who Signature, reason string) {
 	if offset < 0 {
 		sign, offset = '-', -offset
 	}
-	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, who.Name, who.Email,
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, identity(who.Name), identity(who.Email),
 		who.When.Unix(), sign, offset/3600, offset%3600/60, reason)
 	for _, name := range []string{r.branch, "HEAD"} {
 		p := filepath.Join(r.gitDir, "logs", filepath.FromSlash(name))

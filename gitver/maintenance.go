@@ -1,0 +1,56 @@
+package gitver
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+)
+
+// looseObjectLimit mirrors git's gc.auto (6,700 loose objects), estimated as
+// git does from one fan-out directory, objects/17, holding 1/256th of them.
+const looseObjectLimit = 6700
+
+// maintenanceRunning keeps one process from starting a second gc while its
+// first still runs; git's own gc.pid lock covers other processes.
+var maintenanceRunning atomic.Bool
+
+// MaybeMaintain starts `git gc --auto --quiet` in the background when the
+// repository holds more loose objects than git itself tolerates. Every commit
+// the program makes adds about five loose objects, and go-git never packs
+// them. It never runs on the write path, never waits, and does nothing when
+// the C git CLI is not installed. Concurrent writes stay safe: gc moves the
+// branch only through git's own lock files, and readers reopen their object
+// storage when objects move into a pack.
+func (r *Repo) MaybeMaintain() {
+	if maintenanceRunning.Load() || r.looseObjectsEstimate() <= looseObjectLimit {
+		return
+	}
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return
+	}
+	if !maintenanceRunning.CompareAndSwap(false, true) {
+		return
+	}
+	cmd := exec.Command(gitPath, "gc", "--auto", "--quiet")
+	cmd.Dir = r.dir
+	if err := cmd.Start(); err != nil {
+		maintenanceRunning.Store(false)
+		return
+	}
+	go func() {
+		_ = cmd.Wait()
+		maintenanceRunning.Store(false)
+	}()
+}
+
+func (r *Repo) looseObjectsEstimate() int {
+	d, err := os.Open(filepath.Join(r.gitDir, "objects", "17"))
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	return len(names) * 256
+}

@@ -1,0 +1,351 @@
+package gitver_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// noLock fails the test if the branch's lock file exists.
+func noLock(t testing.TB, r *gitver.Repo) {
+	t.Helper()
+	if _, err := os.Stat(r.LockPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after the update (stat: %v)", r.LockPath(), err)
+	}
+}
+
+// TestUpdateBranchCompareAndSwap proves UpdateBranch moves the branch only
+// from the value the caller saw: from any other value it fails with
+// ErrBranchMoved, and git still sees the branch where it was, with no lock
+// file left behind. A successful move is recorded in git's reflog with its
+// reason.
+func TestUpdateBranchCompareAndSwap(t *testing.T) {
+	requireGit(t)
+	tests := []struct {
+		name    string
+		unborn  bool                                 // the branch has no commit yet
+		old     func(c1, c2 gitver.Hash) gitver.Hash // the value the caller believes the branch has
+		wantErr error
+	}{
+		{"from the head", false, func(_, c2 gitver.Hash) gitver.Hash { return c2 }, nil},
+		{"from an older commit", false, func(c1, _ gitver.Hash) gitver.Hash { return c1 }, gitver.ErrBranchMoved},
+		{"from zero on a born branch", false, func(_, _ gitver.Hash) gitver.Hash { return gitver.ZeroHash }, gitver.ErrBranchMoved},
+		{"from zero on an unborn branch", true, func(_, _ gitver.Hash) gitver.Hash { return gitver.ZeroHash }, nil},
+		{"from a commit on an unborn branch", true, func(c1, _ gitver.Hash) gitver.Hash { return c1 }, gitver.ErrBranchMoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, dir := newRepo(t)
+			c1 := commitFiles(t, r, gitver.ZeroHash, "one\n", map[string]string{"a.md": "1\n"})
+			c2 := commitFiles(t, r, c1, "two\n", map[string]string{"a.md": "2\n"})
+			before := gitver.ZeroHash
+			if !tt.unborn {
+				for _, step := range [][2]gitver.Hash{{gitver.ZeroHash, c1}, {c1, c2}} {
+					if err := r.UpdateBranch(step[0], step[1], agent, "setup"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before = c2
+			}
+			old := tt.old(c1, c2)
+			next := commitFiles(t, r, old, "next\n", map[string]string{"b.md": "next\n"})
+
+			err := r.UpdateBranch(old, next, agent, "commit: next")
+			if !errors.Is(err, tt.wantErr) || (err != nil) != (tt.wantErr != nil) {
+				t.Fatalf("UpdateBranch(%s, %s) = %v, want %v", old.Short(), next.Short(), err, tt.wantErr)
+			}
+			want := before
+			if tt.wantErr == nil {
+				want = next
+			}
+			if got, _ := r.Head(); got != want {
+				t.Errorf("Head() = %s, want %s", got, want)
+			}
+			if want.IsZero() {
+				if gitOK(dir, "rev-parse", "--verify", "--quiet", "refs/heads/main") {
+					t.Errorf("git rev-parse finds refs/heads/main, want it unborn")
+				}
+			} else if got := revParse(t, dir, "refs/heads/main"); got != want {
+				t.Errorf("git rev-parse main = %s, want %s", got, want)
+			}
+			noLock(t, r)
+			if tt.wantErr == nil {
+				top := strings.SplitN(runGit(t, dir, "reflog", "show", "--format=%H %gs", "refs/heads/main"), "\n", 2)[0]
+				if want := next.String() + " commit: next"; top != want {
+					t.Errorf("git reflog: top entry %q, want %q", top, want)
+				}
+			}
+			fsck(t, dir)
+		})
+	}
+}
+
+// TestUpdateBranchPackedRef proves UpdateBranch reads a branch that exists
+// only in packed-refs (after `git pack-refs`, which every `git gc` runs):
+// a rejected swap leaves no loose ref behind (go-git leaves an empty one), a
+// successful one shadows the packed value, and git agrees at every step.
+func TestUpdateBranchPackedRef(t *testing.T) {
+	requireGit(t)
+	dir := t.TempDir()
+	gitInit(t, dir)
+	writeFile(t, dir, "person.md", "by hand\n")
+	runGit(t, dir, "add", "person.md")
+	runGit(t, dir, "commit", "--quiet", "-m", "by a person")
+	runGit(t, dir, "pack-refs", "--all")
+	r := openRepo(t, dir)
+	loose := filepath.Join(r.GitDir(), "refs", "heads", "main")
+	if _, err := os.Stat(loose); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after git pack-refs --all, %s exists (stat: %v); the test needs a packed-only branch", loose, err)
+	}
+
+	c1 := revParse(t, dir, "main")
+	if got, err := r.Head(); err != nil || got != c1 {
+		t.Fatalf("Head() = %s, %v; want the packed value %s", got, err, c1)
+	}
+
+	next := commitFiles(t, r, c1, "agent\n", map[string]string{"agent.md": "by an agent\n"})
+	if err := r.UpdateBranch(next, next, agent, "wrong"); !errors.Is(err, gitver.ErrBranchMoved) {
+		t.Fatalf("UpdateBranch from a wrong value = %v, want ErrBranchMoved", err)
+	}
+	if _, err := os.Stat(loose); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a rejected swap on a packed branch left %s (stat: %v)", loose, err)
+	}
+	if got := revParse(t, dir, "main"); got != c1 {
+		t.Errorf("git rev-parse main after a rejected swap = %s, want %s", got, c1)
+	}
+	noLock(t, r)
+
+	if err := r.UpdateBranch(c1, next, agent, "commit: agent"); err != nil {
+		t.Fatalf("UpdateBranch from the packed value: %v", err)
+	}
+	for _, pack := range []bool{false, true} {
+		if pack {
+			runGit(t, dir, "pack-refs", "--all")
+		}
+		if got := revParse(t, dir, "main"); got != next {
+			t.Errorf("git rev-parse main (packed again: %v) = %s, want %s", pack, got, next)
+		}
+		if got, err := r.Head(); err != nil || got != next {
+			t.Errorf("Head() (packed again: %v) = %s, %v; want %s", pack, got, err, next)
+		}
+	}
+
+	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "a person again")
+	if got, want := revParse(t, dir, "main^"), next; got != want {
+		t.Errorf("git commit after the agent's commit: parent = %s, want %s", got, want)
+	}
+	if got, want := mustHead(t, r), revParse(t, dir, "main"); got != want {
+		t.Errorf("Head() = %s, want git's %s", got, want)
+	}
+	fsck(t, dir)
+}
+
+func mustHead(t testing.TB, r *gitver.Repo) gitver.Hash {
+	t.Helper()
+	h, err := r.Head()
+	if err != nil {
+		t.Fatalf("Head: %v", err)
+	}
+	return h
+}
+
+// TestUpdateBranchWaitsForGit proves UpdateBranch respects the lock of a
+// running git process: while `git update-ref --stdin` holds refs/heads/main
+// in a prepared transaction, UpdateBranch waits; once git commits, it sees
+// the branch git moved and fails with ErrBranchMoved instead of overwriting
+// git's commit.
+func TestUpdateBranchWaitsForGit(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	c1 := commitAndMove(t, r, "one", map[string]string{"a.md": "1\n"})
+	byGit := commitFiles(t, r, c1, "git's\n", map[string]string{"git.md": "git\n"})
+	byUs := commitFiles(t, r, c1, "ours\n", map[string]string{"ours.md": "ours\n"})
+
+	cmd := gitCmd(dir, "update-ref", "--stdin")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	out := bufio.NewReader(stdout)
+	if _, err := io.WriteString(stdin, "start\nupdate refs/heads/main "+byGit.String()+" "+c1.String()+"\nprepare\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"start: ok\n", "prepare: ok\n"} {
+		if line, err := out.ReadString('\n'); err != nil || line != want {
+			t.Fatalf("git update-ref --stdin said %q, %v; want %q", line, err, want)
+		}
+	}
+	if _, err := os.Stat(r.LockPath()); err != nil {
+		t.Fatalf("git's prepared transaction holds no %s: %v", r.LockPath(), err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateBranch(c1, byUs, agent, "commit: ours") }()
+	select {
+	case err := <-done:
+		t.Fatalf("UpdateBranch returned %v while git held the branch lock", err)
+	case <-time.After(150 * time.Millisecond):
+	}
+	if _, err := io.WriteString(stdin, "commit\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := out.ReadString('\n'); err != nil || line != "commit: ok\n" {
+		t.Fatalf("git update-ref --stdin said %q, %v; want commit: ok", line, err)
+	}
+	if err := <-done; !errors.Is(err, gitver.ErrBranchMoved) {
+		t.Errorf("UpdateBranch after git moved the branch = %v, want ErrBranchMoved", err)
+	}
+	if got := revParse(t, dir, "main"); got != byGit {
+		t.Errorf("git rev-parse main = %s, want git's commit %s", got, byGit)
+	}
+	retried := commitFiles(t, r, byGit, "ours, rebuilt\n", map[string]string{"ours.md": "ours\n"})
+	if err := r.UpdateBranch(byGit, retried, agent, "commit: ours, rebuilt"); err != nil {
+		t.Fatalf("UpdateBranch from git's commit: %v", err)
+	}
+	if got, want := runGit(t, dir, "log", "--format=%s", "main"), "ours, rebuilt\ngit's\none\n"; got != want {
+		t.Errorf("git log main:\n%s\nwant:\n%s", got, want)
+	}
+	noLock(t, r)
+}
+
+// TestUpdateBranchLockTimeout proves UpdateBranch gives up with
+// ErrBranchLocked on a lock file that nobody releases, and leaves that lock
+// (it belongs to someone else) and the branch untouched.
+func TestUpdateBranchLockTimeout(t *testing.T) {
+	requireGit(t)
+	t.Parallel() // it waits out the lock for seconds
+	r, dir := newRepo(t)
+	c1 := commitAndMove(t, r, "one", map[string]string{"a.md": "1\n"})
+	c2 := commitFiles(t, r, c1, "two\n", map[string]string{"a.md": "2\n"})
+	const foreign = "0123456789012345678901234567890123456789\n"
+	if err := os.WriteFile(r.LockPath(), []byte(foreign), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := r.UpdateBranch(c1, c2, agent, "commit: two")
+	waited := time.Since(start)
+	if !errors.Is(err, gitver.ErrBranchLocked) {
+		t.Fatalf("UpdateBranch under a held lock = %v, want ErrBranchLocked", err)
+	}
+	if waited < time.Second {
+		t.Errorf("UpdateBranch gave up after %v; it should wait for the lock's owner", waited)
+	}
+	if got, err := os.ReadFile(r.LockPath()); err != nil || string(got) != foreign {
+		t.Errorf("the foreign lock now holds %q, %v; want it untouched", got, err)
+	}
+	if got := revParse(t, dir, "main"); got != c1 {
+		t.Errorf("git rev-parse main = %s, want %s", got, c1)
+	}
+}
+
+// TestRemoveStaleLock proves RemoveStaleLock removes a branch lock only when
+// it is what a writer of this program that died left there (the commit it
+// intended, or nothing for over a second) and keeps any other lock.
+func TestRemoveStaleLock(t *testing.T) {
+	requireGit(t)
+	t.Parallel() // two cases wait for an empty lock to age
+	intended := gitver.BlobHash([]byte("stands in for a commit"))
+	other := gitver.BlobHash([]byte("someone else's commit"))
+	tests := []struct {
+		name        string
+		content     *string       // nil: no lock file
+		age         time.Duration // how old the lock's mtime is
+		fillAfter   time.Duration // >0: its owner writes other into the empty lock after this
+		wantRemoved bool
+	}{
+		{name: "no lock", content: nil},
+		{name: "the intended commit", content: ptr(intended.String() + "\n"), wantRemoved: true},
+		{name: "the intended commit without newline", content: ptr(intended.String()), wantRemoved: true},
+		{name: "another commit", content: ptr(other.String() + "\n")},
+		{name: "not a hash", content: ptr("garbage\n")},
+		{name: "empty and old", content: ptr(""), age: time.Minute, wantRemoved: true},
+		{name: "empty and fresh, never written", content: ptr(""), wantRemoved: true},
+		{name: "empty and fresh, then written by its owner", content: ptr(""), fillAfter: 200 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newRepo(t)
+			lock := r.LockPath()
+			if tt.content != nil {
+				if err := os.WriteFile(lock, []byte(*tt.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if tt.age > 0 {
+					old := time.Now().Add(-tt.age)
+					if err := os.Chtimes(lock, old, old); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tt.fillAfter > 0 {
+				timer := time.AfterFunc(tt.fillAfter, func() { _ = os.WriteFile(lock, []byte(other.String()+"\n"), 0o644) })
+				defer timer.Stop()
+			}
+			removed, err := r.RemoveStaleLock(intended)
+			if err != nil || removed != tt.wantRemoved {
+				t.Errorf("RemoveStaleLock = %v, %v; want %v, nil", removed, err, tt.wantRemoved)
+			}
+			_, statErr := os.Stat(lock)
+			exists := statErr == nil
+			if wantExists := tt.content != nil && !tt.wantRemoved; exists != wantExists {
+				t.Errorf("lock exists = %v, want %v", exists, wantExists)
+			}
+		})
+	}
+}
+
+// TestRemoveStaleIndexLock proves the index lock is removed only when it is
+// not older than the moment the caller's dead writer started.
+func TestRemoveStaleIndexLock(t *testing.T) {
+	since := time.Now()
+	tests := []struct {
+		name        string
+		exists      bool
+		mtime       time.Time
+		wantRemoved bool
+	}{
+		{"no lock", false, time.Time{}, false},
+		{"older than the writer: someone else's", true, since.Add(-time.Hour), false},
+		{"newer than the writer: its own", true, since.Add(time.Second), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newRepo(t)
+			lock := r.IndexLockPath()
+			if tt.exists {
+				if err := os.WriteFile(lock, []byte("partial index"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(lock, tt.mtime, tt.mtime); err != nil {
+					t.Fatal(err)
+				}
+			}
+			removed, err := r.RemoveStaleIndexLock(since)
+			if err != nil || removed != tt.wantRemoved {
+				t.Errorf("RemoveStaleIndexLock = %v, %v; want %v, nil", removed, err, tt.wantRemoved)
+			}
+			_, statErr := os.Stat(lock)
+			if exists, want := statErr == nil, tt.exists && !tt.wantRemoved; exists != want {
+				t.Errorf("index lock exists = %v, want %v", exists, want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,11 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	content := *body
 	if !flagSet(fs, "body") {
+		if f, ok := stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				return usagef("give the body with --body or on stdin (put ADDRESS --digest D < file)")
+			}
+		}
 		b, err := io.ReadAll(io.LimitReader(stdin, fsstore.MaxContentBytes+1))
 		if err != nil {
 			return err

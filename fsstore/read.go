@@ -27,6 +27,9 @@ type NoteView struct {
 	// Problem says why the note's front matter cannot be read; the other
 	// fields are then empty.
 	Problem string
+	// SupersededBy and ContradictedBy name present notes linking here.
+	SupersededBy   []string
+	ContradictedBy []string
 }
 
 // Cursor returns the board's change sequence: the number of commits in the
@@ -46,7 +49,16 @@ func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
 	if _, _, err := w.catchUp(nil, nil); err != nil {
 		return nil, err
 	}
-	n, err := w.indexedNote(addr.Short())
+	var n index.Note
+	var sum Summary
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		var err error
+		if n, _, err = s.Note(addr.Short()); err != nil || !n.Present {
+			return err
+		}
+		sum, err = w.summary(s, n)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +66,8 @@ func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
 		return nil, errorf("get", addr.String(), ErrNotFound, "no note at this address")
 	}
 	v := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
-		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
+		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem,
+		SupersededBy: sum.SupersededBy, ContradictedBy: sum.ContradictedBy}
 	if n.Problem != "" {
 		return v, nil
 	}

@@ -127,7 +127,8 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 	return seq, tx.SetHead(target.String())
 }
 
-// refreshNote reads a note's current fields from git into the index.
+// refreshNote reads a note's current fields, search text and links from git
+// into the index.
 func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	n := index.Note{Key: key}
 	noteBlob, err := tx.FileBlob(key + ".md")
@@ -135,7 +136,7 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 		return err
 	}
 	if noteBlob == "" {
-		return tx.SetNoteState(n)
+		return tx.SetNoteState(n, index.Text{}, nil)
 	}
 	n.Present, n.NoteBlob = true, noteBlob
 	for _, ext := range []string{"md", "tsv"} {
@@ -158,10 +159,12 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	}
 	f, err := parseNote(raw)
 	if err != nil {
+		// Unreadable front matter: the address stays listed and searchable,
+		// and reads say what is wrong.
 		n.Problem = err.Error()
 		n.Bytes = len(raw)
 		n.EstTokens = EstimateTokens(len(raw))
-		return tx.SetNoteState(n)
+		return tx.SetNoteState(n, index.Text{Addr: key, Body: string(raw)}, nil)
 	}
 	n.Digest = f.str(keyDigest)
 	n.Kind = f.str(keyKind)
@@ -170,20 +173,33 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	}
 	n.Author = f.str(keyAuthor)
 	n.Updated = f.str(keyUpdated)
-	n.Bytes = len(f.body)
+	content := string(f.body)
 	if blob := f.str(keyBlob); blob != "" {
-		if bytes, err := strconv.Atoi(f.str(keyBytes)); err == nil && bytes >= 0 {
-			n.Bytes = bytes
-		}
 		if want := siblingBlobPath(key, blob); want == "" || want != n.ContentPath {
 			n.Problem = "the front matter names blob " + strconv.Quote(blob) + ", which is not this note's blob file"
+		} else if bh, err := gitver.ParseHash(n.ContentBlob); err == nil {
+			b, err := w.repo.ReadBlob(bh)
+			if err != nil {
+				return err
+			}
+			content = string(b)
 		}
 	}
+	n.Bytes = len(content)
 	if n.Digest == "" && n.Problem == "" {
 		n.Problem = "the front matter has no digest"
 	}
 	n.EstTokens = EstimateTokens(n.Bytes)
-	return tx.SetNoteState(n)
+	var links []index.Link
+	rels, targets := f.links()
+	for _, rel := range rels {
+		for _, t := range targets[rel] {
+			if a, err := ParseAddress(t, w.name); err == nil {
+				links = append(links, index.Link{Rel: rel, Dst: a.Short()})
+			}
+		}
+	}
+	return tx.SetNoteState(n, searchText(key, f, content), links)
 }
 
 // siblingBlobPath returns the path of the blob file a note's `blob:` field

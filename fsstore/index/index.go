@@ -21,7 +21,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 1
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -47,7 +47,8 @@ CREATE INDEX changes_seq ON changes(seq);
 CREATE INDEX changes_note ON changes(note, seq);
 -- One row per note that has ever existed on the branch.
 CREATE TABLE notes(
-	key TEXT PRIMARY KEY,    -- topic/key..., the short address
+	id INTEGER PRIMARY KEY,  -- the note's row in fts
+	key TEXT NOT NULL UNIQUE, -- topic/key..., the short address
 	topic TEXT NOT NULL,
 	version INTEGER NOT NULL,
 	last_seq INTEGER NOT NULL,
@@ -62,8 +63,22 @@ CREATE TABLE notes(
 	bytes INTEGER NOT NULL,     -- content size (body or table, inline or not)
 	est_tokens INTEGER NOT NULL,
 	problem TEXT NOT NULL       -- why the front matter is unreadable, ''
-) WITHOUT ROWID;
+);
 CREATE INDEX notes_recent ON notes(present, last_seq);
+CREATE INDEX notes_topic ON notes(topic, present, last_seq);
+CREATE INDEX notes_kind ON notes(kind, present, last_seq);
+-- Typed links from a note's front matter, by short address.
+CREATE TABLE links(
+	src TEXT NOT NULL,
+	rel TEXT NOT NULL,
+	dst TEXT NOT NULL,
+	PRIMARY KEY(src, rel, dst)
+) WITHOUT ROWID;
+CREATE INDEX links_dst ON links(dst, rel);
+-- Full text of present notes. Contentless: the text lives in git; the index
+-- keeps only what ranking needs (2.8 times smaller).
+CREATE VIRTUAL TABLE fts USING fts5(addr, digest, body, fields, ids,
+	content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 -- What a file looked like on disk when its content was last known to equal
 -- the committed blob: a matching stat means no need to hash the file again.
 CREATE TABLE disk(

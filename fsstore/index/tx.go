@@ -140,7 +140,7 @@ func (x *Tx) Truncate(seq int) ([]string, error) {
 			return nil, err
 		}
 		if version == 0 {
-			if _, err := x.t.Exec("DELETE FROM notes WHERE key=?", n); err != nil {
+			if err := x.forget(n); err != nil {
 				return nil, err
 			}
 			continue
@@ -163,13 +163,70 @@ func (x *Tx) FileBlob(path string) (string, error) {
 	return b, err
 }
 
-// SetNoteState records a note's current content and fields; version and
-// last_seq are kept.
-func (x *Tx) SetNoteState(n Note) error {
-	_, err := x.t.Exec(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
-		author=?, updated=?, bytes=?, est_tokens=?, problem=? WHERE key=?`,
+// Text is what full-text search sees of a note.
+type Text struct {
+	Addr   string // the address, split into words by the tokenizer
+	Digest string
+	Body   string
+	Fields string // front-matter values
+	IDs    string // identifiers squashed to one token each
+}
+
+// Link is one typed link from a note, by short address.
+type Link struct {
+	Rel, Dst string
+}
+
+// SetNoteState records a note's current content, fields, search text and
+// outgoing links; version and last_seq are kept. A note that is not present
+// leaves search and keeps no links.
+func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
+	var id int64
+	err := x.t.QueryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
+		author=?, updated=?, bytes=?, est_tokens=?, problem=? WHERE key=? RETURNING id`,
 		n.Present, n.NoteBlob, n.ContentBlob, n.ContentPath, n.Digest, n.Kind, n.Author, n.Updated,
-		n.Bytes, n.EstTokens, n.Problem, n.Key)
+		n.Bytes, n.EstTokens, n.Problem, n.Key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // forgotten by Truncate: the history never had it
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := x.t.Exec("DELETE FROM fts WHERE rowid=?", id); err != nil {
+		return err
+	}
+	if _, err := x.t.Exec("DELETE FROM links WHERE src=?", n.Key); err != nil {
+		return err
+	}
+	if !n.Present {
+		return nil
+	}
+	if _, err := x.t.Exec("INSERT INTO fts(rowid,addr,digest,body,fields,ids) VALUES(?,?,?,?,?,?)",
+		id, text.Addr, text.Digest, text.Body, text.Fields, text.IDs); err != nil {
+		return err
+	}
+	for _, l := range links {
+		if _, err := x.t.Exec("INSERT OR IGNORE INTO links(src,rel,dst) VALUES(?,?,?)", n.Key, l.Rel, l.Dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forget removes every trace of a note the rewritten history never had.
+func (x *Tx) forget(key string) error {
+	var id int64
+	err := x.t.QueryRow("DELETE FROM notes WHERE key=? RETURNING id", key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := x.t.Exec("DELETE FROM fts WHERE rowid=?", id); err != nil {
+		return err
+	}
+	_, err = x.t.Exec("DELETE FROM links WHERE src=?", key)
 	return err
 }
 

@@ -1,0 +1,144 @@
+package index
+
+import (
+	"strings"
+)
+
+// Scope limits a query to notes under some topic prefixes. Nil Prefixes
+// means every note; an empty, non-nil list means none.
+type Scope struct {
+	Prefixes []string // short-address prefixes such as "research" or "research/cache"
+}
+
+// where returns a SQL condition on the column key and its arguments.
+func (s Scope) where(col string) (string, []any) {
+	if s.Prefixes == nil {
+		return "1", nil
+	}
+	if len(s.Prefixes) == 0 {
+		return "0", nil
+	}
+	var parts []string
+	var args []any
+	for _, p := range s.Prefixes {
+		// key is p itself, or starts with "p/": a range, so the index is used.
+		parts = append(parts, "("+col+" = ? OR ("+col+" >= ? AND "+col+" < ?))")
+		args = append(args, p, p+"/", p+"0") // '0' is the byte after '/'
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", args
+}
+
+// ListQuery selects notes for listing.
+type ListQuery struct {
+	Scope  Scope
+	Kind   string // "" for every kind
+	ByName bool   // order by address instead of newest change first
+	Limit  int
+	Since  int // only notes changed after this cursor
+}
+
+// List returns the notes matching q, in order, at most q.Limit of them, and
+// how many matched in all.
+func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
+	cond, args := q.Scope.where("key")
+	where := "present=1 AND " + cond
+	if q.Kind != "" {
+		where += " AND kind = ?"
+		args = append(args, q.Kind)
+	}
+	if q.Since > 0 {
+		where += " AND last_seq > ?"
+		args = append(args, q.Since)
+	}
+	var total int
+	if err := s.t.QueryRow("SELECT count(*) FROM notes WHERE "+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	order := "last_seq DESC, key"
+	if q.ByName {
+		order = "key"
+	}
+	rows, err := s.t.Query("SELECT "+noteColumns+" FROM notes WHERE "+where+" ORDER BY "+order+" LIMIT ?",
+		append(args, q.Limit)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []Note
+	for rows.Next() {
+		n, err := scanNote(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, n)
+	}
+	return out, total, rows.Err()
+}
+
+// Hit is one search result.
+type Hit struct {
+	Key        string
+	Digest     string
+	Score      float64 // higher is better
+	Superseded bool
+}
+
+// Column weights for BM25: the digest is what an author chose to say, so it
+// outweighs the body; an exact identifier outweighs both.
+const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0)"
+
+// Search runs an FTS5 MATCH expression and returns the best hits, superseded
+// notes after the others.
+func (s *Snapshot) Search(match string, scope Scope, limit int) ([]Hit, error) {
+	cond, args := scope.where("n.key")
+	q := `SELECT n.key, n.digest, -` + bm25Weights + ` AS score,
+			EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+			       WHERE l.dst = n.key AND l.rel = 'supersedes') AS superseded
+		FROM fts JOIN notes n ON n.id = fts.rowid
+		WHERE fts MATCH ? AND n.present = 1 AND ` + cond + `
+		ORDER BY superseded, score DESC, n.key LIMIT ?`
+	rows, err := s.t.Query(q, append(append([]any{match}, args...), limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Hit
+	for rows.Next() {
+		var h Hit
+		if err := rows.Scan(&h.Key, &h.Digest, &h.Score, &h.Superseded); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Backlink is a present note linking to another.
+type Backlink struct {
+	Src, Rel string
+}
+
+// Backlinks returns the present notes that link to key with one of rels.
+func (s *Snapshot) Backlinks(key string, rels ...string) ([]Backlink, error) {
+	args := []any{key}
+	marks := make([]string, len(rels))
+	for i, r := range rels {
+		marks[i] = "?"
+		args = append(args, r)
+	}
+	rows, err := s.t.Query(`SELECT l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+		WHERE l.dst = ? AND l.rel IN (`+strings.Join(marks, ",")+`) ORDER BY l.rel, l.src`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Backlink
+	for rows.Next() {
+		var b Backlink
+		if err := rows.Scan(&b.Src, &b.Rel); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

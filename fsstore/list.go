@@ -1,0 +1,219 @@
+package fsstore
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+)
+
+// Summary is what the index knows of a note without reading it: enough to
+// decide whether to read it.
+type Summary struct {
+	URI       string
+	Version   int
+	Digest    string
+	Kind      string
+	Author    string
+	Updated   string
+	Bytes     int
+	EstTokens int
+	// Problem says why the note's front matter is unreadable.
+	Problem string
+	// SupersededBy and ContradictedBy name present notes that link here
+	// with supersedes or contradicts.
+	SupersededBy   []string
+	ContradictedBy []string
+}
+
+// ListOptions select notes for List. The zero value lists every note,
+// newest change first, 20 at most.
+type ListOptions struct {
+	// Topic is a topic or topic prefix ("research", "research/cache");
+	// empty lists every topic.
+	Topic string
+	Kind  string
+	// ByName orders by address instead of newest change first.
+	ByName bool
+	Limit  int
+	// Since lists only notes changed after this cursor.
+	Since int
+}
+
+// Listing is a page of List.
+type Listing struct {
+	Notes []Summary
+	// Omitted counts matching notes not shown (over the limit).
+	Omitted int
+	Cursor  int
+}
+
+// DefaultListLimit and MaxListLimit bound a listing.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 1000
+)
+
+// List returns notes under a topic prefix, newest change first or by name.
+func (w *Workspace) List(opts ListOptions) (*Listing, error) {
+	scope := index.Scope{}
+	if opts.Topic != "" {
+		segs, err := ParseTopic(opts.Topic, w.name)
+		if err != nil {
+			return nil, err
+		}
+		scope.Prefixes = []string{strings.Join(segs, "/")}
+	}
+	limit := opts.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	_, cursor, err := w.catchUp(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &Listing{Cursor: cursor}
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
+			Limit: limit, Since: opts.Since})
+		if err != nil {
+			return err
+		}
+		out.Omitted = total - len(notes)
+		out.Notes, err = w.summaries(s, notes)
+		return err
+	})
+	return out, err
+}
+
+// summaries turns index rows into Summaries, with their backlinks.
+func (w *Workspace) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, error) {
+	out := make([]Summary, len(notes))
+	for i, n := range notes {
+		sum, err := w.summary(s, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = sum
+	}
+	return out, nil
+}
+
+func (w *Workspace) summary(s *index.Snapshot, n index.Note) (Summary, error) {
+	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
+	back, err := s.Backlinks(n.Key, "supersedes", "contradicts")
+	if err != nil {
+		return sum, err
+	}
+	for _, b := range back {
+		switch b.Rel {
+		case "supersedes":
+			sum.SupersededBy = append(sum.SupersededBy, w.uri(b.Src))
+		case "contradicts":
+			sum.ContradictedBy = append(sum.ContradictedBy, w.uri(b.Src))
+		}
+	}
+	return sum, nil
+}
+
+func (w *Workspace) uri(key string) string { return scheme + w.name + "/" + key }
+
+// SummaryResult is one address of a batch: its summary, or why there is none.
+type SummaryResult struct {
+	URI     string
+	Summary *Summary
+	Err     error // ErrInvalid or ErrNotFound
+}
+
+// Summaries reads many notes' summaries at one consistent point of history,
+// from the index alone.
+func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
+	_, cursor, err := w.catchUp(nil, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]SummaryResult, len(uris))
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		for i, u := range uris {
+			a, err := ParseAddress(u, w.name)
+			if err != nil {
+				out[i] = SummaryResult{URI: u, Err: err}
+				continue
+			}
+			out[i].URI = a.String()
+			n, ok, err := s.Note(a.Short())
+			if err != nil {
+				return err
+			}
+			if !ok || !n.Present {
+				out[i].Err = errorf("get", a.String(), ErrNotFound, "no note at this address")
+				continue
+			}
+			sum, err := w.summary(s, n)
+			if err != nil {
+				return err
+			}
+			out[i].Summary = &sum
+		}
+		return nil
+	})
+	return out, cursor, err
+}
+
+// Hit is one search result.
+type Hit struct {
+	URI    string
+	Digest string
+	Score  float64
+}
+
+// Search finds notes by full text over digests, bodies, front-matter values
+// and addresses, best first (BM25, the digest weighted above the body, an
+// exact identifier above both); superseded notes come after the others.
+// Every word must match; when that finds nothing, any word may. A query
+// FTS5 would reject is searched as words: it never fails for its syntax.
+func (w *Workspace) Search(q, topic string, limit int) ([]Hit, int, error) {
+	scope := index.Scope{}
+	if topic != "" {
+		segs, err := ParseTopic(topic, w.name)
+		if err != nil {
+			return nil, 0, err
+		}
+		scope.Prefixes = []string{strings.Join(segs, "/")}
+	}
+	if limit <= 0 {
+		limit = 10
+	}
+	if limit > MaxSearchLimit {
+		limit = MaxSearchLimit
+	}
+	_, cursor, err := w.catchUp(nil, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	terms := parseQuery(q)
+	if len(terms) == 0 {
+		return nil, cursor, nil
+	}
+	var hits []index.Hit
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		var err error
+		hits, err = s.Search(ftsQuery(terms, "AND"), scope, limit)
+		if err == nil && len(hits) == 0 && len(terms) > 1 {
+			hits, err = s.Search(ftsQuery(terms, "OR"), scope, limit)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, 0, errors.Join(errors.New("search"), err)
+	}
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		out[i] = Hit{URI: w.uri(h.Key), Digest: h.Digest, Score: h.Score}
+	}
+	return out, cursor, nil
+}

@@ -40,7 +40,7 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 			return err
 		}
 		if indexed != hashString(head) {
-			if seq, err = w.syncIndex(tx, head, seq, hint); err != nil {
+			if seq, err = w.syncIndex(tx, head, seq, hint, nil); err != nil {
 				return err
 			}
 		}
@@ -53,7 +53,7 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 }
 
 func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
-	hint map[gitver.Hash][]gitver.PathChange) (int, error) {
+	hint map[gitver.Hash][]gitver.PathChange, progress Progress) (int, error) {
 	var chain []*gitver.CommitInfo
 	base := 0
 	h := target
@@ -71,6 +71,9 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 			return 0, err
 		}
 		chain = append(chain, c)
+		if progress != nil && len(chain)%1000 == 0 {
+			progress("history", len(chain), 0)
+		}
 		h = c.FirstParent()
 	}
 	refresh := map[string]bool{}
@@ -93,6 +96,9 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 	}
 	seq := base
 	for i := len(chain) - 1; i >= 0; i-- {
+		if progress != nil && (seq-base)%500 == 0 {
+			progress("commits", seq-base, len(chain))
+		}
 		c := chain[i]
 		changes, ok := hint[c.Hash]
 		if !ok {
@@ -119,10 +125,18 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 			refresh[n] = true
 		}
 	}
+	done := 0
 	for key := range refresh {
+		if progress != nil && done%500 == 0 {
+			progress("notes", done, len(refresh))
+		}
+		done++
 		if err := w.refreshNote(tx, key); err != nil {
 			return 0, err
 		}
+	}
+	if progress != nil {
+		progress("notes", len(refresh), len(refresh))
 	}
 	return seq, tx.SetHead(target.String())
 }
@@ -246,4 +260,26 @@ func noteKeyOf(p string) (string, bool) {
 // costs a model: about four bytes a token for English prose and Markdown.
 func EstimateTokens(n int) int {
 	return (n + 3) / 4
+}
+
+// Progress reports a long rebuild: stage is "commits" or "notes".
+type Progress func(stage string, done, total int)
+
+// Reindex rebuilds the derived index from git, in one transaction: other
+// processes keep reading the old index until the new one is complete, and
+// their writes wait for it.
+func (w *Workspace) Reindex(progress Progress) (int, error) {
+	var seq int
+	err := w.idx.Update(func(tx *index.Tx) error {
+		if err := tx.Reset(); err != nil {
+			return err
+		}
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		seq, err = w.syncIndex(tx, head, 0, nil, progress)
+		return err
+	})
+	return seq, err
 }

@@ -196,7 +196,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
-	return errors.Join(w.idx.Close(), w.lock.Close(), w.root.Close())
+	return errors.Join(w.idx.Close(), w.lock.Close(), w.root.Close(), w.repo.Close())
 }
 
 // withWriteLock runs fn holding the workspace's write lock: the in-process

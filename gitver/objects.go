@@ -3,12 +3,14 @@ package gitver
 import (
 	"bytes"
 	"compress/zlib"
+	"container/list"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -300,7 +302,62 @@ func treeLess(a, b object.TreeEntry) bool {
 	return an < bn
 }
 
+// treeCache keeps recently decoded trees. Trees are immutable, and walking
+// history reads the same subtrees again and again (each commit's tree is the
+// next one's parent tree). Callers must not modify a cached tree.
+type treeCache struct {
+	mu    sync.Mutex
+	items map[Hash]*list.Element
+	order *list.List // front: most recently used
+}
+
+type cachedTree struct {
+	hash Hash
+	tree *object.Tree
+}
+
+const treeCacheSize = 8192
+
+func (c *treeCache) get(h Hash) *object.Tree {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[h]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*cachedTree).tree
+	}
+	return nil
+}
+
+func (c *treeCache) put(h Hash, t *object.Tree) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items, c.order = map[Hash]*list.Element{}, list.New()
+	}
+	if _, ok := c.items[h]; ok {
+		return
+	}
+	c.items[h] = c.order.PushFront(&cachedTree{hash: h, tree: t})
+	if c.order.Len() > treeCacheSize {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.items, last.Value.(*cachedTree).hash)
+	}
+}
+
 func (r *Repo) readTree(h Hash) (*object.Tree, error) {
+	if t := r.trees.get(h); t != nil {
+		return t, nil
+	}
+	t, err := r.decodeTree(h)
+	if err != nil {
+		return nil, err
+	}
+	r.trees.put(h, t)
+	return t, nil
+}
+
+func (r *Repo) decodeTree(h Hash) (*object.Tree, error) {
 	t, content, err := r.readObject(h)
 	if err != nil {
 		return nil, err

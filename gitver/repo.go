@@ -80,6 +80,7 @@ type Repo struct {
 	mu      sync.Mutex          // guards storage: go-git is not goroutine-safe
 	storage *filesystem.Storage // reads objects; reopened when packs change under it
 	index   *indexCache         // the last git index file read or written, guarded by mu
+	trees   treeCache           // decoded trees, by hash
 	syncer  func(f *os.File) error
 }
 
@@ -152,8 +153,26 @@ func Open(dir string, opts Options) (*Repo, error) {
 // object is not found: a `git gc` by anyone may have moved loose objects into
 // a pack that the old storage does not know about.
 func (r *Repo) reopen() {
-	r.storage = filesystem.NewStorageWithOptions(osfs.New(r.gitDir), cache.NewObjectLRU(4*cache.MiByte),
-		filesystem.Options{})
+	if r.storage != nil {
+		r.storage.Close()
+	}
+	// Pack files stay open between reads (KeepDescriptors): opening the pack
+	// for every object read dominated walking a long history. The object
+	// cache holds decoded objects, so delta chains are resolved once.
+	r.storage = filesystem.NewStorageWithOptions(osfs.New(r.gitDir), cache.NewObjectLRU(32*cache.MiByte),
+		filesystem.Options{KeepDescriptors: true, MaxOpenDescriptors: 64})
+}
+
+// Close releases the open pack files.
+func (r *Repo) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.storage == nil {
+		return nil
+	}
+	err := r.storage.Close()
+	r.storage = nil
+	return err
 }
 
 // Dir is the work tree's absolute path.
@@ -204,6 +223,9 @@ func (r *Repo) readObject(h Hash) (plumbing.ObjectType, []byte, error) {
 }
 
 func (r *Repo) readObjectLocked(h Hash) (plumbing.ObjectType, []byte, error) {
+	if r.storage == nil {
+		r.reopen()
+	}
 	obj, err := r.storage.EncodedObject(plumbing.AnyObject, plumbing.Hash(h))
 	if err != nil {
 		return 0, nil, fmt.Errorf("read object %s: %w", h, err)

@@ -63,6 +63,12 @@ func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wri
 			fmt.Fprintf(stdout, "%s: %s\n", rel, strings.Join(t, " "))
 		}
 	}
+	if len(n.SupersededBy) > 0 {
+		fmt.Fprintf(stdout, "superseded by: %s\n", strings.Join(n.SupersededBy, " "))
+	}
+	if len(n.ContradictedBy) > 0 {
+		fmt.Fprintf(stdout, "contradicted by: %s\n", strings.Join(n.ContradictedBy, " "))
+	}
 	fmt.Fprintf(stdout, "bytes: %d (about %d tokens)\n", n.Bytes, n.EstTokens)
 	if *full {
 		fmt.Fprintf(stdout, "\n%s", n.Content)

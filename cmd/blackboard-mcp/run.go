@@ -31,6 +31,10 @@ Usage:
   blackboard-mcp put ADDRESS --digest D [flags]   write a note (body from --body or stdin)
   blackboard-mcp get ADDRESS [--full]             read a note
   blackboard-mcp log ADDRESS                      who changed a note, when, at which version
+  blackboard-mcp ls [TOPIC]                       list notes, newest change first
+  blackboard-mcp search QUERY                     full-text search; identifiers find their note first
+  blackboard-mcp link SRC REL DST...              record typed links (supersedes, cites, ...)
+  blackboard-mcp reindex                          rebuild the derived index from git
 
 Addresses are bb://<workspace>/<topic>/<key...> or the short form <topic>/<key...>.
 The workspace is --dir DIR, else $BLACKBOARD_DIR, else the current directory.
@@ -41,10 +45,15 @@ type verb func(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 func verbs() map[string]verb {
 	return map[string]verb{
-		"init": runInit,
-		"put":  runPut,
-		"get":  runGet,
-		"log":  runLog,
+		"init":    runInit,
+		"put":     runPut,
+		"get":     runGet,
+		"log":     runLog,
+		"bench":   runBench,
+		"ls":      runLs,
+		"search":  runSearch,
+		"link":    runLink,
+		"reindex": runReindex,
 	}
 }
 

@@ -8,6 +8,87 @@ import (
 // Tx is one write transaction on the index.
 type Tx struct {
 	t *sql.Tx
+	// fts holds the full-text changes of the transaction by note id (nil
+	// text: remove), applied in two statements at commit. FTS5 flushes its
+	// pending data at every statement that touches it, so one statement per
+	// note made a rebuild spend most of its time writing half-empty segments.
+	fts map[int64]*Text
+	// stmts caches prepared statements for the transaction: a rebuild runs
+	// the same few statements hundreds of thousands of times.
+	stmts map[string]*sql.Stmt
+}
+
+func (x *Tx) stmt(q string) (*sql.Stmt, error) {
+	if s, ok := x.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := x.t.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	if x.stmts == nil {
+		x.stmts = map[string]*sql.Stmt{}
+	}
+	x.stmts[q] = s
+	return s, nil
+}
+
+func (x *Tx) exec(q string, args ...any) (sql.Result, error) {
+	s, err := x.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.Exec(args...)
+}
+
+// queryRow runs a cached statement; errors surface from Scan.
+func (x *Tx) queryRow(q string, args ...any) *sql.Row {
+	s, err := x.stmt(q)
+	if err != nil {
+		return x.t.QueryRow(q, args...) // reports the same error through Scan
+	}
+	return s.QueryRow(args...)
+}
+
+// flushFTS applies the transaction's full-text changes through a staging
+// table, so FTS5 sees one delete and one insert statement.
+func (x *Tx) flushFTS() error {
+	if len(x.fts) == 0 {
+		return nil
+	}
+	for _, stmt := range []string{
+		"CREATE TEMP TABLE IF NOT EXISTS fts_stage(id INTEGER PRIMARY KEY, present INTEGER, addr, digest, body, fields, ids)",
+		"DELETE FROM fts_stage",
+	} {
+		if _, err := x.exec(stmt); err != nil {
+			return err
+		}
+	}
+	ins, err := x.t.Prepare("INSERT INTO fts_stage(id,present,addr,digest,body,fields,ids) VALUES(?,?,?,?,?,?,?)")
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for id, t := range x.fts {
+		if t == nil {
+			_, err = ins.Exec(id, 0, "", "", "", "", "")
+		} else {
+			_, err = ins.Exec(id, 1, t.Addr, t.Digest, t.Body, t.Fields, t.IDs)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, stmt := range []string{
+		"DELETE FROM fts WHERE rowid IN (SELECT id FROM fts_stage)",
+		"INSERT INTO fts(rowid,addr,digest,body,fields,ids) SELECT id,addr,digest,body,fields,ids FROM fts_stage WHERE present=1",
+		"DELETE FROM fts_stage",
+	} {
+		if _, err := x.exec(stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Commit is a commit of the branch's first-parent history.
@@ -54,14 +135,26 @@ func (x *Tx) Head() (string, int, error) { return head(x.t) }
 
 // SetHead records the commit the index now reflects.
 func (x *Tx) SetHead(hash string) error {
-	_, err := x.t.Exec("INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", hash)
+	_, err := x.exec("INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", hash)
 	return err
+}
+
+// Reset empties the index, inside the transaction: readers keep seeing the
+// old index until the rebuild that follows commits.
+func (x *Tx) Reset() error {
+	x.fts = map[int64]*Text{}
+	for _, table := range []string{"meta", "commits", "changes", "notes", "links", "disk", "fts"} {
+		if _, err := x.exec("DELETE FROM " + table); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SeqOf returns the cursor of a commit on the indexed first-parent history.
 func (x *Tx) SeqOf(hash string) (int, bool, error) {
 	var seq int
-	err := x.t.QueryRow("SELECT seq FROM commits WHERE hash=?", hash).Scan(&seq)
+	err := x.queryRow("SELECT seq FROM commits WHERE hash=?", hash).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -71,14 +164,14 @@ func (x *Tx) SeqOf(hash string) (int, bool, error) {
 // AddCommit appends a commit and its changes, and counts a version for every
 // note it touched. It returns those notes' keys.
 func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
-	if _, err := x.t.Exec("INSERT INTO commits(seq,hash,author,email,time,subject) VALUES(?,?,?,?,?,?)",
+	if _, err := x.exec("INSERT INTO commits(seq,hash,author,email,time,subject) VALUES(?,?,?,?,?,?)",
 		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject); err != nil {
 		return nil, err
 	}
 	var touched []string
 	seen := map[string]bool{}
 	for _, ch := range changes {
-		if _, err := x.t.Exec("INSERT INTO changes(path,seq,note,old,new) VALUES(?,?,?,?,?)",
+		if _, err := x.exec("INSERT INTO changes(path,seq,note,old,new) VALUES(?,?,?,?,?)",
 			ch.Path, c.Seq, ch.Note, ch.Old, ch.New); err != nil {
 			return nil, err
 		}
@@ -88,7 +181,7 @@ func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
 		}
 	}
 	for _, key := range touched {
-		if _, err := x.t.Exec(`INSERT INTO notes(key,topic,version,last_seq,present,note_blob,content_blob,content_path,
+		if _, err := x.exec(`INSERT INTO notes(key,topic,version,last_seq,present,note_blob,content_blob,content_path,
 			digest,kind,author,updated,bytes,est_tokens,problem) VALUES(?,?,1,?,0,'','','','','','','',0,0,'')
 			ON CONFLICT(key) DO UPDATE SET version=version+1, last_seq=excluded.last_seq`,
 			key, topicOf(key), c.Seq); err != nil {
@@ -129,13 +222,13 @@ func (x *Tx) Truncate(seq int) ([]string, error) {
 		return nil, err
 	}
 	for _, stmt := range []string{"DELETE FROM changes WHERE seq > ?", "DELETE FROM commits WHERE seq > ?"} {
-		if _, err := x.t.Exec(stmt, seq); err != nil {
+		if _, err := x.exec(stmt, seq); err != nil {
 			return nil, err
 		}
 	}
 	for _, n := range notes {
 		var version, last int
-		err := x.t.QueryRow("SELECT count(DISTINCT seq), coalesce(max(seq),0) FROM changes WHERE note=?", n).Scan(&version, &last)
+		err := x.queryRow("SELECT count(DISTINCT seq), coalesce(max(seq),0) FROM changes WHERE note=?", n).Scan(&version, &last)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +238,7 @@ func (x *Tx) Truncate(seq int) ([]string, error) {
 			}
 			continue
 		}
-		if _, err := x.t.Exec("UPDATE notes SET version=?, last_seq=? WHERE key=?", version, last, n); err != nil {
+		if _, err := x.exec("UPDATE notes SET version=?, last_seq=? WHERE key=?", version, last, n); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +249,7 @@ func (x *Tx) Truncate(seq int) ([]string, error) {
 // the New side of its latest change.
 func (x *Tx) FileBlob(path string) (string, error) {
 	var b string
-	err := x.t.QueryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
+	err := x.queryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -182,7 +275,7 @@ type Link struct {
 // leaves search and keeps no links.
 func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
 	var id int64
-	err := x.t.QueryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
+	err := x.queryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
 		author=?, updated=?, bytes=?, est_tokens=?, problem=? WHERE key=? RETURNING id`,
 		n.Present, n.NoteBlob, n.ContentBlob, n.ContentPath, n.Digest, n.Kind, n.Author, n.Updated,
 		n.Bytes, n.EstTokens, n.Problem, n.Key).Scan(&id)
@@ -192,21 +285,16 @@ func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
 	if err != nil {
 		return err
 	}
-	if _, err := x.t.Exec("DELETE FROM fts WHERE rowid=?", id); err != nil {
-		return err
-	}
-	if _, err := x.t.Exec("DELETE FROM links WHERE src=?", n.Key); err != nil {
+	if _, err := x.exec("DELETE FROM links WHERE src=?", n.Key); err != nil {
 		return err
 	}
 	if !n.Present {
+		x.fts[id] = nil
 		return nil
 	}
-	if _, err := x.t.Exec("INSERT INTO fts(rowid,addr,digest,body,fields,ids) VALUES(?,?,?,?,?,?)",
-		id, text.Addr, text.Digest, text.Body, text.Fields, text.IDs); err != nil {
-		return err
-	}
+	x.fts[id] = &text
 	for _, l := range links {
-		if _, err := x.t.Exec("INSERT OR IGNORE INTO links(src,rel,dst) VALUES(?,?,?)", n.Key, l.Rel, l.Dst); err != nil {
+		if _, err := x.exec("INSERT OR IGNORE INTO links(src,rel,dst) VALUES(?,?,?)", n.Key, l.Rel, l.Dst); err != nil {
 			return err
 		}
 	}
@@ -216,17 +304,15 @@ func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
 // forget removes every trace of a note the rewritten history never had.
 func (x *Tx) forget(key string) error {
 	var id int64
-	err := x.t.QueryRow("DELETE FROM notes WHERE key=? RETURNING id", key).Scan(&id)
+	err := x.queryRow("DELETE FROM notes WHERE key=? RETURNING id", key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := x.t.Exec("DELETE FROM fts WHERE rowid=?", id); err != nil {
-		return err
-	}
-	_, err = x.t.Exec("DELETE FROM links WHERE src=?", key)
+	x.fts[id] = nil
+	_, err = x.exec("DELETE FROM links WHERE src=?", key)
 	return err
 }
 
@@ -235,7 +321,7 @@ func (x *Tx) Note(key string) (Note, bool, error) { return note(x.t, key) }
 
 // SetDisk records that the file at path, with this stat, holds blob.
 func (x *Tx) SetDisk(path, blob string, size, mtime int64, ino uint64) error {
-	_, err := x.t.Exec(`INSERT INTO disk(path,blob,size,mtime,ino) VALUES(?,?,?,?,?)
+	_, err := x.exec(`INSERT INTO disk(path,blob,size,mtime,ino) VALUES(?,?,?,?,?)
 		ON CONFLICT(path) DO UPDATE SET blob=excluded.blob,size=excluded.size,mtime=excluded.mtime,ino=excluded.ino`,
 		path, blob, size, mtime, int64(ino))
 	return err
@@ -244,7 +330,7 @@ func (x *Tx) SetDisk(path, blob string, size, mtime int64, ino uint64) error {
 // Disk returns what SetDisk recorded for path.
 func (x *Tx) Disk(path string) (blob string, size, mtime int64, ino uint64, ok bool, err error) {
 	var i int64
-	err = x.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
+	err = x.queryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, 0, 0, false, nil
 	}

@@ -49,7 +49,6 @@ func verbs() map[string]verb {
 		"put":     runPut,
 		"get":     runGet,
 		"log":     runLog,
-		"bench":   runBench,
 		"ls":      runLs,
 		"search":  runSearch,
 		"link":    runLink,

@@ -34,6 +34,7 @@ const (
 	keyColumns    = "columns"
 	keyBlob       = "blob"
 	keyBytes      = "bytes"
+	keySummary    = "summary"
 )
 
 var errNoFrontMatter = errors.New("the file does not start with a front-matter block (a line ---)")

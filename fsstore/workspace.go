@@ -46,6 +46,9 @@ type Options struct {
 	// Agent is the author of the tool writes this process makes; "agent"
 	// when empty.
 	Agent string
+	// SourceRoots are the directories source_path may read from; empty
+	// means the workspace's parent directory.
+	SourceRoots []string
 }
 
 // Workspace is a board on disk: the notes, the git repository and the derived
@@ -56,9 +59,11 @@ type Workspace struct {
 	dir   string
 	name  string
 	agent string
-	repo  *gitver.Repo
-	idx   *index.DB
-	root  *os.Root // every note file is opened through it: no link leads out
+	// sourceRoots are absolute, links resolved.
+	sourceRoots []string
+	repo        *gitver.Repo
+	idx         *index.DB
+	root        *os.Root // every note file is opened through it: no link leads out
 
 	// mu serializes this process's writes; lock (flock) serializes processes.
 	mu     sync.Mutex
@@ -182,7 +187,12 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if agent == "" {
 		agent = "agent"
 	}
-	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock}
+	roots := opts.SourceRoots
+	if len(roots) == 0 {
+		roots = defaultSourceRoots(abs)
+	}
+	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
+		sourceRoots: resolveRoots(roots)}
 	if fi, err := os.Stat(filepath.Join(abs, journalPath)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.

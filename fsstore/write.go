@@ -38,7 +38,10 @@ type UpdateRequest struct {
 	URI    string
 	Digest string
 
-	Body       *string
+	Body *string
+	// SourcePath names a file under the source roots that the server reads
+	// as the body, with an extractive summary stored and returned.
+	SourcePath string
 	Columns    []string
 	Rows       [][]string
 	AppendText *string
@@ -61,11 +64,13 @@ type UpdateResult struct {
 	Version  int
 	Digest   string
 	Warnings []string
+	// Summary describes a source_path file that was stored.
+	Summary string
 }
 
 func (r *UpdateRequest) forms() int {
 	n := 0
-	for _, set := range []bool{r.Body != nil, r.Columns != nil || r.Rows != nil, r.AppendText != nil, r.AppendRows != nil} {
+	for _, set := range []bool{r.Body != nil, r.SourcePath != "", r.Columns != nil || r.Rows != nil, r.AppendText != nil, r.AppendRows != nil} {
 		if set {
 			n++
 		}
@@ -106,10 +111,19 @@ func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
 	if agent == "" {
 		agent = w.agent
 	}
+	summary := ""
+	if req.SourcePath != "" {
+		content, sum, err := w.readSource(op, uri, req.SourcePath)
+		if err != nil {
+			return nil, err
+		}
+		body := string(content)
+		req.Body, req.SourcePath, summary = &body, "", sum
+	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
 		for range maxMoves {
-			res, err = w.updateLocked(op, addr, digest, sources, agent, &req)
+			res, err = w.updateLocked(op, addr, digest, sources, agent, summary, &req)
 			if !errors.Is(err, errBranchMoved) {
 				return err
 			}
@@ -121,7 +135,7 @@ func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
 
 func checkUpdate(op, uri string, req *UpdateRequest) error {
 	if n := req.forms(); n != 1 {
-		return errorf(op, uri, ErrInvalid, "give exactly one content form: body, columns with rows, or append (got %d)", n)
+		return errorf(op, uri, ErrInvalid, "give exactly one content form: body, source_path, columns with rows, or append (got %d)", n)
 	}
 	if req.ExpectVersion != nil && *req.ExpectVersion < 0 {
 		return errorf(op, uri, ErrInvalid, "expect_version must be 0 (create) or a version the note had")
@@ -172,7 +186,7 @@ func cleanDigest(op, uri, d string) (string, error) {
 	return d, nil
 }
 
-func (w *Workspace) updateLocked(op string, addr Address, digest string, sources []string, agent string,
+func (w *Workspace) updateLocked(op string, addr Address, digest string, sources []string, agent, summary string,
 	req *UpdateRequest) (*UpdateResult, error) {
 	uri, key := addr.String(), addr.Short()
 	head, err := w.adoptEdits(key)
@@ -271,6 +285,12 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 	if len(sources) > 0 {
 		fields = append(fields, [2]any{keySources, sources})
 	}
+	switch {
+	case summary != "":
+		fields = append(fields, [2]any{keySummary, summary})
+	case !req.isAppend():
+		f.remove(keySummary) // it described content that is now replaced
+	}
 	for _, kv := range fields {
 		if err := f.set(kv[0].(string), kv[1]); err != nil {
 			return nil, err
@@ -307,7 +327,7 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 	for _, m := range missing {
 		warnings = append(warnings, "source "+m+" does not exist")
 	}
-	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings}, nil
+	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings, Summary: summary}, nil
 }
 
 // placeContent decides where content lives: inline in the note's body, or,

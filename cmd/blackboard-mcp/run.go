@@ -27,6 +27,7 @@ var errSilent = errors.New("")
 const usage = `blackboard-mcp: a shared blackboard for teams of LLM agents, in files and git.
 
 Usage:
+  blackboard-mcp serve [--dir DIR] [--http ADDR]  serve the board to agents over MCP (stdio by default)
   blackboard-mcp init [DIR]                       make DIR a workspace (idempotent)
   blackboard-mcp put ADDRESS --digest D [flags]   write a note (body from --body or stdin)
   blackboard-mcp get ADDRESS [--full]             read a note
@@ -49,10 +50,12 @@ func verbs() map[string]verb {
 		"put":     runPut,
 		"get":     runGet,
 		"log":     runLog,
+		"bench":   runBench,
 		"ls":      runLs,
 		"search":  runSearch,
 		"link":    runLink,
 		"reindex": runReindex,
+		"serve":   runServe,
 	}
 }
 

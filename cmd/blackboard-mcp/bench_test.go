@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+// runBinary runs the real binary and returns its stdout; a failure is fatal.
+func runBinary(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(testBinary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("blackboard-mcp %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+var (
+	generateLine = regexp.MustCompile(`^generate notes=(\d+) commits=(\d+) history=(\d+) took=[0-9.]+s dir=\S+$`)
+	catchupLine  = regexp.MustCompile(`^catchup history=(\d+) took=[0-9.]+s$`)
+	latencies    = `n=(\d+) p50=([0-9.]+)ms p95=([0-9.]+)ms p99=([0-9.]+)ms max=([0-9.]+)ms rate=[0-9.]+/s`
+	procLine     = regexp.MustCompile(`^write proc=(\d+)/(\d+) sync=(on|off) history=(\d+) ` + latencies + `$`)
+	totalLine    = regexp.MustCompile(`^write procs=(\d+) sync=(on|off) history=(\d+) ` + latencies +
+		` acked=(\d+) commits=(\d+) lost=(-?\d+)$`)
+)
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkLatencies checks that the percentiles of a line are ordered.
+func checkLatencies(t *testing.T, line string, m []string) {
+	t.Helper()
+	var prev float64
+	for _, s := range m {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f <= 0 || f < prev {
+			t.Errorf("latencies out of order or not positive in %q", line)
+			return
+		}
+		prev = f
+	}
+}
+
+// benchWriteRun runs bench write and checks its output: a catch-up line, a
+// line per worker when there are several, and the total, which must have
+// lost nothing. It returns the history the run started from.
+func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...string) (history int, out string) {
+	t.Helper()
+	args := append([]string{"bench", "write", "--dir", dir, "--procs", strconv.Itoa(procs),
+		"--writes", strconv.Itoa(writes), "--notes", strconv.Itoa(notes)}, extra...)
+	out = runBinary(t, args...)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := 2
+	if procs > 1 {
+		want += procs
+	}
+	if len(lines) != want {
+		t.Fatalf("bench write --procs %d printed %d lines, want %d:\n%s", procs, len(lines), want, out)
+	}
+	if catchupLine.FindStringSubmatch(lines[0]) == nil {
+		t.Errorf("catch-up line %q", lines[0])
+	}
+	if procs > 1 {
+		for i, line := range lines[1 : 1+procs] {
+			m := procLine.FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("worker line %q", line)
+				continue
+			}
+			if atoi(t, m[1]) != i+1 || atoi(t, m[2]) != procs || atoi(t, m[5]) != writes {
+				t.Errorf("worker line %q: want proc=%d/%d n=%d", line, i+1, procs, writes)
+			}
+			checkLatencies(t, line, m[6:10])
+		}
+	}
+	last := lines[len(lines)-1]
+	m := totalLine.FindStringSubmatch(last)
+	if m == nil {
+		t.Fatalf("total line %q", last)
+	}
+	checkLatencies(t, last, m[5:9])
+	if atoi(t, m[1]) != procs || atoi(t, m[4]) != procs*writes || atoi(t, m[9]) != procs*writes ||
+		atoi(t, m[10]) != procs*writes || m[11] != "0" {
+		t.Errorf("total line %q: want procs=%d n, acked and commits %d, lost=0", last, procs, procs*writes)
+	}
+	return atoi(t, m[3]), out
+}
+
+// TestBenchVerb runs bench generate and bench write at tiny sizes, so the
+// maintainers' measurement cannot rot, and checks the generated workspace
+// against init and against fsstore's reading of it.
+func TestBenchVerb(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git command")
+	}
+	dir := filepath.Join(t.TempDir(), "gen")
+	opts := fixtures.Options{Workspace: "acme", Notes: 200, Commits: 500, Seed: 3}
+	out := runBinary(t, "bench", "generate", dir, "--notes", "200", "--commits", "500", "--name", "acme", "--seed", "3")
+	if m := generateLine.FindStringSubmatch(strings.TrimSpace(out)); m == nil || m[1] != "200" || m[2] != "500" || m[3] != "501" {
+		t.Fatalf("bench generate printed %q", out)
+	}
+	checkLikeInit(t, dir)
+	checkReadable(t, dir, opts)
+
+	history, _ := benchWriteRun(t, dir, 1, 50, 5)
+	if history != opts.Commits+1 {
+		t.Errorf("history %d, want %d", history, opts.Commits+1)
+	}
+	history, _ = benchWriteRun(t, dir, 3, 20, 4)
+	if history != opts.Commits+1+50 {
+		t.Errorf("history %d, want %d", history, opts.Commits+1+50)
+	}
+	if got := strings.TrimSpace(gitOut(t, dir, "rev-list", "--count", "main")); got != strconv.Itoa(opts.Commits+1+50+60) {
+		t.Errorf("rev-list --count main = %s after 110 writes on %d commits", got, opts.Commits+1)
+	}
+	if got := gitOut(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("git status after the bench:\n%s", got)
+	}
+	if got := gitOut(t, dir, "fsck", "--no-progress"); got != "" {
+		t.Errorf("git fsck after the bench:\n%s", got)
+	}
+	// On a workspace with fewer notes than asked for, the bench creates its
+	// own; --no-sync is passed on to the workers.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	runBinary(t, "init", fresh)
+	benchWriteRun(t, fresh, 2, 6, 3, "--no-sync")
+	if got := runBinary(t, "get", "--dir", fresh, "bench/note-5"); !strings.HasPrefix(got, "bb://fresh/bench/note-5 v2\n") {
+		t.Errorf("get bench/note-5 after 2 writes:\n%s", got)
+	}
+}
+
+// checkLikeInit compares a generated workspace with one `init` makes: the
+// same repository settings, workspace files and first commit.
+func checkLikeInit(t *testing.T, dir string) {
+	t.Helper()
+	ref := filepath.Join(t.TempDir(), "ref")
+	runBinary(t, "init", ref, "--name", "acme")
+	for _, p := range []string{".blackboard/config.yaml", ".blackboard/.gitignore", ".git/HEAD", ".git/config", ".git/description",
+		fsstore.StateNote + ".md"} {
+		want, err := os.ReadFile(filepath.Join(ref, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		// The state note says when it was made; everything else is equal.
+		updated := regexp.MustCompile(`(?m)^updated: .*$`)
+		if g, w := updated.ReplaceAll(got, nil), updated.ReplaceAll(want, nil); !bytes.Equal(g, w) {
+			t.Errorf("%s differs from init's:\n%s\ninit's:\n%s", p, got, want)
+		}
+	}
+	first := []string{"log", "--max-parents=0", "--format=%an <%ae>%n%B%n%cn", "--name-status", "main"}
+	if got, want := gitOut(t, dir, first...), gitOut(t, ref, first...); got != want {
+		t.Errorf("first commit:\n%s\ninit's:\n%s", got, want)
+	}
+}
+
+// checkReadable opens the generated workspace with fsstore (which builds
+// its derived index from the history) and reads every note, expecting the
+// versions and digests the generator says it wrote; the real binary reads a
+// few too.
+func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
+	t.Helper()
+	notes, err := fixtures.Manifest(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if cursor, err := w.Cursor(); err != nil || cursor != opts.Commits+1 {
+		t.Errorf("cursor %d (%v), want %d", cursor, err, opts.Commits+1)
+	}
+	var probes []fixtures.Note
+	for i, n := range notes {
+		v, err := w.Get(n.Key, true)
+		if err != nil {
+			t.Errorf("get %s: %v", n.Key, err)
+			continue
+		}
+		if v.Version != n.Version || v.Digest != n.Digest || v.Problem != "" {
+			t.Errorf("get %s: v%d %q (problem %q), want v%d %q", n.Key, v.Version, v.Digest, v.Problem, n.Version, n.Digest)
+		}
+		if n.Table != (len(v.Columns) > 0) || n.Table && !strings.HasPrefix(v.Content, strings.Join(v.Columns, "\t")+"\n") {
+			t.Errorf("get %s: columns %q, content %.60q; table=%v", n.Key, v.Columns, v.Content, n.Table)
+		}
+		if n.Blob != "" && (v.Bytes <= fsstore.BlobThreshold || len(v.Content) != v.Bytes) {
+			t.Errorf("get %s: out of line, %d bytes read of %d", n.Key, len(v.Content), v.Bytes)
+		}
+		if i < 3 || n.Blob != "" && len(probes) < 6 {
+			probes = append(probes, n)
+		}
+	}
+	for _, n := range probes {
+		got, _, _ := strings.Cut(runBinary(t, "get", "--dir", dir, n.Key), "\n")
+		if want := "bb://acme/" + n.Key + " v" + strconv.Itoa(n.Version); got != want {
+			t.Errorf("blackboard-mcp get %s: %q, want %q", n.Key, got, want)
+		}
+	}
+}
+
+// TestBenchFull is the full write measurement. It runs only with
+// BLACKBOARD_BENCH=1, takes many minutes, and prints numbers without judging
+// them (go test -v -run TestBenchFull -timeout 90m ./cmd/blackboard-mcp):
+// boards of 1,000 notes with 1,000 and 100,000 commits of history, and the
+// SPEC's 100,000 notes with 100,000 commits, each written by 1, 4 and 8
+// processes.
+func TestBenchFull(t *testing.T) {
+	if os.Getenv("BLACKBOARD_BENCH") != "1" {
+		t.Skip("set BLACKBOARD_BENCH=1 to run the full write measurement")
+	}
+	const total = 1000 // writes per run, shared among its processes
+	for _, board := range []struct{ notes, commits int }{{1000, 1000}, {1000, 100000}, {100000, 100000}} {
+		dir := filepath.Join(t.TempDir(), "board")
+		out := runBinary(t, "bench", "generate", dir, "--notes", strconv.Itoa(board.notes),
+			"--commits", strconv.Itoa(board.commits), "--name", "acme")
+		t.Log(strings.TrimSpace(out))
+		for _, procs := range []int{1, 4, 8} {
+			_, out := benchWriteRun(t, dir, procs, total/procs, 20)
+			t.Logf("notes=%d\n%s", board.notes, strings.TrimSpace(out))
+		}
+	}
+}

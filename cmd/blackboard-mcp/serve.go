@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/tools"
+)
+
+// version is reported to MCP clients at initialize.
+const version = "0.1.0"
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c commonFlags
+	fs := newFlagSet("serve", stderr, &c)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	var roots stringList
+	fs.Var(&roots, "source-root", "a directory source_path may read from (repeatable; default: the workspace's parent)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp serve [--dir DIR] [--http ADDR] [--source-root DIR]...\n\nServes the board to agents over MCP: stdio by default (what MCP clients start),\nor streamable HTTP. A missing or empty DIR is made a workspace first.")
+		fs.PrintDefaults()
+	}
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	dir := c.workspaceDir()
+	if err := initIfEmpty(dir); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.noSync, Agent: agentName(), SourceRoots: roots})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	srv := tools.NewServer(ws, log, version)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if *httpAddr != "" {
+		h := server.NewStreamableHTTPServer(srv.MCP())
+		log.Info("serving over streamable HTTP", "workspace", ws.Name(), "addr", *httpAddr, "endpoint", "/mcp")
+		errc := make(chan error, 1)
+		go func() { errc <- h.Start(*httpAddr) }()
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return h.Shutdown(context.Background())
+		}
+	}
+
+	if isTerminal(stdin) {
+		abs, _ := filepath.Abs(dir)
+		fmt.Fprintf(stderr, `blackboard-mcp serves the workspace %s (%s) over MCP on stdio.
+It is waiting for an MCP client on stdin; this is how clients start it. To connect one, e.g. Claude Code:
+  claude mcp add blackboard -- blackboard-mcp serve --dir %s
+Press Ctrl-C to stop.
+`, ws.Name(), abs, abs)
+	}
+	log.Info("serving over stdio", "workspace", ws.Name(), "agent", ws.Agent())
+	stdio := server.NewStdioServer(srv.MCP())
+	stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
+	err = stdio.Listen(ctx, stdin, stdout)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// initIfEmpty makes dir a workspace when it does not exist or is empty, as
+// a client's first start should just work.
+func initIfEmpty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(entries) > 0 {
+		return nil
+	}
+	return fsstore.Init(dir, "")
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

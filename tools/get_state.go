@@ -1,0 +1,175 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+const getStateDescription = "Read notes within budget_tokens, naming omissions. Catch up at run/state/current."
+
+var getStateSchema = schema(1,
+	strs("uris", "≤100 addresses"),
+	str("mode", "digest (default), fields, table (TSV, 3+ notes), full, ref"),
+	strs("fields", "For fields/table"),
+	intp("budget_tokens", "Default 2000"),
+)
+
+type getStateArgs struct {
+	URIs   []string `json:"uris"`
+	Mode   string   `json:"mode,omitempty"`
+	Fields []string `json:"fields,omitempty"`
+	Budget int      `json:"budget_tokens,omitempty"`
+}
+
+// maxBatch bounds one get_state call.
+const maxBatch = 100
+
+func getStateTool() mcp.Tool {
+	return mcp.NewTool("get_state",
+		mcp.WithDescription(getStateDescription),
+		withSchema(getStateSchema),
+		readOnly("Read notes"),
+	)
+}
+
+func (s *Server) getState(_ context.Context, in getStateArgs) (*mcp.CallToolResult, error) {
+	if len(in.URIs) == 0 || len(in.URIs) > maxBatch {
+		return nil, invalid("give 1 to %d uris", maxBatch)
+	}
+	mode, budget, err := readOptions(in.Mode, in.Budget, modeRef, modeDigest, modeFields, modeTable, modeFull)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(in.Fields); err != nil {
+		return nil, err
+	}
+	results, cursor, err := s.ws.Summaries(in.URIs)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]part, 0, len(results))
+	for _, r := range results {
+		p, err := s.readPart(r, mode, in.Fields)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return s.respond(mode, in.Fields, parts, 0, cursor, budget)
+}
+
+// readOptions checks a read's mode and budget, with their defaults.
+func readOptions(mode string, budget int, modes ...string) (string, int, error) {
+	if mode == "" {
+		mode = modeDigest
+	}
+	ok := false
+	for _, m := range modes {
+		ok = ok || m == mode
+	}
+	if !ok {
+		return "", 0, invalid("mode must be one of %s", strings.Join(modes, ", "))
+	}
+	switch {
+	case budget == 0:
+		budget = DefaultBudget
+	case budget < 0 || budget > MaxBudget:
+		return "", 0, invalid("budget_tokens is 1 to %d", MaxBudget)
+	}
+	return mode, budget, nil
+}
+
+// readPart renders one address in mode: a JSON item, or a TSV row.
+func (s *Server) readPart(r fsstore.SummaryResult, mode string, fields []string) (part, error) {
+	if r.Err != nil {
+		item := errorItem(r.URI, r.Err)
+		if mode == modeTable {
+			code, _ := item.get("error").(string)
+			return newPart(r.URI, tsvCell(r.URI)+"\t0\t("+code+")", nil), nil
+		}
+		return newPart(r.URI, item.json(), nil), nil
+	}
+	sum := r.Summary
+	switch mode {
+	case modeRef:
+		item := orderedItem{}
+		item.add("uri", sum.URI)
+		item.add("version", sum.Version)
+		return newPart(sum.URI, item.json(), nil), nil
+	case modeDigest:
+		item := summaryItem(sum)
+		return newPart(sum.URI, item.json(), nil), nil
+	}
+	n, err := s.ws.Get(sum.URI, mode == modeFull)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		item := errorItem(sum.URI, err)
+		return newPart(sum.URI, item.json(), nil), nil // deleted between the two reads
+	}
+	if err != nil {
+		return part{}, err
+	}
+	switch mode {
+	case modeTable:
+		cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(n.Digest)}
+		for _, f := range fields {
+			v, _ := fieldValue(n, f)
+			cells = append(cells, tsvCell(v))
+		}
+		return newPart(n.URI, strings.Join(cells, "\t"), nil), nil
+	case modeFields:
+		item := orderedItem{}
+		item.add("uri", n.URI)
+		item.add("version", n.Version)
+		if n.Problem != "" {
+			item.add("problem", n.Problem)
+		}
+		names := fields
+		if len(names) == 0 {
+			names = defaultFields
+		}
+		for _, f := range names {
+			if v, ok := fieldValue(n, f); ok {
+				item.add(f, v)
+			}
+		}
+		if len(fields) == 0 {
+			addBacklinks(&item, n.SupersededBy, n.ContradictedBy)
+		}
+		return newPart(n.URI, item.json(), nil), nil
+	}
+	// full
+	head := orderedItem{}
+	head.add("uri", n.URI)
+	head.add("version", n.Version)
+	if n.Problem != "" {
+		head.add("problem", n.Problem)
+		return newPart(n.URI, head.json(), nil), nil
+	}
+	head.add("digest", n.Digest)
+	addBacklinks(&head, n.SupersededBy, n.ContradictedBy)
+	item := orderedItem{keys: append([]string(nil), head.keys...), vals: append([]any(nil), head.vals...)}
+	item.add("body", n.Content)
+	body := n.Content
+	return newPart(n.URI, item.json(), func(maxTokens int) (string, bool) {
+		return cutBody(head, body, maxTokens)
+	}), nil
+}
+
+// respond fits parts into the budget and renders the envelope.
+func (s *Server) respond(mode string, fields []string, parts []part, extraOmitted, cursor, budget int) (*mcp.CallToolResult, error) {
+	render := renderJSON
+	if mode == modeTable {
+		render = renderTSV(strings.Join(append([]string{"uri", "version", "digest"}, fields...), "\t"))
+	}
+	out, err := fit(budget, parts, extraOmitted, cursor, render)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultText(out), nil
+}

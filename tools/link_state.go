@@ -1,0 +1,48 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+const linkStateDescription = "Link src to dst notes."
+
+var linkStateSchema = schema(3,
+	str("src", "Address"),
+	str("rel", "depends_on|derived_from|supersedes|refines|cites|part_of|contradicts"),
+	strs("dst", "Addresses"),
+)
+
+type linkStateArgs struct {
+	Src string   `json:"src"`
+	Rel string   `json:"rel"`
+	Dst []string `json:"dst"`
+}
+
+func linkStateTool() mcp.Tool {
+	return mcp.NewTool("link_state",
+		mcp.WithDescription(linkStateDescription),
+		withSchema(linkStateSchema),
+		mcp.WithTitleAnnotation("Link notes"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+}
+
+type writeResult struct {
+	Version  int      `json:"version"`
+	Digest   string   `json:"digest,omitempty"`
+	Summary  string   `json:"summary,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func (s *Server) linkState(_ context.Context, in linkStateArgs) (*mcp.CallToolResult, error) {
+	res, err := s.ws.Link(in.Src, in.Rel, in.Dst, "")
+	if err != nil {
+		return nil, err
+	}
+	return jsonResult(writeResult{Version: res.Version, Warnings: res.Warnings})
+}

@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+const listKeysDescription = "List notes, newest first."
+
+var listKeysSchema = schema(0,
+	str("topic", "Topic or prefix"),
+	str("kind", "Kind filter"),
+	str("order", "recent|name"),
+	intp("limit", "Default 20"),
+	str("mode", "digest|table|ref"),
+	strs("fields", "Table columns"),
+	intp("budget_tokens", "Default 2000"),
+	intp("since", "Changes after this cursor"),
+)
+
+type listKeysArgs struct {
+	Topic  string   `json:"topic,omitempty"`
+	Kind   string   `json:"kind,omitempty"`
+	Order  string   `json:"order,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	Mode   string   `json:"mode,omitempty"`
+	Fields []string `json:"fields,omitempty"`
+	Budget int      `json:"budget_tokens,omitempty"`
+	Since  int      `json:"since,omitempty"`
+}
+
+func listKeysTool() mcp.Tool {
+	return mcp.NewTool("list_keys",
+		mcp.WithDescription(listKeysDescription),
+		withSchema(listKeysSchema),
+		readOnly("List notes"),
+	)
+}
+
+func (s *Server) listKeys(_ context.Context, in listKeysArgs) (*mcp.CallToolResult, error) {
+	mode, budget, err := readOptions(in.Mode, in.Budget, modeRef, modeDigest, modeTable)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(in.Fields); err != nil {
+		return nil, err
+	}
+	if in.Order != "" && in.Order != "recent" && in.Order != "name" {
+		return nil, invalid("order is recent or name")
+	}
+	if in.Limit < 0 || in.Limit > fsstore.MaxListLimit {
+		return nil, invalid("limit is 1 to %d", fsstore.MaxListLimit)
+	}
+	l, err := s.ws.List(fsstore.ListOptions{Topic: in.Topic, Kind: in.Kind, ByName: in.Order == "name",
+		Limit: in.Limit, Since: in.Since})
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]part, 0, len(l.Notes))
+	for i := range l.Notes {
+		p, err := s.readPart(fsstore.SummaryResult{URI: l.Notes[i].URI, Summary: &l.Notes[i]}, mode, in.Fields)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return s.respond(mode, in.Fields, parts, l.Omitted, l.Cursor, budget)
+}

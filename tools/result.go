@@ -1,0 +1,111 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+// Error codes of tool results (SPEC section 5).
+var errorCodes = []struct {
+	kind error
+	code string
+}{
+	{fsstore.ErrInvalid, "invalid"},
+	{fsstore.ErrConflict, "conflict"},
+	{fsstore.ErrNotFound, "not_found"},
+	{fsstore.ErrForbidden, "forbidden"},
+	{fsstore.ErrTooLarge, "too_large"},
+}
+
+// errorResult turns an error into a tool result: `code: message`, with
+// isError set. Domain errors say what to do; anything else is logged with
+// its details and reported as internal, so paths and library messages never
+// reach the model.
+func errorResult(log *slog.Logger, tool string, err error) *mcp.CallToolResult {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.kind) {
+			msg := err.Error()
+			var e *fsstore.Error
+			if errors.As(err, &e) {
+				msg = e.Msg
+				if e.URI != "" && !strings.Contains(msg, e.URI) && strings.HasPrefix(e.URI, "bb://") {
+					msg = e.URI + ": " + msg
+				}
+			}
+			return mcp.NewToolResultError(c.code + ": " + msg)
+		}
+	}
+	log.Error("tool failed", "tool", tool, "err", err)
+	return mcp.NewToolResultError("internal: the server could not complete the call; its log says why")
+}
+
+// invalid is a caller's mistake found by the tool layer itself.
+func invalid(format string, args ...any) error {
+	return &fsstore.Error{Op: "call", Kind: fsstore.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// jsonResult encodes v as compact JSON in one text block.
+func jsonResult(v any) (*mcp.CallToolResult, error) {
+	b, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultText(string(b)), nil
+}
+
+// marshal is compact JSON without HTML escaping (< and > stay readable and
+// cost one token, not six).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// handler adapts a typed tool function to mcp-go: it binds the arguments
+// (an unknown or mistyped argument is an invalid result, not a protocol
+// error) and maps errors. Only a broken server returns a Go error.
+func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, in T) (*mcp.CallToolResult, error)) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in T
+		raw, err := json.Marshal(req.GetRawArguments())
+		if err != nil {
+			return errorResult(log, name, invalid("arguments are not a JSON object")), nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return errorResult(log, name, invalid("%s", argumentError(err))), nil
+		}
+		res, err := fn(ctx, in)
+		if err != nil {
+			return errorResult(log, name, err), nil
+		}
+		return res, nil
+	}
+}
+
+// argumentError explains a JSON binding failure without Go type names.
+func argumentError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "argument " + te.Field + " has the wrong type (got " + te.Value + ")"
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown argument " + f
+	}
+	return "arguments do not parse: " + strings.TrimPrefix(msg, "json: ")
+}

@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"log/slog"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+// Server is the board's MCP server on one workspace.
+type Server struct {
+	ws  *fsstore.Workspace
+	log *slog.Logger
+	mcp *server.MCPServer
+}
+
+// Instructions are sent once, at initialize: the conventions a tool
+// description has no room for.
+const instructions = "A shared blackboard: notes with a one-line digest, versioned in git. " +
+	"Start with get_state([\"run/state/current\"]). Read digests first and full bodies only when needed; " +
+	"search_keys before deriving anything. Write with expect_version (0 creates); on conflict, read and merge. " +
+	"Link findings to what they derive from, supersede or contradict."
+
+// NewServer builds the MCP server with the five tools. version is the
+// program's version, reported at initialize.
+func NewServer(ws *fsstore.Workspace, log *slog.Logger, version string) *Server {
+	s := &Server{ws: ws, log: log}
+	s.mcp = server.NewMCPServer("blackboard-mcp", version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(instructions),
+		server.WithRecovery(),
+	)
+	s.mcp.AddTool(updateStateTool(), handler(log, "update_state", s.updateState))
+	s.mcp.AddTool(getStateTool(), handler(log, "get_state", s.getState))
+	s.mcp.AddTool(listKeysTool(), handler(log, "list_keys", s.listKeys))
+	s.mcp.AddTool(searchKeysTool(), handler(log, "search_keys", s.searchKeys))
+	s.mcp.AddTool(linkStateTool(), handler(log, "link_state", s.linkState))
+	return s
+}
+
+// MCP is the underlying mcp-go server, to serve over stdio or HTTP.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// readOnly sets the four annotations of a read: mcp-go's defaults say a tool
+// is destructive and open-world.
+func readOnly(title string) mcp.ToolOption {
+	return func(t *mcp.Tool) {
+		t.Annotations = mcp.ToolAnnotation{
+			Title:           title,
+			ReadOnlyHint:    mcp.ToBoolPtr(true),
+			DestructiveHint: mcp.ToBoolPtr(false),
+			IdempotentHint:  mcp.ToBoolPtr(true),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		}
+	}
+}

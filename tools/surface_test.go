@@ -1,0 +1,165 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+var update = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/toolsnaps")
+
+// SurfaceBudget is the most the five tools may cost a model on every turn.
+const SurfaceBudget = 600
+
+func newTestServer(t testing.TB) (*Server, *fsstore.Workspace) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "acme")
+	if err := fsstore.Init(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: true, Agent: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return NewServer(ws, slog.New(slog.NewTextHandler(io.Discard, nil)), "test"), ws
+}
+
+// toolsList returns the exact tools/list result a client receives.
+func toolsList(t testing.TB, s *Server) []json.RawMessage {
+	t.Helper()
+	resp := s.MCP().HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Result.Tools
+}
+
+// TestToolSurfaceBudget: what hosts pass to the model on every turn (each
+// tool's name, description and input schema, as JSON) stays within 600
+// o200k tokens, with every parameter described.
+func TestToolSurfaceBudget(t *testing.T) {
+	s, _ := newTestServer(t)
+	tools := toolsList(t, s)
+	if len(tools) != 5 {
+		t.Fatalf("tools/list has %d tools, want 5", len(tools))
+	}
+	total, whole := 0, 0
+	for _, raw := range tools {
+		var tool struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+			Annotations map[string]any  `json:"annotations"`
+		}
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatal(err)
+		}
+		seen, err := json.Marshal(map[string]any{"name": tool.Name, "description": tool.Description, "input_schema": tool.InputSchema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := CountTokens(string(seen))
+		total += n
+		whole += CountTokens(string(raw))
+		t.Logf("%-12s %4d tokens", tool.Name, n)
+		for _, k := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+			if _, ok := tool.Annotations[k]; !ok {
+				t.Errorf("%s: annotation %s not set", tool.Name, k)
+			}
+		}
+	}
+	t.Logf("tool surface: %d tokens of %d (whole tools/list result with annotations: %d tokens)", total, SurfaceBudget, whole)
+	if total > SurfaceBudget {
+		t.Errorf("the tool surface costs %d tokens on every turn; the budget is %d", total, SurfaceBudget)
+	}
+}
+
+// TestToolSnapshots fails when a tool's public shape drifts from its
+// snapshot: every model reads it, so a change is a deliberate act
+// (go test ./tools -run Snapshots -update).
+func TestToolSnapshots(t *testing.T) {
+	s, _ := newTestServer(t)
+	for _, raw := range toolsList(t, s) {
+		var tool struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatal(err)
+		}
+		var pretty map[string]any
+		if err := json.Unmarshal(raw, &pretty); err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.MarshalIndent(pretty, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "toolsnaps", tool.Name+".json")
+		if *update {
+			if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("no snapshot for %s: run go test ./tools -run Snapshots -update", tool.Name)
+		}
+		if string(want) != string(got)+"\n" {
+			t.Errorf("tool %s changed; if that is meant, run go test ./tools -run Snapshots -update\ngot:\n%s", tool.Name, got)
+		}
+	}
+}
+
+// TestSchemasMatchArguments: each hand-written schema names exactly the
+// arguments its handler binds, with the required ones first.
+func TestSchemasMatchArguments(t *testing.T) {
+	for _, tt := range []struct {
+		schema json.RawMessage
+		args   any
+	}{
+		{updateStateSchema, updateStateArgs{}},
+		{getStateSchema, getStateArgs{}},
+		{listKeysSchema, listKeysArgs{}},
+		{searchKeysSchema, searchKeysArgs{}},
+		{linkStateSchema, linkStateArgs{}},
+	} {
+		var s struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tt.schema, &s); err != nil {
+			t.Fatalf("schema does not parse: %v\n%s", err, tt.schema)
+		}
+		names := jsonNames(tt.args)
+		if len(names) != len(s.Properties) {
+			t.Errorf("%T: schema has %d properties, the struct %d", tt.args, len(s.Properties), len(names))
+		}
+		for _, n := range names {
+			p, ok := s.Properties[n]
+			if !ok {
+				t.Errorf("%T: argument %s missing from the schema", tt.args, n)
+			} else if p.Description == "" {
+				t.Errorf("%T: argument %s has no description", tt.args, n)
+			}
+		}
+	}
+}

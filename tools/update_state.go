@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+const updateStateDescription = "Write a note (one git commit). Always pass expect_version; 0 creates."
+
+var updateStateSchema = schema(2,
+	str("uri", "topic/key"),
+	str("digest", "One-line summary, read first"),
+	str("body", "Markdown"),
+	str("source_path", "File the server reads"),
+	strs("columns", "Table header"),
+	rows("rows", "Table rows; alone, appended"),
+	str("append", "Text to append"),
+	intp("expect_version", "Version last read"),
+	strs("sources", "Source addresses"),
+	num("confidence", "0-1"),
+	str("kind", "e.g. finding"),
+)
+
+type updateStateArgs struct {
+	URI           string     `json:"uri"`
+	Digest        string     `json:"digest"`
+	Body          *string    `json:"body,omitempty"`
+	SourcePath    string     `json:"source_path,omitempty"`
+	Columns       []string   `json:"columns,omitempty"`
+	Rows          [][]string `json:"rows,omitempty"`
+	Append        *string    `json:"append,omitempty"`
+	ExpectVersion *int       `json:"expect_version,omitempty"`
+	Sources       []string   `json:"sources,omitempty"`
+	Confidence    *float64   `json:"confidence,omitempty"`
+	Kind          string     `json:"kind,omitempty"`
+}
+
+func updateStateTool() mcp.Tool {
+	return mcp.NewTool("update_state",
+		mcp.WithDescription(updateStateDescription),
+		withSchema(updateStateSchema),
+		mcp.WithTitleAnnotation("Write a note"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(false), // every version stays in git
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+}
+
+func (s *Server) updateState(_ context.Context, in updateStateArgs) (*mcp.CallToolResult, error) {
+	req := fsstore.UpdateRequest{URI: in.URI, Digest: in.Digest, Body: in.Body, SourcePath: in.SourcePath,
+		ExpectVersion: in.ExpectVersion, Sources: in.Sources, Confidence: in.Confidence, Kind: in.Kind,
+		AppendText: in.Append}
+	switch {
+	case in.Columns != nil:
+		req.Columns, req.Rows = in.Columns, in.Rows
+		if req.Rows == nil {
+			req.Rows = [][]string{}
+		}
+	case in.Rows != nil:
+		req.AppendRows = in.Rows
+	}
+	res, err := s.ws.Update(req)
+	if err != nil {
+		return nil, err
+	}
+	return jsonResult(writeResult{Version: res.Version, Digest: res.Digest, Summary: res.Summary, Warnings: res.Warnings})
+}

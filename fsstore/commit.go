@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"path"
+	"sync"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -36,9 +37,9 @@ var errBranchMoved = errors.New("branch moved during the write")
 // commitLocked makes one commit of changes on top of parent and brings every
 // copy in step, in the order that makes a crash at any point recoverable:
 //
-//  1. blobs, trees and the commit object, synced;
-//  2. the journal (intent), synced; then the new files, written and synced
-//     under temporary names beside their targets;
+//  1. the journal (intent) names the commit, built in memory; then blobs,
+//     trees and the commit object, the journal, and the new files (under
+//     temporary names beside their targets) are written and synced together;
 //  3. git's index lock is taken, so no `git commit` can read the index
 //     before this commit and move the branch after it (see gitver.IndexLock);
 //  4. the branch moves from parent to the commit: the commit point;
@@ -67,37 +68,51 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 		j.Files = append(j.Files, journalFile{Path: c.path, Old: hashString(old), New: hashString(h)})
 	}
-	commit, err := w.repo.Commit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
+	pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	reach("objects")
+	commit := pending.Hash
 	j.New = commit.String()
+	// The journal is written first (a killed writer's temporary files are
+	// found through it), then the objects, the journal and the new files are
+	// made durable together: concurrent fsyncs share the file system's
+	// journal commits. The new files go beside their targets under temporary
+	// names, so that after the commit point only renames remain and the
+	// window in which the branch is ahead of the files and of git's index
+	// stays tiny.
 	if err := w.writeJournal(j); err != nil {
 		return gitver.ZeroHash, err
 	}
 	reach("journal")
-	// The new files are written and synced beside their targets now, so
-	// that after the commit point only renames remain: the window in which
-	// the branch is ahead of the files and of git's index stays tiny.
 	staged := map[string]string{}
+	var stagedMu sync.Mutex
 	defer func() {
 		for _, tmp := range staged {
 			w.root.Remove(tmp)
 		}
 	}()
+	tasks := []func() error{pending.Write, w.syncJournal}
 	if !onDisk {
 		for _, c := range changes {
 			if c.deleted {
 				continue
 			}
-			tmp, err := w.stageFile(c.path, c.content)
-			if err != nil {
-				return gitver.ZeroHash, err
-			}
-			staged[c.path] = tmp
+			tasks = append(tasks, func() error {
+				tmp, err := w.stageFile(c.path, c.content)
+				if err == nil {
+					stagedMu.Lock()
+					staged[c.path] = tmp
+					stagedMu.Unlock()
+				}
+				return err
+			})
 		}
 	}
+	if err := parallel(tasks); err != nil {
+		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+	}
+	reach("objects")
 	gitIndex, err := w.repo.LockIndex()
 	if err != nil {
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
@@ -218,4 +233,19 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// parallel runs tasks concurrently and joins their errors.
+func parallel(tasks []func() error) error {
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = t()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

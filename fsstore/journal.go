@@ -39,6 +39,9 @@ type journalFile struct {
 	New  string `json:"new"` // blob after, "" when the file is deleted
 }
 
+// writeJournal records j. A process killed after it still leaves the journal
+// readable (it is in the page cache); durability against a power failure is
+// syncJournal's, run alongside the objects' syncs.
 func (w *Workspace) writeJournal(j *journal) error {
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -52,11 +55,20 @@ func (w *Workspace) writeJournal(j *journal) error {
 		f.Close()
 		return err
 	}
-	if err := w.repo.Sync(f); err != nil {
-		f.Close()
+	return f.Close()
+}
+
+// syncJournal makes the journal durable.
+func (w *Workspace) syncJournal() error {
+	if !w.repo.Durable() {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(w.dir, journalPath))
+	if err != nil {
 		return err
 	}
-	return f.Close()
+	defer f.Close()
+	return f.Sync()
 }
 
 func (w *Workspace) clearJournal() error {

@@ -18,83 +18,150 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// objectWriter writes loose objects the way git does (zlib-compressed
-// "<type> <size>\0<content>" under objects/xx/), and remembers which
-// directories it touched so that one commit's objects are made durable with
-// one fsync per file and per directory.
+// objectWriter collects the new objects of one commit in memory, then writes
+// them as loose objects the way git does (zlib-compressed
+// "<type> <size>\0<content>" under objects/xx/) in one batch: every
+// temporary file written, all of them synced at once, renamed into place, and
+// their directories synced at once. Syncing in parallel lets the file system
+// commit its journal once for the batch instead of once per object.
 type objectWriter struct {
-	r     *Repo
-	dirty map[string]bool // directories whose entries must be synced
+	r       *Repo
+	pending []pendingObject
+	seen    map[Hash]bool
+}
+
+type pendingObject struct {
+	hash    Hash
+	kind    string
+	content []byte
 }
 
 func (r *Repo) newObjectWriter() *objectWriter {
-	return &objectWriter{r: r, dirty: map[string]bool{}}
+	return &objectWriter{r: r, seen: map[Hash]bool{}}
 }
 
+// write adds an object to the batch and returns its name.
 func (w *objectWriter) write(kind string, content []byte) (Hash, error) {
 	h := objectHash(kind, content)
-	name := h.String()
-	dir := filepath.Join(w.r.gitDir, "objects", name[:2])
-	path := filepath.Join(dir, name[2:])
-	if _, err := os.Stat(path); err == nil {
-		return h, nil // objects are immutable: an existing file is this object
+	if !w.seen[h] {
+		w.seen[h] = true
+		w.pending = append(w.pending, pendingObject{hash: h, kind: kind, content: content})
 	}
-	if err := os.Mkdir(dir, 0o755); err == nil {
-		w.dirty[filepath.Dir(dir)] = true
-	} else if !errors.Is(err, os.ErrExist) {
-		return h, err
-	}
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
-	if err != nil {
-		return h, err
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
-	fmt.Fprintf(zw, "%s %d\x00", kind, len(content))
-	if _, err := zw.Write(content); err != nil {
-		tmp.Close()
-		return h, err
-	}
-	if err := zw.Close(); err != nil {
-		tmp.Close()
-		return h, err
-	}
-	if err := w.r.syncer(tmp); err != nil {
-		tmp.Close()
-		return h, err
-	}
-	if err := tmp.Chmod(0o444); err != nil {
-		tmp.Close()
-		return h, err
-	}
-	if err := tmp.Close(); err != nil {
-		return h, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return h, err
-	}
-	w.dirty[dir] = true
 	return h, nil
 }
 
-// flush makes the directory entries of every object written durable.
+// flush writes the batch durably.
 func (w *objectWriter) flush() error {
-	if !w.r.sync {
-		return nil
+	type staged struct{ tmp, path string }
+	var files []staged
+	dirs := map[string]bool{}
+	newFanout := false
+	defer func() {
+		for _, f := range files {
+			os.Remove(f.tmp) // a no-op once renamed
+		}
+	}()
+	for _, o := range w.pending {
+		name := o.hash.String()
+		dir := filepath.Join(w.r.gitDir, "objects", name[:2])
+		path := filepath.Join(dir, name[2:])
+		if _, err := os.Stat(path); err == nil {
+			continue // objects are immutable: an existing file is this object
+		}
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			newFanout = true
+		} else if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		tmp, err := writeLooseObject(dir, o.kind, o.content)
+		if err != nil {
+			return err
+		}
+		files = append(files, staged{tmp, path})
+		dirs[dir] = true
 	}
-	dirs := make([]string, 0, len(w.dirty))
-	for d := range w.dirty {
-		dirs = append(dirs, d)
-	}
-	// Children first: objects/xx before objects/, so a new fan-out directory
-	// is durable with its entries before it is named.
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	for _, d := range dirs {
-		if err := syncDir(d); err != nil {
+	if w.r.sync {
+		tmps := make([]string, len(files))
+		for i, f := range files {
+			tmps[i] = f.tmp
+		}
+		if err := syncAll(tmps); err != nil {
 			return err
 		}
 	}
+	for _, f := range files {
+		if err := os.Rename(f.tmp, f.path); err != nil {
+			return err
+		}
+	}
+	if !w.r.sync {
+		return nil
+	}
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	if err := syncAll(list); err != nil {
+		return err
+	}
+	if newFanout {
+		// A new objects/xx is named durably after its entries are.
+		return syncDir(filepath.Join(w.r.gitDir, "objects"))
+	}
 	return nil
+}
+
+// writeLooseObject writes a compressed object to a temporary file in dir.
+func writeLooseObject(dir, kind string, content []byte) (string, error) {
+	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	if err != nil {
+		return "", err
+	}
+	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	fmt.Fprintf(zw, "%s %d\x00", kind, len(content))
+	_, err = zw.Write(content)
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o444)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// syncAll fsyncs files or directories concurrently: the file system gathers
+// concurrent syncs into one journal commit.
+func syncAll(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = syncPath(p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // WriteBlob stores content as a blob and returns its name. Blobs of a commit
@@ -130,32 +197,52 @@ type CommitRequest struct {
 	Message string
 }
 
-// Commit writes the trees on the changed paths and the commit object, all
-// durable, and returns the commit's name. It does not move any branch: that is
-// UpdateBranch, the commit point.
+// Commit writes the blobs, the trees on the changed paths and the commit
+// object, all durable, and returns the commit's name. It does not move any
+// branch: that is UpdateBranch, the commit point.
 func (r *Repo) Commit(req CommitRequest) (Hash, error) {
+	p, err := r.BuildCommit(req)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return p.Hash, p.Write()
+}
+
+// PendingCommit is a commit built in memory: its name is known before any
+// of its objects is written, so a caller can journal it while they are.
+type PendingCommit struct {
+	Hash Hash
+	w    *objectWriter
+}
+
+// Write stores the commit's objects durably.
+func (p *PendingCommit) Write() error { return p.w.flush() }
+
+// BuildCommit computes the blobs, trees and commit of req without writing
+// them. Only the trees on a changed path are read and re-encoded.
+func (r *Repo) BuildCommit(req CommitRequest) (*PendingCommit, error) {
 	var base Hash
 	if !req.Parent.IsZero() {
 		c, err := r.ReadCommit(req.Parent)
 		if err != nil {
-			return ZeroHash, err
+			return nil, err
 		}
 		base = c.Tree
 	}
 	w := r.newObjectWriter()
 	for _, b := range req.Blobs {
 		if _, err := w.write("blob", b); err != nil {
-			return ZeroHash, err
+			return nil, err
 		}
 	}
 	tree, _, err := r.editTree(w, base, req.Changes)
 	if err != nil {
-		return ZeroHash, err
+		return nil, err
 	}
 	if tree.IsZero() {
 		tree, err = w.write("tree", nil) // the empty tree
 		if err != nil {
-			return ZeroHash, err
+			return nil, err
 		}
 	}
 	sig := object.Signature{Name: identity(req.Author.Name), Email: identity(req.Author.Email), When: req.Author.When}
@@ -170,17 +257,17 @@ func (r *Repo) Commit(req CommitRequest) (Hash, error) {
 	}
 	mem := &plumbing.MemoryObject{}
 	if err := c.Encode(mem); err != nil {
-		return ZeroHash, err
+		return nil, err
 	}
 	content, err := memContent(mem)
 	if err != nil {
-		return ZeroHash, err
+		return nil, err
 	}
 	h, err := w.write("commit", content)
 	if err != nil {
-		return ZeroHash, err
+		return nil, err
 	}
-	return h, w.flush()
+	return &PendingCommit{Hash: h, w: w}, nil
 }
 
 func memContent(m *plumbing.MemoryObject) ([]byte, error) {

@@ -89,26 +89,35 @@ func (w *Workspace) List(opts ListOptions) (*Listing, error) {
 	return out, err
 }
 
-// summaries turns index rows into Summaries, with their backlinks.
+// summaries turns index rows into Summaries, with their backlinks (one
+// query for all of them).
 func (w *Workspace) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, error) {
+	keys := make([]string, len(notes))
+	for i, n := range notes {
+		keys[i] = n.Key
+	}
+	back, err := s.BacklinksTo(keys, "supersedes", "contradicts")
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Summary, len(notes))
 	for i, n := range notes {
-		sum, err := w.summary(s, n)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sum
+		out[i] = w.summaryOf(n, back[n.Key])
 	}
 	return out, nil
 }
 
 func (w *Workspace) summary(s *index.Snapshot, n index.Note) (Summary, error) {
+	out, err := w.summaries(s, []index.Note{n})
+	if err != nil {
+		return Summary{}, err
+	}
+	return out[0], nil
+}
+
+func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
 	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
-	back, err := s.Backlinks(n.Key, "supersedes", "contradicts")
-	if err != nil {
-		return sum, err
-	}
 	for _, b := range back {
 		switch b.Rel {
 		case "supersedes":
@@ -117,7 +126,7 @@ func (w *Workspace) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 			sum.ContradictedBy = append(sum.ContradictedBy, w.uri(b.Src))
 		}
 	}
-	return sum, nil
+	return sum
 }
 
 func (w *Workspace) uri(key string) string { return scheme + w.name + "/" + key }
@@ -138,6 +147,7 @@ func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
 	}
 	out := make([]SummaryResult, len(uris))
 	err = w.idx.Read(func(s *index.Snapshot) error {
+		keys := make([]string, 0, len(uris))
 		for i, u := range uris {
 			a, err := ParseAddress(u, w.name)
 			if err != nil {
@@ -145,19 +155,35 @@ func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
 				continue
 			}
 			out[i].URI = a.String()
-			n, ok, err := s.Note(a.Short())
-			if err != nil {
-				return err
+			keys = append(keys, a.Short())
+		}
+		notes, err := s.Notes(keys)
+		if err != nil {
+			return err
+		}
+		var present []index.Note
+		for _, n := range notes {
+			if n.Present {
+				present = append(present, n)
 			}
-			if !ok || !n.Present {
-				out[i].Err = errorf("get", a.String(), ErrNotFound, "no note at this address")
+		}
+		sums, err := w.summaries(s, present)
+		if err != nil {
+			return err
+		}
+		byURI := make(map[string]*Summary, len(sums))
+		for i := range sums {
+			byURI[sums[i].URI] = &sums[i]
+		}
+		for i := range out {
+			if out[i].Err != nil {
 				continue
 			}
-			sum, err := w.summary(s, n)
-			if err != nil {
-				return err
+			if sum, ok := byURI[out[i].URI]; ok {
+				out[i].Summary = sum
+			} else {
+				out[i].Err = errorf("get", out[i].URI, ErrNotFound, "no note at this address")
 			}
-			out[i].Summary = &sum
 		}
 		return nil
 	})

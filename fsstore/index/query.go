@@ -142,3 +142,62 @@ func (s *Snapshot) Backlinks(key string, rels ...string) ([]Backlink, error) {
 	}
 	return out, rows.Err()
 }
+
+// Notes returns the notes with the given keys, by key, in one query.
+func (s *Snapshot) Notes(keys []string) (map[string]Note, error) {
+	out := make(map[string]Note, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(keys))
+	marks := make([]string, len(keys))
+	for i, k := range keys {
+		args[i], marks[i] = k, "?"
+	}
+	rows, err := s.t.Query("SELECT "+noteColumns+" FROM notes WHERE key IN ("+strings.Join(marks, ",")+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		n, err := scanNote(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[n.Key] = n
+	}
+	return out, rows.Err()
+}
+
+// BacklinksTo returns, for each of keys, the present notes linking to it with
+// one of rels, in one query.
+func (s *Snapshot) BacklinksTo(keys []string, rels ...string) (map[string][]Backlink, error) {
+	out := map[string][]Backlink{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var args []any
+	km := make([]string, len(keys))
+	for i, k := range keys {
+		args, km[i] = append(args, k), "?"
+	}
+	rm := make([]string, len(rels))
+	for i, r := range rels {
+		args, rm[i] = append(args, r), "?"
+	}
+	rows, err := s.t.Query(`SELECT l.dst, l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+		WHERE l.dst IN (`+strings.Join(km, ",")+`) AND l.rel IN (`+strings.Join(rm, ",")+`) ORDER BY l.rel, l.src`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var dst string
+		var b Backlink
+		if err := rows.Scan(&dst, &b.Src, &b.Rel); err != nil {
+			return nil, err
+		}
+		out[dst] = append(out[dst], b)
+	}
+	return out, rows.Err()
+}

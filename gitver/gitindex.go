@@ -1,19 +1,12 @@
 package gitver
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 // IndexEntry is one path to record in git's index file after a commit made by
@@ -30,8 +23,7 @@ type indexCache struct {
 	size  int64
 	mtime time.Time
 	ino   uint64
-	idx   *index.Index
-	pos   map[string]int // path -> position in idx.Entries, stage 0 only
+	x     *rawIndex
 }
 
 func (c *indexCache) matches(fi os.FileInfo) bool {
@@ -126,23 +118,9 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 	}
 	r.index = nil // the cached entries are edited below; restored on success
 	for _, e := range entries {
-		c.set(e)
+		c.x.set(e)
 	}
-	// git requires entries sorted by path, then stage; go-git's encoder sorts
-	// by path alone, with an unstable sort, so a person's unresolved merge
-	// conflict (stages 1-3 of one path) would come out scrambled. Sorted
-	// input passes through its sort unchanged.
-	slices.SortStableFunc(c.idx.Entries, func(a, b *index.Entry) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return int(a.Stage) - int(b.Stage)
-	})
-	w := bufio.NewWriterSize(l.f, 256*1024)
-	if err := index.NewEncoder(w).Encode(c.idx); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := l.f.Write(c.x.bytes()); err != nil {
 		return err
 	}
 	// Not synced, like git's own index: it is a cache of what to commit next,
@@ -155,8 +133,6 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 		return err
 	}
 	l.done = true
-	// The encoder sorted the entries: positions are rebuilt.
-	c.reposition()
 	if fi, err := os.Stat(indexPath); err == nil {
 		c.size, c.mtime, c.ino = fi.Size(), fi.ModTime(), inode(fi)
 		r.index = c
@@ -170,9 +146,7 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	indexPath := filepath.Join(r.gitDir, "index")
 	fi, err := os.Stat(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
-		c := &indexCache{idx: &index.Index{Version: 2}}
-		c.reposition()
-		return c, nil
+		return &indexCache{x: emptyRawIndex()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -180,88 +154,15 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	if r.index.matches(fi) {
 		return r.index, nil
 	}
-	f, err := os.Open(indexPath)
+	data, err := os.ReadFile(indexPath)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	idx := &index.Index{}
-	if err := index.NewDecoder(bufio.NewReaderSize(f, 256*1024)).Decode(idx); err != nil {
-		return nil, fmt.Errorf("read git index %s: %w (an index with split-index or sparse entries is not supported)", indexPath, err)
+	x, err := parseRawIndex(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", indexPath, err)
 	}
-	if idx.Version > 3 {
-		// Version 4 compresses paths; the encoder writes it, but keeping
-		// version 2 is the safer common ground with older git.
-		idx.Version = 2
-	}
-	idx.Cache, idx.ResolveUndo, idx.EndOfIndexEntry = nil, nil, nil
-	c := &indexCache{idx: idx, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}
-	c.reposition()
-	return c, nil
-}
-
-func (c *indexCache) reposition() {
-	c.pos = make(map[string]int, len(c.idx.Entries))
-	for i, e := range c.idx.Entries {
-		if e.Stage == 0 {
-			c.pos[e.Name] = i
-		}
-	}
-}
-
-// set replaces (or removes) the stage-0 entry for e.Path. Conflict stages of
-// the same path are dropped: the path now has one committed content.
-func (c *indexCache) set(e IndexEntry) {
-	for _, other := range c.idx.Entries {
-		if other.Name == e.Path && other.Stage != 0 {
-			c.dropConflicts(e.Path)
-			break
-		}
-	}
-	i, ok := c.pos[e.Path]
-	if e.Info == nil {
-		if ok {
-			c.idx.Entries = append(c.idx.Entries[:i], c.idx.Entries[i+1:]...)
-			c.reposition()
-		}
-		return
-	}
-	entry := entryFor(e)
-	if ok {
-		c.idx.Entries[i] = entry
-		return
-	}
-	c.idx.Entries = append(c.idx.Entries, entry)
-	c.pos[e.Path] = len(c.idx.Entries) - 1
-}
-
-func (c *indexCache) dropConflicts(path string) {
-	kept := c.idx.Entries[:0]
-	for _, e := range c.idx.Entries {
-		if e.Name != path || e.Stage == 0 {
-			kept = append(kept, e)
-		}
-	}
-	c.idx.Entries = kept
-	c.reposition()
-}
-
-func entryFor(e IndexEntry) *index.Entry {
-	entry := &index.Entry{
-		Hash:       plumbing.Hash(e.Blob),
-		Name:       e.Path,
-		ModifiedAt: e.Info.ModTime(),
-		Mode:       filemode.Regular,
-		Size:       uint32(e.Info.Size()),
-	}
-	if st, ok := e.Info.Sys().(*syscall.Stat_t); ok {
-		entry.CreatedAt = time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
-		entry.Dev = uint32(st.Dev)
-		entry.Inode = uint32(st.Ino)
-		entry.UID = st.Uid
-		entry.GID = st.Gid
-	}
-	return entry
+	return &indexCache{x: x, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}, nil
 }
 
 // RemoveStaleIndexLock removes git's index lock when it is not older than

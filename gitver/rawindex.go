@@ -1,0 +1,288 @@
+package gitver
+
+import (
+	"bytes"
+	"crypto/sha1" //nolint:gosec // git's index checksum is SHA-1.
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+// rawIndex is git's index file (versions 2 and 3) kept as its bytes: one
+// entry is updated by patching its 62 bytes in place, and the file is written
+// back with one checksum. go-git's encoder re-encoded every entry through
+// reflection, about 125 ms a write for 100,000 notes; this is a copy and a
+// SHA-1 of the bytes.
+//
+// Extensions are dropped when the index is written: they are caches git
+// rebuilds (the cache tree would otherwise go stale for the paths written).
+// An index with a required extension (split index, sparse directories) is
+// refused; version 4 (prefix-compressed paths) is read through go-git and
+// written back as version 2.
+type rawIndex struct {
+	version uint32
+	buf     []byte // the 12-byte header and the entries: no extensions, no checksum
+	offs    []int  // where each entry starts in buf
+	names   []string
+	stages  []uint8
+}
+
+const (
+	indexHeaderLen = 12
+	entryFixedLen  = 62 // stat data, object name and flags
+	flagExtended   = 0x4000
+	flagStageShift = 12
+	flagNameMask   = 0x0fff
+)
+
+var errIndexFormat = errors.New("git index file is corrupt or of an unknown format")
+
+// parseRawIndex reads an index file's bytes.
+func parseRawIndex(data []byte) (*rawIndex, error) {
+	if len(data) < indexHeaderLen+sha1.Size || string(data[:4]) != "DIRC" {
+		return nil, errIndexFormat
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	count := int(binary.BigEndian.Uint32(data[8:12]))
+	if version == 4 {
+		return rawIndexFromGoGit(data)
+	}
+	if version != 2 && version != 3 {
+		return nil, fmt.Errorf("%w: version %d", errIndexFormat, version)
+	}
+	body := data[:len(data)-sha1.Size]
+	x := &rawIndex{version: version, offs: make([]int, 0, count), names: make([]string, 0, count),
+		stages: make([]uint8, 0, count)}
+	off := indexHeaderLen
+	for range count {
+		if off+entryFixedLen > len(body) {
+			return nil, errIndexFormat
+		}
+		flags := binary.BigEndian.Uint16(body[off+60:])
+		nameStart := off + entryFixedLen
+		if flags&flagExtended != 0 {
+			if version < 3 {
+				return nil, errIndexFormat
+			}
+			nameStart += 2
+		}
+		nul := bytes.IndexByte(body[nameStart:], 0)
+		if nul < 0 {
+			return nil, errIndexFormat
+		}
+		name := string(body[nameStart : nameStart+nul])
+		next := off + entryLen(nameStart-off, len(name))
+		if next > len(body) {
+			return nil, errIndexFormat
+		}
+		x.offs = append(x.offs, off)
+		x.names = append(x.names, name)
+		x.stages = append(x.stages, uint8(flags>>flagStageShift&3))
+		off = next
+	}
+	// Extensions follow: a required one (signature not starting A-Z) means
+	// a format this package does not keep.
+	for ext := off; ext+8 <= len(body); {
+		sig := body[ext : ext+4]
+		size := int(binary.BigEndian.Uint32(body[ext+4:]))
+		if sig[0] < 'A' || sig[0] > 'Z' {
+			return nil, fmt.Errorf("the git index uses the %q extension (split index or sparse checkout), which blackboard-mcp cannot keep: run `git update-index --no-split-index` or disable sparse index", sig)
+		}
+		ext += 8 + size
+	}
+	x.buf = append([]byte(nil), body[:off]...)
+	return x, nil
+}
+
+// entryLen is the padded length of an entry whose name starts at nameOff
+// and is n bytes long: at least one NUL, to a multiple of 8.
+func entryLen(nameOff, n int) int {
+	return (nameOff + n + 8) &^ 7
+}
+
+// rawIndexFromGoGit decodes a version-4 index with go-git and re-encodes its
+// entries as version 2.
+func rawIndexFromGoGit(data []byte) (*rawIndex, error) {
+	idx := &index.Index{}
+	if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
+		return nil, fmt.Errorf("read git index: %w", err)
+	}
+	x := &rawIndex{version: 2, buf: make([]byte, indexHeaderLen)}
+	copy(x.buf, "DIRC")
+	binary.BigEndian.PutUint32(x.buf[4:], 2)
+	for _, e := range idx.Entries {
+		if e.IntentToAdd || e.SkipWorktree {
+			x.version = 3
+		}
+	}
+	binary.BigEndian.PutUint32(x.buf[4:], x.version)
+	for _, e := range idx.Entries {
+		var ext uint16
+		if e.IntentToAdd {
+			ext |= 1 << 13
+		}
+		if e.SkipWorktree {
+			ext |= 1 << 14
+		}
+		st := statData{ctime: e.CreatedAt, mtime: e.ModifiedAt, dev: e.Dev, ino: e.Inode, mode: uint32(e.Mode),
+			uid: e.UID, gid: e.GID, size: e.Size}
+		x.insertAt(len(x.offs), encodeEntry(e.Name, uint8(e.Stage), Hash(e.Hash), st, ext))
+	}
+	return x, nil
+}
+
+// statData is what the index records of a file.
+type statData struct {
+	ctime, mtime             time.Time
+	dev, ino, mode, uid, gid uint32
+	size                     uint32
+}
+
+func statFor(fi os.FileInfo) statData {
+	st := statData{mtime: fi.ModTime(), mode: 0o100644, size: uint32(fi.Size())}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ctime = time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec)
+		st.dev, st.ino, st.uid, st.gid = uint32(sys.Dev), uint32(sys.Ino), sys.Uid, sys.Gid
+	}
+	return st
+}
+
+func putStat(b []byte, st statData, h Hash) {
+	be := binary.BigEndian
+	put := func(off int, t time.Time) {
+		if t.IsZero() {
+			be.PutUint64(b[off:], 0)
+			return
+		}
+		be.PutUint32(b[off:], uint32(t.Unix()))
+		be.PutUint32(b[off+4:], uint32(t.Nanosecond()))
+	}
+	put(0, st.ctime)
+	put(8, st.mtime)
+	be.PutUint32(b[16:], st.dev)
+	be.PutUint32(b[20:], st.ino)
+	be.PutUint32(b[24:], st.mode)
+	be.PutUint32(b[28:], st.uid)
+	be.PutUint32(b[32:], st.gid)
+	be.PutUint32(b[36:], st.size)
+	copy(b[40:60], h[:])
+}
+
+// encodeEntry renders one entry; ext is the version-3 extended flags (0
+// for none).
+func encodeEntry(name string, stage uint8, h Hash, st statData, ext uint16) []byte {
+	nameOff := entryFixedLen
+	if ext != 0 {
+		nameOff += 2
+	}
+	b := make([]byte, entryLen(nameOff, len(name)))
+	putStat(b, st, h)
+	flags := uint16(stage&3) << flagStageShift
+	if len(name) < flagNameMask {
+		flags |= uint16(len(name))
+	} else {
+		flags |= flagNameMask
+	}
+	if ext != 0 {
+		flags |= flagExtended
+		binary.BigEndian.PutUint16(b[entryFixedLen:], ext)
+	}
+	binary.BigEndian.PutUint16(b[60:], flags)
+	copy(b[nameOff:], name)
+	return b
+}
+
+// find returns the position of (name, stage), or where it would go.
+func (x *rawIndex) find(name string, stage uint8) (int, bool) {
+	i := sort.Search(len(x.names), func(i int) bool {
+		if x.names[i] != name {
+			return x.names[i] > name
+		}
+		return x.stages[i] >= stage
+	})
+	return i, i < len(x.names) && x.names[i] == name && x.stages[i] == stage
+}
+
+func (x *rawIndex) entryEnd(i int) int {
+	if i+1 < len(x.offs) {
+		return x.offs[i+1]
+	}
+	return len(x.buf)
+}
+
+// insertAt puts an encoded entry at position i.
+func (x *rawIndex) insertAt(i int, entry []byte) {
+	off := len(x.buf)
+	if i < len(x.offs) {
+		off = x.offs[i]
+	}
+	x.buf = append(x.buf[:off], append(entry, x.buf[off:]...)...)
+	for j := i; j < len(x.offs); j++ {
+		x.offs[j] += len(entry)
+	}
+	nameOff := entryFixedLen
+	if binary.BigEndian.Uint16(entry[60:])&flagExtended != 0 {
+		nameOff += 2
+	}
+	name := string(entry[nameOff : nameOff+bytes.IndexByte(entry[nameOff:], 0)])
+	stage := uint8(binary.BigEndian.Uint16(entry[60:]) >> flagStageShift & 3)
+	x.offs = append(x.offs[:i], append([]int{off}, x.offs[i:]...)...)
+	x.names = append(x.names[:i], append([]string{name}, x.names[i:]...)...)
+	x.stages = append(x.stages[:i], append([]uint8{stage}, x.stages[i:]...)...)
+}
+
+// removeAt drops the entry at position i.
+func (x *rawIndex) removeAt(i int) {
+	start, end := x.offs[i], x.entryEnd(i)
+	n := end - start
+	x.buf = append(x.buf[:start], x.buf[end:]...)
+	for j := i + 1; j < len(x.offs); j++ {
+		x.offs[j] -= n
+	}
+	x.offs = append(x.offs[:i], x.offs[i+1:]...)
+	x.names = append(x.names[:i], x.names[i+1:]...)
+	x.stages = append(x.stages[:i], x.stages[i+1:]...)
+}
+
+// set records e: its stage-0 entry is patched in place, or inserted in
+// order; conflict stages of the path are dropped (it now has one committed
+// content); Info nil removes the path.
+func (x *rawIndex) set(e IndexEntry) {
+	for stage := uint8(1); stage <= 3; stage++ {
+		if i, ok := x.find(e.Path, stage); ok {
+			x.removeAt(i)
+		}
+	}
+	i, ok := x.find(e.Path, 0)
+	switch {
+	case e.Info == nil && ok:
+		x.removeAt(i)
+	case e.Info == nil:
+	case ok:
+		putStat(x.buf[x.offs[i]:], statFor(e.Info), e.Blob)
+	default:
+		x.insertAt(i, encodeEntry(e.Path, 0, e.Blob, statFor(e.Info), 0))
+	}
+}
+
+// bytes returns the complete file: header with the entry count, entries,
+// checksum.
+func (x *rawIndex) bytes() []byte {
+	binary.BigEndian.PutUint32(x.buf[4:], x.version)
+	binary.BigEndian.PutUint32(x.buf[8:], uint32(len(x.offs)))
+	sum := sha1.Sum(x.buf) //nolint:gosec // see the import.
+	return append(x.buf, sum[:]...)
+}
+
+// emptyRawIndex is the index of a repository that has none yet.
+func emptyRawIndex() *rawIndex {
+	b := make([]byte, indexHeaderLen)
+	copy(b, "DIRC")
+	return &rawIndex{version: 2, buf: b}
+}

@@ -21,7 +21,7 @@ import (
 // 20 digests, a new process's first answer, a full reindex, the index size.
 // It prints numbers and asserts nothing about time. Run it with
 // BLACKBOARD_BENCH=1 (BLACKBOARD_BENCH_NOTES changes the size;
-// BLACKBOARD_BENCH_DIR reuses a generated workspace).
+// BLACKBOARD_BENCH_DIR keeps the generated workspace there, to reuse).
 func TestReadBenchmark(t *testing.T) {
 	if os.Getenv("BLACKBOARD_BENCH") == "" {
 		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
@@ -36,6 +36,8 @@ func TestReadBenchmark(t *testing.T) {
 	dir := os.Getenv("BLACKBOARD_BENCH_DIR")
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "big")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
 		start := time.Now()
 		if err := fixtures.Generate(dir, opts); err != nil {
 			t.Fatal(err)

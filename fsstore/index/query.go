@@ -1,6 +1,9 @@
 package index
 
 import (
+	"database/sql"
+	"errors"
+	"sort"
 	"strings"
 )
 
@@ -42,6 +45,13 @@ type ListQuery struct {
 func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 	cond, args := q.Scope.where("key")
 	where := "present=1 AND " + cond
+	if len(q.Scope.Prefixes) == 1 {
+		// The topic column leads an index in last-change order: no sort of
+		// the whole topic to find its newest notes.
+		topic, _, _ := strings.Cut(q.Scope.Prefixes[0], "/")
+		where = "topic = ? AND " + where
+		args = append([]any{topic}, args...)
+	}
 	if q.Kind != "" {
 		where += " AND kind = ?"
 		args = append(args, q.Kind)
@@ -89,28 +99,85 @@ const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0)"
 
 // Search runs an FTS5 MATCH expression and returns the best hits, superseded
 // notes after the others.
+//
+// FTS5 ranks the matches alone first and only the best candidates are joined
+// with the notes: joining every match of a common word (and checking each for
+// a successor) cost ten times the ranking. Candidates outside the scope are
+// dropped; when too few remain, the search widens.
 func (s *Snapshot) Search(match string, scope Scope, limit int) ([]Hit, error) {
-	cond, args := scope.where("n.key")
-	q := `SELECT n.key, n.digest, -` + bm25Weights + ` AS score,
-			EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
-			       WHERE l.dst = n.key AND l.rel = 'supersedes') AS superseded
-		FROM fts JOIN notes n ON n.id = fts.rowid
-		WHERE fts MATCH ? AND n.present = 1 AND ` + cond + `
-		ORDER BY superseded, score DESC, n.key LIMIT ?`
-	rows, err := s.t.Query(q, append(append([]any{match}, args...), limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Hit
-	for rows.Next() {
-		var h Hit
-		if err := rows.Scan(&h.Key, &h.Digest, &h.Score, &h.Superseded); err != nil {
-			return nil, err
+	for want := max(4*limit, 40); ; want *= 8 {
+		hits, exhausted, err := s.searchCandidates(match, scope, limit, want)
+		if err != nil || len(hits) >= limit || exhausted {
+			return hits, err
 		}
-		out = append(out, h)
 	}
-	return out, rows.Err()
+}
+
+func (s *Snapshot) searchCandidates(match string, scope Scope, limit, want int) ([]Hit, bool, error) {
+	rows, err := s.t.Query(`SELECT rowid, -`+bm25Weights+` AS score FROM fts WHERE fts MATCH ?
+		ORDER BY score DESC LIMIT ?`, match, want)
+	if err != nil {
+		return nil, false, err
+	}
+	type cand struct {
+		id    int64
+		score float64
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.score); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	exhausted := len(cands) < want
+	var hits []Hit
+	for _, c := range cands {
+		var h Hit
+		err := s.t.QueryRow(`SELECT n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+			WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id = ? AND n.present = 1`, c.id).
+			Scan(&h.Key, &h.Digest, &h.Superseded)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if !scope.contains(h.Key) {
+			continue
+		}
+		h.Score = c.score
+		hits = append(hits, h)
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Superseded != hits[j].Superseded {
+			return !hits[i].Superseded
+		}
+		return hits[i].Score > hits[j].Score
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, exhausted, nil
+}
+
+// contains reports whether key is under one of the scope's prefixes.
+func (s Scope) contains(key string) bool {
+	if s.Prefixes == nil {
+		return true
+	}
+	for _, p := range s.Prefixes {
+		if key == p || strings.HasPrefix(key, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Backlink is a present note linking to another.

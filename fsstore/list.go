@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -235,7 +235,7 @@ func (w *Workspace) Search(q, topic string, limit int) ([]Hit, int, error) {
 		return err
 	})
 	if err != nil {
-		return nil, 0, errors.Join(errors.New("search"), err)
+		return nil, 0, fmt.Errorf("search %q: %w", q, err)
 	}
 	out := make([]Hit, len(hits))
 	for i, h := range hits {

@@ -466,7 +466,7 @@ func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateR
 	if err != nil {
 		return nil, err
 	}
-	uri, key := addr.String(), addr.Short()
+	uri := addr.String()
 	if !validRelation(rel) {
 		return nil, errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(Relations, ", "))
 	}
@@ -494,7 +494,6 @@ func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateR
 		}
 		return errorf(op, uri, ErrConflict, "the branch kept moving under the write; try again")
 	})
-	_ = key
 	return res, err
 }
 

@@ -130,6 +130,13 @@ type ftsTerm struct {
 // passed to FTS5 as a quoted string, so AND, NEAR, -, * and stray quotes are
 // searched as words or dropped.
 func parseQuery(q string) []ftsTerm {
+	// Control characters (a NUL ends an SQL string) separate words.
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, q)
 	var terms []ftsTerm
 	for len(terms) < maxQueryTerms {
 		q = strings.TrimLeft(q, " \t\r\n")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -176,6 +177,12 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 
 // cleanDigest folds a digest to one line and checks it.
 func cleanDigest(op, uri, d string) (string, error) {
+	d = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' ' // line breaks, tabs, NUL: a digest is one line of text
+		}
+		return r
+	}, d)
 	d = strings.Join(strings.Fields(d), " ")
 	if d == "" {
 		return "", errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")

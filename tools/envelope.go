@@ -72,24 +72,15 @@ func renderTSV(header string) renderer {
 // shrink (a long body) is cut to the room left. extraOmitted counts matches
 // left out before budgeting (over a listing's limit). The response's size in
 // tokens is exact and never over budget, and spent_tokens is that size.
+//
+// A first pass prices items by their own token counts; the exact size of
+// the rendered answer then decides: items are given up from the end while it
+// is over budget, and omitted items are tried again while there is room.
 func fit(budget int, parts []part, extraOmitted, cursor int, render renderer) (string, error) {
-	base := meta{Omitted: extraOmitted, Cursor: cursor, OmittedURIs: []string{}}
-	// What the envelope costs with every item omitted: the least any answer
-	// needs. A budget below it cannot be honoured honestly.
-	worst := base
-	for _, p := range parts {
-		worst.OmittedURIs = append(worst.OmittedURIs, p.uri)
-	}
-	worst.Omitted += len(parts)
-	worst.Truncated, worst.Spent = len(parts) > 0, budget
-	floor := CountTokens(render(nil, worst))
-	if floor > budget {
+	a := answer{parts: parts, chosen: make([]string, len(parts)), extra: extraOmitted, cursor: cursor, render: render}
+	if floor := CountTokens(a.renderWith(budget)); floor > budget {
 		return "", invalid("budget_tokens %d is too small to even name the %d addresses; give at least %d", budget, len(parts), floor)
 	}
-	kept := make([]string, 0, len(parts))
-	m := base
-	m.Spent = budget
-	room := budget - CountTokens(render(nil, m))
 	const slack = 2 // a separator may cost a token where parts join
 	// naming[i] is what naming parts[i:] in omitted_uris would cost: room is
 	// kept for it, should none of them fit.
@@ -97,74 +88,109 @@ func fit(budget int, parts []part, extraOmitted, cursor int, render renderer) (s
 	for i := len(parts) - 1; i >= 0; i-- {
 		naming[i] = naming[i+1] + CountTokens(strconv.Quote(parts[i].uri)) + 1
 	}
+	room := budget - CountTokens(a.renderWith(budget)) + naming[0]
 	for i, p := range parts {
-		reserve := naming[i+1]
-		cost := p.tokens + slack
+		avail := room - naming[i+1]
 		switch {
-		case cost <= room-reserve:
-			kept = append(kept, p.text)
-			room -= cost
-		case p.shrink != nil && room-reserve-slack > 24:
-			if t, ok := p.shrink(room - reserve - slack); ok {
-				kept = append(kept, t)
-				room -= CountTokens(t) + slack
-				m.Truncated = true
-				continue
+		case p.tokens+slack <= avail:
+			a.chosen[i] = p.text
+		case p.shrink != nil && avail-slack > 24:
+			if t, ok := p.shrink(avail - slack); ok {
+				a.chosen[i] = t
 			}
-			fallthrough
-		default:
-			m.OmittedURIs = append(m.OmittedURIs, p.uri)
-			m.Omitted++
-			m.Truncated = true
+		}
+		if a.chosen[i] != "" {
+			room -= CountTokens(a.chosen[i]) + slack
+		} else {
 			room -= naming[i] - naming[i+1]
 		}
 	}
-	for {
-		out := settle(kept, m, render)
-		if CountTokens(out) <= budget || len(kept) == 0 {
-			return out, nil
+	out := a.settle()
+	for n := CountTokens(out); n > budget; n = CountTokens(out) {
+		// Priced a token or two short: give up the last item kept.
+		last := -1
+		for i := range a.chosen {
+			if a.chosen[i] != "" {
+				last = i
+			}
 		}
-		// The estimate was a token or two short: give up the last item.
-		last := len(kept) - 1
-		kept = kept[:last]
-		m.OmittedURIs = append(m.OmittedURIs, lastKeptURI(parts, kept, m))
-		m.Omitted++
-		m.Truncated = true
+		if last < 0 {
+			break
+		}
+		a.chosen[last] = ""
+		out = a.settle()
 	}
-}
-
-// lastKeptURI names the item just dropped: the parts not omitted, in order.
-func lastKeptURI(parts []part, kept []string, m meta) string {
-	omitted := map[string]int{}
-	for _, u := range m.OmittedURIs {
-		omitted[u]++
-	}
-	n := 0
-	for _, p := range parts {
-		if omitted[p.uri] > 0 {
-			omitted[p.uri]--
+	for i, p := range parts {
+		// Omitted items may fit after all, exactly counted.
+		if a.chosen[i] != "" {
 			continue
 		}
-		if n == len(kept) {
-			return p.uri
+		a.chosen[i] = p.text
+		if try := a.settle(); CountTokens(try) <= budget {
+			out = try
+			continue
 		}
-		n++
+		a.chosen[i] = ""
+		if spare := budget - CountTokens(out); p.shrink != nil && spare > 24 {
+			if t, ok := p.shrink(spare - slack); ok {
+				a.chosen[i] = t
+				if try := a.settle(); CountTokens(try) <= budget {
+					out = try
+					continue
+				}
+				a.chosen[i] = ""
+			}
+		}
 	}
-	return ""
+	return a.settle(), nil
+}
+
+// answer is a read being fitted: for each part, the text chosen for it, or ""
+// when it is omitted.
+type answer struct {
+	parts         []part
+	chosen        []string
+	extra, cursor int
+	render        renderer
+}
+
+// meta describes the answer with spent_tokens set to spent.
+func (a *answer) meta(spent int) ([]string, meta) {
+	m := meta{Spent: spent, Omitted: a.extra, Cursor: a.cursor, OmittedURIs: []string{}}
+	kept := make([]string, 0, len(a.parts))
+	for i, t := range a.chosen {
+		if t == "" {
+			m.OmittedURIs = append(m.OmittedURIs, a.parts[i].uri)
+			m.Omitted++
+			m.Truncated = true
+			continue
+		}
+		kept = append(kept, t)
+		if t != a.parts[i].text {
+			m.Truncated = true // cut to fit
+		}
+	}
+	return kept, m
+}
+
+func (a *answer) renderWith(spent int) string {
+	kept, m := a.meta(spent)
+	return a.render(kept, m)
 }
 
 // settle renders with spent_tokens equal to the response's own size: the
 // number is part of what it counts, so iterate until it stops changing.
-func settle(kept []string, m meta, render renderer) string {
-	m.Spent = 0
-	out := render(kept, m)
+func (a *answer) settle() string {
+	out := a.renderWith(0)
+	spent := 0
 	for range 4 {
 		n := CountTokens(out)
-		if n == m.Spent {
+		if n == spent {
 			break
 		}
-		m.Spent = n
-		out = render(kept, m)
+		spent = n
+		out = a.renderWith(spent)
 	}
 	return out
 }
+

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -116,7 +117,16 @@ func (s *Server) readPart(r fsstore.SummaryResult, mode string, fields []string)
 	}
 	switch mode {
 	case modeTable:
-		cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(n.Digest)}
+		// A superseded or contradicted note says so in its digest cell: every
+		// mode but ref tells.
+		digest := n.Digest
+		if len(n.SupersededBy) > 0 {
+			digest += " [superseded_by " + strings.Join(n.SupersededBy, " ") + "]"
+		}
+		if len(n.ContradictedBy) > 0 {
+			digest += " [contradicted_by " + strings.Join(n.ContradictedBy, " ") + "]"
+		}
+		cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(digest)}
 		for _, f := range fields {
 			v, _ := fieldValue(n, f)
 			cells = append(cells, tsvCell(v))
@@ -138,7 +148,7 @@ func (s *Server) readPart(r fsstore.SummaryResult, mode string, fields []string)
 				item.add(f, v)
 			}
 		}
-		if len(fields) == 0 {
+		if !slices.Contains(fields, "superseded_by") && !slices.Contains(fields, "contradicted_by") {
 			addBacklinks(&item, n.SupersededBy, n.ContradictedBy)
 		}
 		return newPart(n.URI, item.json(), nil), nil

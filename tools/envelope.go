@@ -193,4 +193,3 @@ func (a *answer) settle() string {
 	}
 	return out
 }
-

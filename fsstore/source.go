@@ -33,7 +33,14 @@ func (w *Workspace) readSource(op, uri, p string) (content []byte, summary strin
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return bad(ErrNotFound, "source_path %s does not exist or cannot be read", abs)
+		return bad(ErrNotFound, "source_path %s does not exist or cannot be read", p)
+	}
+	board := w.dir
+	if r, err := filepath.EvalSymlinks(board); err == nil {
+		board = r
+	}
+	if rel, err := filepath.Rel(board, real); err == nil && filepath.IsLocal(rel) {
+		return bad(ErrForbidden, "source_path %s lies inside the board itself; read notes with get_state", p)
 	}
 	root := ""
 	for _, r := range w.sourceRoots {
@@ -43,30 +50,30 @@ func (w *Workspace) readSource(op, uri, p string) (content []byte, summary strin
 		}
 	}
 	if root == "" {
-		return bad(ErrForbidden, "source_path %s is outside the server's source roots (%s); copy the file there or start the server with --source-root", abs, strings.Join(w.sourceRoots, ", "))
+		return bad(ErrForbidden, "source_path %s is outside the directories this server may read; the operator can add one with --source-root", p)
 	}
 	// O_NONBLOCK: opening a FIFO must not wait for a writer.
 	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return bad(ErrNotFound, "source_path %s cannot be opened", abs)
+		return bad(ErrNotFound, "source_path %s cannot be opened", p)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return bad(ErrInvalid, "source_path %s is not a regular file", abs)
+		return bad(ErrInvalid, "source_path %s is not a regular file", p)
 	}
 	if fi.Size() > MaxContentBytes {
-		return bad(ErrTooLarge, "source_path %s is %d bytes; a note holds at most %d", abs, fi.Size(), MaxContentBytes)
+		return bad(ErrTooLarge, "source_path %s is %d bytes; a note holds at most %d", p, fi.Size(), MaxContentBytes)
 	}
 	content, err = io.ReadAll(io.LimitReader(f, MaxContentBytes+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", real, err)
 	}
 	if len(content) > MaxContentBytes {
-		return bad(ErrTooLarge, "source_path %s grew past %d bytes while being read", abs, MaxContentBytes)
+		return bad(ErrTooLarge, "source_path %s grew past %d bytes while being read", p, MaxContentBytes)
 	}
 	if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
-		return bad(ErrInvalid, "source_path %s is not text (UTF-8); the board stores text", abs)
+		return bad(ErrInvalid, "source_path %s is not text (UTF-8); the board stores text", p)
 	}
 	return content, summarize(filepath.Base(real), content), nil
 }

@@ -74,6 +74,14 @@ func (w *objectWriter) flush() error {
 			return err
 		}
 		tmp, err := writeLooseObject(dir, o.kind, o.content)
+		if errors.Is(err, os.ErrNotExist) {
+			// A `git gc` (its prune-packed) removed the emptied objects/xx
+			// between our mkdir and our write: make it again, as git does.
+			if err = os.MkdirAll(dir, 0o755); err == nil {
+				newFanout = true
+				tmp, err = writeLooseObject(dir, o.kind, o.content)
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -68,6 +68,9 @@ It is waiting for an MCP client on stdin; this is how clients start it. To conne
 Press Ctrl-C to stop.
 `, ws.Name(), abs, abs)
 	}
+	// A client that dies closes our stdout: the next response must fail
+	// with EPIPE, not kill the process in the middle of another call's write.
+	signal.Ignore(syscall.SIGPIPE)
 	log.Info("serving over stdio", "workspace", ws.Name(), "agent", ws.Agent())
 	stdio := server.NewStdioServer(srv.MCP())
 	stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))

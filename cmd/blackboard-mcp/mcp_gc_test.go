@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMCPWritesDuringGC: git's own maintenance (`git gc`, which the server
+// itself starts in the background past 6,700 loose objects, or a person's
+// `git gc`) runs while agents write. It packs loose objects and removes the
+// emptied objects/xx directories; no write may fail because of it.
+func TestMCPWritesDuringGC(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	a := startMCPGo(t, dir, "agent-a")
+	b := startMCPGo(t, dir, "agent-b")
+	stop := make(chan struct{})
+	var gcRuns int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, args := range [][]string{{"repack", "-d", "-q"}, {"prune-packed", "-q"}} {
+				cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+				cmd.Env = mcpEnv("")
+				_ = cmd.Run()
+			}
+			gcRuns++
+		}
+	})
+	var mu sync.Mutex
+	var failures []string
+	deadline := time.Now().Add(3 * time.Second)
+	for w, s := range []*session{a, b} {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				ctx, cancel := contextWithTimeout()
+				res, err := s.callTool(ctx, "update_state", map[string]any{"uri": fmt.Sprintf("gc/w%d-%d", w, i),
+					"digest": "Note", "body": fmt.Sprintf("body %d %d", w, i), "expect_version": 0})
+				cancel()
+				if err != nil || res.isError {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("%v %s", err, res.text))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	a.closeClean()
+	b.closeClean()
+	t.Logf("%d rounds of git repack -d and prune-packed, %d failed writes", gcRuns, len(failures))
+	checkWorkspace(t, dir)
+	if len(failures) > 0 {
+		logs := a.stderr.String() + b.stderr.String()
+		if strings.Contains(logs, "tmp_obj_") {
+			t.Errorf("regression: gitver/objects.go flush/writeLooseObject: between the os.Stat/os.Mkdir of objects/xx and "+
+				"os.CreateTemp in it, git prune-packed (run by git gc, which gitver/maintenance.go itself starts) removes the "+
+				"emptied directory, and the write fails as internal (\"open .git/objects/xx/tmp_obj_N: no such file or "+
+				"directory\"); %d of the writes failed here", len(failures))
+		}
+		t.Errorf("%d writes failed while git packed objects: %s\nserver logs:\n%s", len(failures),
+			strings.Join(failures[:min(3, len(failures))], "; "), logs)
+	}
+}

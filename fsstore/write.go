@@ -238,9 +238,6 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 		f.remove(keyColumns)
 	case req.Columns != nil || req.Rows != nil:
 		content, isTable = encodeTable(req.Columns, req.Rows), true
-		if err := f.set(keyColumns, req.Columns); err != nil {
-			return nil, err
-		}
 	case req.AppendText != nil:
 		if isTable {
 			return nil, errorf(op, uri, ErrInvalid, "the note is a table: append rows, not text")
@@ -291,6 +288,9 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 	}
 	if len(sources) > 0 {
 		fields = append(fields, [2]any{keySources, sources})
+	}
+	if req.Columns != nil || req.Rows != nil {
+		fields = append(fields, [2]any{keyColumns, req.Columns})
 	}
 	switch {
 	case summary != "":

@@ -12,7 +12,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const getStateDescription = "Read notes within budget_tokens, naming omissions. Catch up at run/state/current."
+const getStateDescription = "Read notes within budget_tokens; names omissions. Start at run/state/current."
 
 var getStateSchema = schema(1,
 	strs("uris", "≤100 addresses"),

@@ -12,13 +12,13 @@ const listKeysDescription = "List notes, newest first."
 
 var listKeysSchema = schema(0,
 	str("topic", "Topic or prefix"),
-	str("kind", "Kind filter"),
+	str("kind", "Kind"),
 	str("order", "recent|name"),
 	intp("limit", "Default 20"),
 	str("mode", "digest|table|ref"),
 	strs("fields", "Table columns"),
 	intp("budget_tokens", "Default 2000"),
-	intp("since", "Changes after this cursor"),
+	intp("since", "After this cursor"),
 )
 
 type listKeysArgs struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const searchKeysDescription = "Full-text search; exact identifiers rank first. Returns addresses, not contents. " +
+const searchKeysDescription = "Search notes; exact identifiers rank first. Never returns contents. " +
 	"Search before deriving; empty means nothing relevant."
 
 var searchKeysSchema = schema(1,

@@ -97,18 +97,43 @@ type DB struct {
 	write *sql.DB // BEGIN IMMEDIATE, one connection: writers queue in SQLite
 }
 
-// Open opens or creates the index at path. A database that is unreadable or
-// was made by another schema version is deleted and created anew, empty:
-// the caller then catches it up from git.
+// Open opens or creates the index at path. A file that is not a database,
+// is corrupt, or was made by another schema version is deleted and created
+// anew, empty: the caller then catches it up from git. Any other failure (a
+// database busy in another process's long rebuild, say) is returned as it
+// is: deleting a live index would make every process start over.
 func Open(path string) (*DB, error) {
 	d, err := open(path)
-	if err == nil {
-		return d, nil
+	if err == nil || !replaceable(err) {
+		return d, err
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(path + suffix)
 	}
 	return open(path)
+}
+
+// errIncompatible marks an index made by another version of the program.
+var errIncompatible = errors.New("index made by another version")
+
+// SQLite result codes that mean the file is not a usable database.
+const (
+	sqliteCorrupt = 11
+	sqliteNotADB  = 26
+)
+
+func replaceable(err error) bool {
+	if errors.Is(err, errIncompatible) {
+		return true
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff { // the primary code, without extended bits
+		case sqliteCorrupt, sqliteNotADB:
+			return true
+		}
+	}
+	return false
 }
 
 func dsn(path, txlock string) string {
@@ -140,26 +165,29 @@ func open(path string) (*DB, error) {
 }
 
 func (d *DB) ensureSchema() error {
-	ctx := context.Background()
-	tx, err := d.write.BeginTx(ctx, nil)
+	// Read the version without taking the write lock: another process may
+	// hold it for a long rebuild, and an existing index needs no writing.
+	var v, n int
+	if err := d.write.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		// A cheap sanity check that the file is a database of ours.
+		return d.write.QueryRow("SELECT count(*) FROM meta").Scan(&n)
+	}
+	if v != 0 {
+		return fmt.Errorf("%w: schema %d, want %d", errIncompatible, v, schemaVersion)
+	}
+	tx, err := d.write.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var v int
 	if err := tx.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
 	if v == schemaVersion {
-		var n int
-		// A cheap sanity check that the file is a database of ours.
-		if err := tx.QueryRow("SELECT count(*) FROM meta").Scan(&n); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
-	if v != 0 {
-		return fmt.Errorf("index schema %d, want %d", v, schemaVersion)
+		return tx.Commit() // another process created it meanwhile
 	}
 	for _, stmt := range strings.Split(schema, ";\n") {
 		if strings.TrimSpace(stmt) == "" {

@@ -1,0 +1,94 @@
+package index
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func inodeOf(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// An index another process is busy writing (a long rebuild holds the write
+// lock) opens, and is never mistaken for a broken one and deleted.
+func TestOpenDuringAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	before := inodeOf(t, path)
+	holder, err := sql.Open("sqlite", dsn(path, "immediate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("INSERT INTO meta(key,value) VALUES('busy','1')"); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(path)
+	if err != nil {
+		t.Fatalf("open while another connection writes: %v", err)
+	}
+	defer d.Close()
+	if after := inodeOf(t, path); after != before {
+		t.Fatal("the busy index was deleted and made anew")
+	}
+	if _, _, err := d.Head(); err != nil {
+		t.Fatalf("read while another connection writes: %v", err)
+	}
+}
+
+// Files that are not an index of this version are replaced.
+func TestOpenReplacesForeignFiles(t *testing.T) {
+	for name, content := range map[string]string{
+		"garbage":   "this is not a database, just some bytes that are long enough to look like a header",
+		"truncated": "SQLite format 3\x00",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "index.db")
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Open(path)
+			if err != nil {
+				t.Fatalf("open over a broken file: %v", err)
+			}
+			d.Close()
+		})
+	}
+	t.Run("other version", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "index.db")
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		d, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var v int
+		if err := d.read.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+			t.Errorf("user_version = %d, %v; want %d", v, err, schemaVersion)
+		}
+	})
+}

@@ -22,9 +22,16 @@ func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
 	unchanged := map[string]fileStat{}
 	blobs := map[string]string{}
 	err = w.idx.Read(func(s *index.Snapshot) error {
-		for _, p := range paths {
-			if err := w.checkNoLinks(p); err != nil {
-				return err
+		// The three files share their directories: check the chain once,
+		// then each file.
+		if err := w.checkNoLinks(paths[0]); err != nil {
+			return err
+		}
+		for i, p := range paths {
+			if i > 0 {
+				if err := w.checkFile(p); err != nil {
+					return err
+				}
 			}
 			committed, err := s.FileBlob(p)
 			if err != nil {

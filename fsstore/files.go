@@ -60,6 +60,25 @@ func (w *Workspace) checkNoLinks(p string) error {
 	return nil
 }
 
+// checkFile refuses a path that is a symbolic link or not a regular file; a
+// missing file is fine. checkNoLinks has checked its directories.
+func (w *Workspace) checkFile(p string) error {
+	fi, err := w.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return errorf("write", "", ErrInvalid, "%s is a symbolic link; the board does not follow links, remove it or replace it with a file", p)
+	}
+	if !fi.Mode().IsRegular() {
+		return errorf("write", "", ErrInvalid, "%s is not a regular file", p)
+	}
+	return nil
+}
+
 // readDisk returns a workspace file's content and stat; ok is false when it
 // does not exist. Reads go through os.Root: no link leads outside.
 func (w *Workspace) readDisk(p string, limit int64) (content []byte, st fileStat, ok bool, err error) {
@@ -108,13 +127,17 @@ func (w *Workspace) writeFileAtomic(p string, content []byte) error {
 // to be synced.
 func (w *Workspace) stageFile(p string, content []byte) (string, error) {
 	dir := path.Dir(p)
-	if err := w.root.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(dir, "."+path.Base(p)+tempMarker+hex.EncodeToString(rnd[:]))
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A new topic or key directory.
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -58,7 +58,9 @@ func (w *objectWriter) flush() error {
 	newFanout := false
 	defer func() {
 		for _, f := range files {
-			os.Remove(f.tmp) // a no-op once renamed
+			if f.tmp != "" { // not renamed: a failure on the way
+				os.Remove(f.tmp)
+			}
 		}
 	}()
 	for _, o := range w.pending {
@@ -68,15 +70,10 @@ func (w *objectWriter) flush() error {
 		if _, err := os.Stat(path); err == nil {
 			continue // objects are immutable: an existing file is this object
 		}
-		if err := os.Mkdir(dir, 0o755); err == nil {
-			newFanout = true
-		} else if !errors.Is(err, os.ErrExist) {
-			return err
-		}
 		tmp, err := writeLooseObject(dir, o.kind, o.content)
 		if errors.Is(err, os.ErrNotExist) {
-			// A `git gc` (its prune-packed) removed the emptied objects/xx
-			// between our mkdir and our write: make it again, as git does.
+			// A new fan-out directory, or one a `git gc` (its prune-packed)
+			// removed once it emptied: make it, as git does.
 			if err = os.MkdirAll(dir, 0o755); err == nil {
 				newFanout = true
 				tmp, err = writeLooseObject(dir, o.kind, o.content)
@@ -97,10 +94,11 @@ func (w *objectWriter) flush() error {
 			return err
 		}
 	}
-	for _, f := range files {
+	for i, f := range files {
 		if err := os.Rename(f.tmp, f.path); err != nil {
 			return err
 		}
+		files[i].tmp = ""
 	}
 	if !w.r.sync {
 		return nil

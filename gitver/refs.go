@@ -82,9 +82,6 @@ const lockWait = 3 * time.Second
 // changing anything, when the branch is not at old.
 func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
 	lock := r.LockPath()
-	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
-		return err
-	}
 	deadline := time.Now().Add(lockWait)
 	var f *os.File
 	for {
@@ -92,6 +89,14 @@ func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
 		f, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			break
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			// refs/heads/ of a fresh repository, or a branch in a
+			// subdirectory (refs/heads/team/main): make the directory.
+			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+				return err
+			}
+			continue
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return err
@@ -149,10 +154,13 @@ func (r *Repo) appendReflog(old, new Hash, who Signature, reason string) {
 		who.When.Unix(), sign, offset/3600, offset%3600/60, reason)
 	for _, name := range []string{r.branch, "HEAD"} {
 		p := filepath.Join(r.gitDir, "logs", filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return
-		}
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if errors.Is(err, os.ErrNotExist) {
+			if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
+				return
+			}
+			f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		}
 		if err != nil {
 			return
 		}

@@ -71,9 +71,9 @@ func (w *objectWriter) flush() error {
 			continue // objects are immutable: an existing file is this object
 		}
 		tmp, err := writeLooseObject(dir, o.kind, o.content)
-		if errors.Is(err, os.ErrNotExist) {
+		for try := 0; errors.Is(err, os.ErrNotExist) && try < 10; try++ {
 			// A new fan-out directory, or one a `git gc` (its prune-packed)
-			// removed once it emptied: make it, as git does.
+			// removed once it emptied, maybe again since: make it, as git does.
 			if err = os.MkdirAll(dir, 0o755); err == nil {
 				newFanout = true
 				tmp, err = writeLooseObject(dir, o.kind, o.content)

@@ -40,13 +40,13 @@ var errBranchMoved = errors.New("branch moved during the write")
 //  1. the journal (intent) names the commit, built in memory; then blobs,
 //     trees and the commit object, the journal, and the new files (under
 //     temporary names beside their targets) are written and synced together;
-//  3. git's index lock is taken, so no `git commit` can read the index
-//     before this commit and move the branch after it (see gitver.IndexLock);
-//  4. the branch moves from parent to the commit: the commit point;
-//  5. the files are renamed into place (unless onDisk: a person's edit
-//     already is);
-//  6. git's index file is written and unlocked, the derived index updated;
-//  7. the journal is cleared.
+//  2. git's index lock is taken, so no `git commit` can take the index
+//     while the branch moves (see gitver.IndexLock);
+//  3. the branch moves from parent to the commit: the commit point;
+//  4. the files are renamed into place (unless onDisk: a person's edit
+//     already is) and their directories synced;
+//  5. git's index file is written and unlocked, the derived index updated;
+//  6. the journal is cleared.
 //
 // The caller holds the write lock. It returns errBranchMoved when the branch
 // was not at parent; nothing then changed.

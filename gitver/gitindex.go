@@ -62,10 +62,11 @@ func (r *Repo) UpdateIndex(entries []IndexEntry) error {
 // IndexLock is git's index.lock, held by this process.
 //
 // A writer holds it from before it moves the branch until git's index
-// reflects the new commit. `git commit` holds the same lock from reading the
-// index to moving the branch, so the two never interleave: otherwise git could
-// read the index before the program's commit, take that commit as its parent,
-// and build its tree from the stale index, reverting the program's write.
+// reflects the new commit, so no git command can write the index in between.
+// `git commit` reads HEAD and then the index before it takes this lock: one
+// that reads both within that window still builds on the index as it was.
+// The window is kept to a few renames (files are staged before the branch
+// moves), and the agent's content stays in history and in the file.
 type IndexLock struct {
 	r    *Repo
 	f    *os.File

@@ -55,18 +55,22 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	blobs := make(map[string]gitver.Hash, len(changes))
 	var contents [][]byte
 	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk}
-	for _, c := range changes {
+	paths := make([]string, len(changes))
+	for i, c := range changes {
+		paths[i] = c.path
+	}
+	olds, err := w.committedBlobs(paths)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	for i, c := range changes {
 		var h gitver.Hash
 		if !c.deleted {
 			h = gitver.BlobHash(c.content)
 			contents = append(contents, c.content)
 		}
 		blobs[c.path] = h
-		old, err := w.committedBlob(c.path)
-		if err != nil {
-			return gitver.ZeroHash, err
-		}
-		j.Files = append(j.Files, journalFile{Path: c.path, Old: hashString(old), New: hashString(h)})
+		j.Files = append(j.Files, journalFile{Path: c.path, Old: olds[i], New: hashString(h)})
 	}
 	pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
 	if err != nil {
@@ -198,18 +202,20 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	return commit, nil
 }
 
-// committedBlob returns the blob a path holds at the indexed head.
-func (w *Workspace) committedBlob(path string) (gitver.Hash, error) {
-	var s string
+// committedBlobs returns the blobs paths hold at the indexed head ("" for
+// none), read at one point of history.
+func (w *Workspace) committedBlobs(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
 	err := w.idx.Read(func(snap *index.Snapshot) error {
-		var err error
-		s, err = snap.FileBlob(path)
-		return err
+		for i, p := range paths {
+			var err error
+			if out[i], err = snap.FileBlob(p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	return parseHashOrZero(s)
+	return out, err
 }
 
 func hashString(h gitver.Hash) string {

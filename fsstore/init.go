@@ -15,12 +15,13 @@ func (w *Workspace) initCommit() error {
 			return err
 		}
 		var changes []fileChange
-		for _, p := range []string{configFile, gitignoreFile} {
-			blob, err := w.committedBlob(p)
-			if err != nil {
-				return err
-			}
-			if !blob.IsZero() {
+		own := []string{configFile, gitignoreFile}
+		blobs, err := w.committedBlobs(own)
+		if err != nil {
+			return err
+		}
+		for i, p := range own {
+			if blobs[i] != "" {
 				continue
 			}
 			content, err := os.ReadFile(filepath.Join(w.dir, filepath.FromSlash(p)))

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// referenceMemoryServer is the reference MCP memory server the SPEC compares
+// the catch-up's token cost with (section 11).
+const referenceMemoryServer = "@modelcontextprotocol/server-memory@2026.8.31"
+
+// TestCatchUpAgainstReferenceMemoryServer runs the team catch-up (list a
+// topic, read 20 digests, search an identifier, read 2 notes in full) on the
+// same 200-note board held by blackboard-mcp and by the reference memory
+// server, with each server's cheapest equivalent calls, and prints the o200k
+// tokens of every answer. It needs BLACKBOARD_BENCH=1, Node.js and npm.
+func TestCatchUpAgainstReferenceMemoryServer(t *testing.T) {
+	if !benchEnabled() {
+		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	npmDir := t.TempDir()
+	if out, err := exec.Command("npm", "install", "--silent", "--prefix", npmDir, referenceMemoryServer).CombinedOutput(); err != nil {
+		t.Skipf("cannot install %s: %v\n%s", referenceMemoryServer, err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "acme")
+	opts := fixtures.Options{Workspace: "acme", Notes: 200, Seed: 7}
+	if err := fixtures.Generate(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := fixtures.Manifest(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runBinaryEnv(t, "reindex", "--dir", dir)
+
+	ident := ""
+	for _, n := range manifest {
+		if m := regexp.MustCompile(`\b\d+\.\d+\.\d+\b`).FindString(n.Digest); m != "" {
+			ident = m
+			break
+		}
+	}
+	topic := strings.SplitN(manifest[0].Key, "/", 2)[0]
+	var twenty []string
+	for _, n := range manifest[:20] {
+		twenty = append(twenty, n.Key)
+	}
+
+	// blackboard-mcp: digests first, bodies only for the two notes read;
+	// once with the default JSON, once with mode=table for the listing and
+	// the 20 digests, as the tool descriptions advise for 3+ notes.
+	s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir})
+	search := s.ok("search_keys", map[string]any{"q": ident})
+	hits := parseEnvelope(t, search, 2000).Items
+	full := []string{twenty[0], twenty[1]}
+	if len(hits) > 0 {
+		full[0] = strings.TrimPrefix(hits[0].URI, "bb://acme/")
+	}
+	whole := s.ok("get_state", map[string]any{"uris": full, "mode": "full", "budget_tokens": 20000})
+	ours := []string{
+		s.ok("list_keys", map[string]any{"topic": topic}),
+		s.ok("get_state", map[string]any{"uris": twenty}),
+		search, whole,
+	}
+	tabled := []string{
+		s.ok("list_keys", map[string]any{"topic": topic, "mode": "table"}),
+		s.ok("get_state", map[string]any{"uris": twenty, "mode": "table"}),
+		search, whole,
+	}
+	s.closeClean()
+
+	// The reference server: a note is an entity whose observations are its
+	// digest and its content. It has no listing or digest mode: a topic is
+	// found by searching its name, and opening a node returns it whole.
+	ref := startReferenceServer(t, npmDir)
+	var entities []map[string]any
+	for _, n := range manifest {
+		entities = append(entities, map[string]any{"name": n.Key, "entityType": "note",
+			"observations": []string{n.Digest, noteContent(t, dir, n)}})
+	}
+	for i := 0; i < len(entities); i += 50 {
+		ref.call(t, "create_entities", map[string]any{"entities": entities[i:min(i+50, len(entities))]})
+	}
+	theirs := []string{
+		ref.call(t, "search_nodes", map[string]any{"query": topic + "/"}),
+		ref.call(t, "open_nodes", map[string]any{"names": twenty}),
+		ref.call(t, "search_nodes", map[string]any{"query": ident}),
+		ref.call(t, "open_nodes", map[string]any{"names": full}),
+	}
+
+	steps := []string{"list a topic", "read 20 digests", "search " + ident, "read 2 notes in full"}
+	var ourTotal, tableTotal, theirTotal int
+	for i, step := range steps {
+		a, tb, b := countTokens(t, ours[i]), countTokens(t, tabled[i]), countTokens(t, theirs[i])
+		ourTotal += a
+		tableTotal += tb
+		theirTotal += b
+		report(t, "catch-up %-22s blackboard-mcp %6d tokens (table mode %6d)  reference memory server %6d tokens", step, a, tb, b)
+	}
+	report(t, "catch-up total: blackboard-mcp %d tokens (%.1f times fewer), with table mode %d (%.1f times fewer); reference memory server %d",
+		ourTotal, float64(theirTotal)/float64(ourTotal), tableTotal, float64(theirTotal)/float64(tableTotal), theirTotal)
+	// Without the two bodies, which cost the same anywhere:
+	report(t, "catch-up without the 2 bodies: blackboard-mcp %d tokens (table mode %d), reference memory server %d",
+		ourTotal-countTokens(t, whole), tableTotal-countTokens(t, whole), theirTotal-countTokens(t, theirs[3]))
+}
+
+// noteContent is a note's body or table as the board stores it.
+func noteContent(t *testing.T, dir string, n fixtures.Note) string {
+	t.Helper()
+	if n.Blob != "" {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Dir(n.Key), n.Blob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, n.Key+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(strings.TrimPrefix(string(b), "---\n"), "\n---\n")
+	return body
+}
+
+type referenceServer struct {
+	c *client.Client
+}
+
+func startReferenceServer(t *testing.T, npmDir string) *referenceServer {
+	t.Helper()
+	script := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	env := append(os.Environ(), "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	c, err := client.NewStdioMCPClient("node", env, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = protocolVersion
+	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize the reference memory server: %v", err)
+	}
+	return &referenceServer{c: c}
+}
+
+// call returns the text block a model reads.
+func (r *referenceServer) call(t *testing.T, name string, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := r.c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("reference %s: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("reference %s failed: %s", name, text.String())
+	}
+	return text.String()
+}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -55,14 +56,11 @@ const (
 )
 
 // List returns notes under a topic prefix, newest change first or by name.
-func (w *Workspace) List(opts ListOptions) (*Listing, error) {
-	scope := index.Scope{}
-	if opts.Topic != "" {
-		segs, err := ParseTopic(opts.Topic, w.name)
-		if err != nil {
-			return nil, err
-		}
-		scope.Prefixes = []string{strings.Join(segs, "/")}
+func (v *View) List(opts ListOptions) (*Listing, error) {
+	w := v.w
+	scope, err := v.scope(opts.Topic)
+	if err != nil {
+		return nil, err
 	}
 	limit := opts.Limit
 	switch {
@@ -83,15 +81,30 @@ func (w *Workspace) List(opts ListOptions) (*Listing, error) {
 			return err
 		}
 		out.Omitted = total - len(notes)
-		out.Notes, err = w.summaries(s, notes)
+		out.Notes, err = v.summaries(s, notes)
 		return err
 	})
 	return out, err
 }
 
+// scope is what a query under topic (a topic prefix, or "" for all) may
+// cover for this caller.
+func (v *View) scope(topic string) (index.Scope, error) {
+	prefix := ""
+	if topic != "" {
+		segs, err := ParseTopic(topic, v.w.name)
+		if err != nil {
+			return index.Scope{}, err
+		}
+		prefix = strings.Join(segs, "/")
+	}
+	return index.Scope{Prefixes: v.c.read.Narrow(prefix)}, nil
+}
+
 // summaries turns index rows into Summaries, with their backlinks (one
 // query for all of them).
-func (w *Workspace) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, error) {
+func (v *View) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, error) {
+	w := v.w
 	keys := make([]string, len(notes))
 	for i, n := range notes {
 		keys[i] = n.Key
@@ -102,13 +115,19 @@ func (w *Workspace) summaries(s *index.Snapshot, notes []index.Note) ([]Summary,
 	}
 	out := make([]Summary, len(notes))
 	for i, n := range notes {
-		out[i] = w.summaryOf(n, back[n.Key])
+		var seen []index.Backlink
+		for _, b := range back[n.Key] {
+			if v.c.CanRead(b.Src) {
+				seen = append(seen, b)
+			}
+		}
+		out[i] = w.summaryOf(n, seen)
 	}
 	return out, nil
 }
 
-func (w *Workspace) summary(s *index.Snapshot, n index.Note) (Summary, error) {
-	out, err := w.summaries(s, []index.Note{n})
+func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
+	out, err := v.summaries(s, []index.Note{n})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -140,7 +159,8 @@ type SummaryResult struct {
 
 // Summaries reads many notes' summaries at one consistent point of history,
 // from the index alone.
-func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
+func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
+	w := v.w
 	_, cursor, err := w.catchUp(nil, nil)
 	if err != nil {
 		return nil, 0, err
@@ -155,7 +175,9 @@ func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
 				continue
 			}
 			out[i].URI = a.String()
-			keys = append(keys, a.Short())
+			if v.c.CanRead(a.Short()) { // else it stays not found, as if missing
+				keys = append(keys, a.Short())
+			}
 		}
 		notes, err := s.Notes(keys)
 		if err != nil {
@@ -167,7 +189,7 @@ func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
 				present = append(present, n)
 			}
 		}
-		sums, err := w.summaries(s, present)
+		sums, err := v.summaries(s, present)
 		if err != nil {
 			return err
 		}
@@ -202,14 +224,11 @@ type Hit struct {
 // exact identifier above both); superseded notes come after the others.
 // Every word must match; when that finds nothing, any word may. A query
 // FTS5 would reject is searched as words: it never fails for its syntax.
-func (w *Workspace) Search(q, topic string, limit int) ([]Hit, int, error) {
-	scope := index.Scope{}
-	if topic != "" {
-		segs, err := ParseTopic(topic, w.name)
-		if err != nil {
-			return nil, 0, err
-		}
-		scope.Prefixes = []string{strings.Join(segs, "/")}
+func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
+	w := v.w
+	scope, err := v.scope(topic)
+	if err != nil {
+		return nil, 0, err
 	}
 	if limit <= 0 {
 		limit = 10
@@ -232,6 +251,28 @@ func (w *Workspace) Search(q, topic string, limit int) ([]Hit, int, error) {
 		if err == nil && len(hits) == 0 && len(terms) > 1 {
 			hits, err = s.Search(ftsQuery(terms, "OR"), scope, limit)
 		}
+		if err != nil || v.c.read.All {
+			return err
+		}
+		// A successor the caller may not read does not demote a note:
+		// the ranking must not tell that it exists.
+		keys := make([]string, len(hits))
+		for i, h := range hits {
+			keys[i] = h.Key
+		}
+		back, err := s.BacklinksTo(keys, "supersedes")
+		for i := range hits {
+			hits[i].Superseded = false
+			for _, b := range back[hits[i].Key] {
+				hits[i].Superseded = hits[i].Superseded || v.c.CanRead(b.Src)
+			}
+		}
+		sort.SliceStable(hits, func(i, j int) bool {
+			if hits[i].Superseded != hits[j].Superseded {
+				return !hits[i].Superseded
+			}
+			return hits[i].Score > hits[j].Score
+		})
 		return err
 	})
 	if err != nil {

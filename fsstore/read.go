@@ -41,10 +41,15 @@ func (w *Workspace) Cursor() (int, error) {
 
 // Get reads one note at the branch's head; withContent also returns its body
 // or table. A missing note is ErrNotFound.
-func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
+func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
+	w := v.w
 	addr, err := ParseAddress(uri, w.name)
 	if err != nil {
 		return nil, err
+	}
+	notFound := errorf("get", addr.String(), ErrNotFound, "no note at this address")
+	if !v.c.CanRead(addr.Short()) {
+		return nil, notFound // forbidden and missing look the same
 	}
 	if _, _, err := w.catchUp(nil, nil); err != nil {
 		return nil, err
@@ -56,38 +61,46 @@ func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
 		if n, _, err = s.Note(addr.Short()); err != nil || !n.Present {
 			return err
 		}
-		sum, err = w.summary(s, n)
+		sum, err = v.summary(s, n)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if !n.Present {
-		return nil, errorf("get", addr.String(), ErrNotFound, "no note at this address")
+		return nil, notFound
 	}
-	v := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+	nv := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem,
 		SupersededBy: sum.SupersededBy, ContradictedBy: sum.ContradictedBy}
 	if n.Problem != "" {
-		return v, nil
+		return nv, nil
 	}
 	f, content, err := w.loadNote(n)
 	if err != nil {
-		v.Problem = err.Error()
-		return v, nil
+		nv.Problem = err.Error()
+		return nv, nil
 	}
 	if c, ok := f.confidence(); ok {
-		v.Confidence = &c
+		nv.Confidence = &c
 	}
-	v.Sources = f.strs(keySources)
-	v.Columns = f.strs(keyColumns)
+	// Addresses the caller may not read are not shown, even as targets.
+	nv.Sources = v.readable(f.strs(keySources))
+	nv.Columns = f.strs(keyColumns)
 	if rels, targets := f.links(); len(rels) > 0 {
-		v.Links = targets
+		for rel, t := range targets {
+			if t = v.readable(t); len(t) > 0 {
+				if nv.Links == nil {
+					nv.Links = map[string][]string{}
+				}
+				nv.Links[rel] = t
+			}
+		}
 	}
 	if withContent {
-		v.Content = content
+		nv.Content = content
 	}
-	return v, nil
+	return nv, nil
 }
 
 // LogEntry is one commit in a note's provenance.
@@ -101,10 +114,14 @@ type LogEntry struct {
 
 // Log lists the commits that changed a note, newest first: who, when, and
 // what the commit says (for the program's commits, the digest).
-func (w *Workspace) Log(uri string, limit int) ([]LogEntry, error) {
+func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
+	w := v.w
 	addr, err := ParseAddress(uri, w.name)
 	if err != nil {
 		return nil, err
+	}
+	if !v.c.CanRead(addr.Short()) {
+		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
 	if _, _, err := w.catchUp(nil, nil); err != nil {
 		return nil, err

@@ -83,7 +83,8 @@ func (r *UpdateRequest) isAppend() bool { return r.AppendText != nil || r.Append
 
 // Update writes a note as one commit, after committing any edit a person made
 // to it by hand, and only if its version is still ExpectVersion.
-func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
+func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
+	w := v.w
 	op := "update"
 	if req.isAppend() {
 		op = "append"
@@ -93,6 +94,9 @@ func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
 		return nil, err
 	}
 	uri := addr.String()
+	if !v.c.CanWrite(addr.Short()) {
+		return nil, errorf(op, uri, ErrForbidden, "you may not write topic %s", addr.Topic())
+	}
 	digest, err := cleanDigest(op, uri, req.Digest)
 	if err != nil {
 		return nil, err
@@ -110,7 +114,7 @@ func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	agent := req.Agent
 	if agent == "" {
-		agent = w.agent
+		agent = v.c.Name
 	}
 	summary := ""
 	if req.SourcePath != "" {
@@ -124,7 +128,7 @@ func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) {
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
 		for range maxMoves {
-			res, err = w.updateLocked(op, addr, digest, sources, agent, summary, &req)
+			res, err = v.updateLocked(op, addr, digest, sources, agent, summary, &req)
 			if !errors.Is(err, errBranchMoved) {
 				return err
 			}
@@ -193,8 +197,9 @@ func cleanDigest(op, uri, d string) (string, error) {
 	return d, nil
 }
 
-func (w *Workspace) updateLocked(op string, addr Address, digest string, sources []string, agent, summary string,
+func (v *View) updateLocked(op string, addr Address, digest string, sources []string, agent, summary string,
 	req *UpdateRequest) (*UpdateResult, error) {
+	w := v.w
 	uri, key := addr.String(), addr.Short()
 	head, err := w.adoptEdits(key)
 	if err != nil {
@@ -203,6 +208,9 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 	cur, err := w.indexedNote(key)
 	if err != nil {
 		return nil, err
+	}
+	if !v.c.CanRead(key) {
+		cur.Digest, cur.LastAuthor = "", "" // a conflict must not show what the caller may not read
 	}
 	var warnings []string
 	if !req.isAppend() {
@@ -327,7 +335,7 @@ func (w *Workspace) updateLocked(op string, addr Address, digest string, sources
 	if outOfLine != "" {
 		warnings = append(warnings, fmt.Sprintf("content is %d bytes, stored out of line in %s; reads return it inline", len(content), outOfLine))
 	}
-	missing, err := w.missing(sources)
+	missing, err := v.missing(sources)
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +394,9 @@ func commitMessage(op, key string, version int, digest, uri, agent string) strin
 func conflict(op, uri string, cur index.Note, why string) *Error {
 	e := errorf(op, uri, ErrConflict, "%s; the note is at version %d, written by %s: %q. Read it, then write again with expect_version %d",
 		why, cur.Version, cur.LastAuthor, cur.Digest, cur.Version)
+	if cur.LastAuthor == "" && cur.Digest == "" {
+		e = errorf(op, uri, ErrConflict, "%s; the note is at version %d", why, cur.Version)
+	}
 	if !cur.Present {
 		e = errorf(op, uri, ErrConflict, "%s at version %d by %s; pass expect_version 0 to create it again",
 			why, cur.Version, cur.LastAuthor)
@@ -433,8 +444,10 @@ func (w *Workspace) loadNote(n index.Note) (*noteFile, string, error) {
 	return f, string(f.body), nil
 }
 
-// missing returns the addresses among uris that name no present note.
-func (w *Workspace) missing(uris []string) ([]string, error) {
+// missing returns the addresses among uris that name no present note the
+// caller may read (forbidden and missing look the same).
+func (v *View) missing(uris []string) ([]string, error) {
+	w := v.w
 	var out []string
 	err := w.idx.Read(func(s *index.Snapshot) error {
 		for _, u := range uris {
@@ -447,7 +460,7 @@ func (w *Workspace) missing(uris []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !ok || !n.Present {
+			if !ok || !n.Present || !v.c.CanRead(a.Short()) {
 				out = append(out, u)
 			}
 		}
@@ -467,13 +480,17 @@ func appendUnique(list []string, s string) []string {
 
 // Link adds typed links from src to each of dsts, stored in src's front
 // matter (deduplicated) as one commit. A missing dst is a warning.
-func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateResult, error) {
+func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
+	w := v.w
 	const op = "link"
 	addr, err := ParseAddress(src, w.name)
 	if err != nil {
 		return nil, err
 	}
 	uri := addr.String()
+	if !v.c.CanWrite(addr.Short()) {
+		return nil, errorf(op, uri, ErrForbidden, "you may not write topic %s", addr.Topic())
+	}
 	if !validRelation(rel) {
 		return nil, errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(Relations, ", "))
 	}
@@ -488,13 +505,10 @@ func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateR
 		}
 		targets = appendUnique(targets, a.String())
 	}
-	if agent == "" {
-		agent = w.agent
-	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
 		for range maxMoves {
-			res, err = w.linkLocked(addr, rel, targets, agent)
+			res, err = v.linkLocked(addr, rel, targets, v.c.Name)
 			if !errors.Is(err, errBranchMoved) {
 				return err
 			}
@@ -513,7 +527,8 @@ func validRelation(rel string) bool {
 	return false
 }
 
-func (w *Workspace) linkLocked(addr Address, rel string, targets []string, agent string) (*UpdateResult, error) {
+func (v *View) linkLocked(addr Address, rel string, targets []string, agent string) (*UpdateResult, error) {
+	w := v.w
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
 	head, err := w.adoptEdits(key)
@@ -540,7 +555,7 @@ func (w *Workspace) linkLocked(addr Address, rel string, targets []string, agent
 		}
 	}
 	var warnings []string
-	missing, err := w.missing(targets)
+	missing, err := v.missing(targets)
 	if err != nil {
 		return nil, err
 	}

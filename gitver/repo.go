@@ -254,14 +254,21 @@ func (r *Repo) ReadBlob(h Hash) ([]byte, error) {
 	return b, nil
 }
 
-// UserIdentity returns git's user.name and user.email for this repository
-// (its own config first, then the person's global config), "" when unset.
+// UserIdentity returns who a person is to git: GIT_AUTHOR_NAME and
+// GIT_AUTHOR_EMAIL, else user.name and user.email of this repository's config,
+// else of the person's; "" when unset.
 func (r *Repo) UserIdentity() (name, email string) {
+	// As git: the environment first, then the repository's config, then
+	// the person's.
+	name, email = os.Getenv("GIT_AUTHOR_NAME"), os.Getenv("GIT_AUTHOR_EMAIL")
+	if name != "" && email != "" {
+		return name, email
+	}
 	if f, err := os.Open(filepath.Join(r.gitDir, "config")); err == nil {
 		c, err := config.ReadConfig(f)
 		f.Close()
 		if err == nil {
-			name, email = c.User.Name, c.User.Email
+			name, email = firstNonEmpty(name, c.User.Name), firstNonEmpty(email, c.User.Email)
 		}
 	}
 	if name == "" || email == "" {

@@ -39,7 +39,8 @@ func getStateTool() mcp.Tool {
 	)
 }
 
-func (s *Server) getState(_ context.Context, in getStateArgs) (*mcp.CallToolResult, error) {
+func (s *Server) getState(ctx context.Context, in getStateArgs) (*mcp.CallToolResult, error) {
+	v := s.view(ctx)
 	if len(in.URIs) == 0 || len(in.URIs) > maxBatch {
 		return nil, invalid("give 1 to %d uris", maxBatch)
 	}
@@ -50,13 +51,13 @@ func (s *Server) getState(_ context.Context, in getStateArgs) (*mcp.CallToolResu
 	if err := checkFields(in.Fields); err != nil {
 		return nil, err
 	}
-	results, cursor, err := s.ws.Summaries(in.URIs)
+	results, cursor, err := v.Summaries(in.URIs)
 	if err != nil {
 		return nil, err
 	}
 	parts := make([]part, 0, len(results))
 	for _, r := range results {
-		p, err := s.readPart(r, mode, in.Fields)
+		p, err := readPart(v, r, mode, in.Fields)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func readOptions(mode string, budget int, modes ...string) (string, int, error) 
 }
 
 // readPart renders one address in mode: a JSON item, or a TSV row.
-func (s *Server) readPart(r fsstore.SummaryResult, mode string, fields []string) (part, error) {
+func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []string) (part, error) {
 	if r.Err != nil {
 		item := errorItem(r.URI, r.Err)
 		if mode == modeTable {
@@ -107,7 +108,7 @@ func (s *Server) readPart(r fsstore.SummaryResult, mode string, fields []string)
 		item := summaryItem(sum)
 		return newPart(sum.URI, item.json(), nil), nil
 	}
-	n, err := s.ws.Get(sum.URI, mode == modeFull)
+	n, err := v.Get(sum.URI, mode == modeFull)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		item := errorItem(sum.URI, err)
 		return newPart(sum.URI, item.json(), nil), nil // deleted between the two reads

@@ -39,8 +39,8 @@ type writeResult struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-func (s *Server) linkState(_ context.Context, in linkStateArgs) (*mcp.CallToolResult, error) {
-	res, err := s.ws.Link(in.Src, in.Rel, in.Dst, "")
+func (s *Server) linkState(ctx context.Context, in linkStateArgs) (*mcp.CallToolResult, error) {
+	res, err := s.view(ctx).Link(in.Src, in.Rel, in.Dst)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,8 @@ func listKeysTool() mcp.Tool {
 	)
 }
 
-func (s *Server) listKeys(_ context.Context, in listKeysArgs) (*mcp.CallToolResult, error) {
+func (s *Server) listKeys(ctx context.Context, in listKeysArgs) (*mcp.CallToolResult, error) {
+	v := s.view(ctx)
 	mode, budget, err := readOptions(in.Mode, in.Budget, modeRef, modeDigest, modeTable)
 	if err != nil {
 		return nil, err
@@ -54,14 +55,14 @@ func (s *Server) listKeys(_ context.Context, in listKeysArgs) (*mcp.CallToolResu
 	if in.Limit < 0 || in.Limit > fsstore.MaxListLimit {
 		return nil, invalid("limit is 1 to %d", fsstore.MaxListLimit)
 	}
-	l, err := s.ws.List(fsstore.ListOptions{Topic: in.Topic, Kind: in.Kind, ByName: in.Order == "name",
+	l, err := v.List(fsstore.ListOptions{Topic: in.Topic, Kind: in.Kind, ByName: in.Order == "name",
 		Limit: in.Limit, Since: in.Since})
 	if err != nil {
 		return nil, err
 	}
 	parts := make([]part, 0, len(l.Notes))
 	for i := range l.Notes {
-		p, err := s.readPart(fsstore.SummaryResult{URI: l.Notes[i].URI, Summary: &l.Notes[i]}, mode, in.Fields)
+		p, err := readPart(v, fsstore.SummaryResult{URI: l.Notes[i].URI, Summary: &l.Notes[i]}, mode, in.Fields)
 		if err != nil {
 			return nil, err
 		}

@@ -32,11 +32,11 @@ func searchKeysTool() mcp.Tool {
 	)
 }
 
-func (s *Server) searchKeys(_ context.Context, in searchKeysArgs) (*mcp.CallToolResult, error) {
+func (s *Server) searchKeys(ctx context.Context, in searchKeysArgs) (*mcp.CallToolResult, error) {
 	if in.Limit < 0 || in.Limit > fsstore.MaxSearchLimit {
 		return nil, invalid("limit is 1 to %d", fsstore.MaxSearchLimit)
 	}
-	hits, cursor, err := s.ws.Search(in.Q, in.Topic, in.Limit)
+	hits, cursor, err := s.view(ctx).Search(in.Q, in.Topic, in.Limit)
 	if err != nil {
 		return nil, err
 	}

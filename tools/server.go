@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,6 +15,26 @@ type Server struct {
 	ws  *fsstore.Workspace
 	log *slog.Logger
 	mcp *server.MCPServer
+	// caller says who makes a call: one agent for a stdio server, the
+	// bearer of each HTTP request's token.
+	caller func(ctx context.Context) *fsstore.Caller
+}
+
+// SetCaller decides who makes each call. Without it every call is the
+// workspace's agent, with every topic (open mode).
+func (s *Server) SetCaller(fn func(ctx context.Context) *fsstore.Caller) { s.caller = fn }
+
+// view is the board as the call's caller sees it.
+func (s *Server) view(ctx context.Context) *fsstore.View {
+	if s.caller != nil {
+		if c := s.caller(ctx); c != nil {
+			return s.ws.As(c)
+		}
+		// No caller for a call that reached a tool: see nothing, write
+		// nothing.
+		return s.ws.As(fsstore.NoCaller())
+	}
+	return s.ws.As(fsstore.OpenCaller(s.ws.Agent()))
 }
 
 // Instructions are sent once, at initialize: the conventions a tool

@@ -50,7 +50,7 @@ func updateStateTool() mcp.Tool {
 	)
 }
 
-func (s *Server) updateState(_ context.Context, in updateStateArgs) (*mcp.CallToolResult, error) {
+func (s *Server) updateState(ctx context.Context, in updateStateArgs) (*mcp.CallToolResult, error) {
 	req := fsstore.UpdateRequest{URI: in.URI, Digest: in.Digest, Body: in.Body, SourcePath: in.SourcePath,
 		ExpectVersion: in.ExpectVersion, Sources: in.Sources, Confidence: in.Confidence, Kind: in.Kind,
 		AppendText: in.Append}
@@ -63,7 +63,7 @@ func (s *Server) updateState(_ context.Context, in updateStateArgs) (*mcp.CallTo
 	case in.Rows != nil:
 		req.AppendRows = in.Rows
 	}
-	res, err := s.ws.Update(req)
+	res, err := s.view(ctx).Update(req)
 	if err != nil {
 		return nil, err
 	}

@@ -154,11 +154,17 @@ func startMCPGo(t testing.TB, dir, agent string, extra ...string) *session {
 // startMCPGoArgs is startMCPGo with the server's whole command line.
 func startMCPGoArgs(t testing.TB, dir, agent string, args []string) *session {
 	t.Helper()
+	return startMCPGoEnv(t, dir, mcpEnv(agent), args)
+}
+
+// startMCPGoEnv is startMCPGoArgs with the server's whole environment.
+func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *session {
+	t.Helper()
 	stderr := &lockedBuffer{}
 	tr := transport.NewStdioWithOptions(testBinary, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Env = mcpEnv(agent)
+			cmd.Env = env
 			cmd.Stderr = stderr
 			return cmd, nil
 		}))

@@ -36,6 +36,7 @@ Usage:
   blackboard-mcp search QUERY                     full-text search; identifiers find their note first
   blackboard-mcp link SRC REL DST...              record typed links (supersedes, cites, ...)
   blackboard-mcp reindex                          rebuild the derived index from git
+  blackboard-mcp token add|list|revoke            agents' tokens and topics (access control)
 
 Addresses are bb://<workspace>/<topic>/<key...> or the short form <topic>/<key...>.
 The workspace is --dir DIR, else $BLACKBOARD_DIR, else the current directory.
@@ -56,6 +57,7 @@ func verbs() map[string]verb {
 		"link":    runLink,
 		"reindex": runReindex,
 		"serve":   runServe,
+		"token":   runToken,
 	}
 }
 

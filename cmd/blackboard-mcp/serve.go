@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
@@ -46,18 +50,23 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	srv := tools.NewServer(ws, log, version)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	af, restricted, err := ws.Access()
+	if err != nil {
+		return fmt.Errorf("the access file %s is unreadable, so the server will not start: %w", ".blackboard/access.yaml", err)
+	}
 
 	if *httpAddr != "" {
-		h := server.NewStreamableHTTPServer(srv.MCP())
-		log.Info("serving over streamable HTTP", "workspace", ws.Name(), "addr", *httpAddr, "endpoint", "/mcp")
-		errc := make(chan error, 1)
-		go func() { errc <- h.Start(*httpAddr) }()
-		select {
-		case err := <-errc:
-			return err
-		case <-ctx.Done():
-			return h.Shutdown(context.Background())
+		return serveHTTP(ctx, ws, srv, log, *httpAddr, restricted)
+	}
+
+	if restricted {
+		agent, ok := af.Authenticate(os.Getenv("BLACKBOARD_TOKEN"))
+		if !ok {
+			return errors.New("this board has access control: set BLACKBOARD_TOKEN to the token `blackboard-mcp token add` printed for this agent (the token given is missing, unknown or revoked)")
 		}
+		caller := fsstore.AgentCaller(agent)
+		srv.SetCaller(func(context.Context) *fsstore.Caller { return caller })
+		log.Info("access control on", "agent", agent.Name)
 	}
 
 	if isTerminal(stdin) {
@@ -101,4 +110,56 @@ func isTerminal(r io.Reader) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// callerKey carries an HTTP request's caller to the tools.
+type callerKey struct{}
+
+// serveHTTP serves streamable HTTP at /mcp. With an access file, every
+// request needs a bearer token of a known agent (401 otherwise), and the
+// file is read again for each request, so a revoked token stops working at
+// once.
+func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, addr string, restricted bool) error {
+	if restricted {
+		srv.SetCaller(func(ctx context.Context) *fsstore.Caller {
+			c, _ := ctx.Value(callerKey{}).(*fsstore.Caller)
+			return c
+		})
+	}
+	mcpHandler := server.NewStreamableHTTPServer(srv.MCP(),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			if c, ok := r.Context().Value(callerKey{}).(*fsstore.Caller); ok {
+				return context.WithValue(ctx, callerKey{}, c)
+			}
+			return ctx
+		}))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if restricted {
+			af, _, err := ws.Access()
+			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			var agent *access.Agent
+			ok := false
+			if err == nil && af != nil {
+				agent, ok = af.Authenticate(token)
+			}
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="blackboard-mcp"`)
+				http.Error(w, "a bearer token of a known agent is required", http.StatusUnauthorized)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, fsstore.AgentCaller(agent)))
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving over streamable HTTP", "workspace", ws.Name(), "addr", addr, "endpoint", "/mcp", "access_control", restricted)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return hs.Shutdown(context.Background())
+	}
 }

@@ -112,6 +112,10 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// maxRequestBytes bounds an HTTP request: the largest note, escaped as JSON,
+// and its arguments.
+const maxRequestBytes = 2*fsstore.MaxContentBytes + 1<<20
+
 // callerKey carries an HTTP request's caller to the tools.
 type callerKey struct{}
 
@@ -135,6 +139,9 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 		}))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A request is refused before it is read whole when it exceeds what a
+		// note may hold, with room for the JSON around it.
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
 		if restricted {
 			af, _, err := ws.Access()
 			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

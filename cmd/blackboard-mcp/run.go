@@ -36,6 +36,7 @@ Usage:
   blackboard-mcp search QUERY                     full-text search; identifiers find their note first
   blackboard-mcp link SRC REL DST...              record typed links (supersedes, cites, ...)
   blackboard-mcp reindex                          rebuild the derived index from git
+  blackboard-mcp health [--json]                  check the workspace; exit 1 with each problem and its fix
   blackboard-mcp token add|list|revoke            agents' tokens and topics (access control)
 
 Addresses are bb://<workspace>/<topic>/<key...> or the short form <topic>/<key...>.
@@ -56,6 +57,7 @@ func verbs() map[string]verb {
 		"search":  runSearch,
 		"link":    runLink,
 		"reindex": runReindex,
+		"health":  runHealth,
 		"serve":   runServe,
 		"token":   runToken,
 	}

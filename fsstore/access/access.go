@@ -63,6 +63,13 @@ func Parse(data []byte) (*File, error) {
 	if len(data) > maxFileBytes {
 		return nil, errors.New("the access file is over 1 MiB")
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("the access file is not valid: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if hasAnchors(&doc) {
+		return nil, errors.New("the access file uses YAML anchors or aliases, which it does not allow")
+	}
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -70,6 +77,18 @@ func Parse(data []byte) (*File, error) {
 		return nil, fmt.Errorf("the access file is not valid: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	return &f, f.Check()
+}
+
+func hasAnchors(n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchors(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // Check reports the first problem of the file's agents.

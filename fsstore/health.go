@@ -1,0 +1,1161 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// Severities of a Finding.
+const (
+	// SeverityError: something is broken, or writes or reads will fail.
+	SeverityError = "error"
+	// SeverityWarning: nothing is lost and the program copes, but a person
+	// should look (an uncommitted edit, an index behind the branch).
+	SeverityWarning = "warning"
+)
+
+// Finding is one problem health found, written for the operator who must act
+// on it.
+type Finding struct {
+	// Check names the check that found it: repository, objects, locks,
+	// journal, files, uncommitted, front_matter, digest, blob, index,
+	// access, or a caller's own (tool_surface).
+	Check    string
+	Severity string
+	// Path is the workspace-relative, slash-separated file concerned; ""
+	// when the finding is about no one file.
+	Path    string
+	Message string // what is wrong
+	Fix     string // what to do about it
+}
+
+// HealthReport is what health found. A workspace is sound when there are no
+// findings; Info says what was checked or skipped and is never a problem.
+type HealthReport struct {
+	Findings []Finding
+	Info     []string
+}
+
+// OK reports whether the workspace is sound.
+func (r *HealthReport) OK() bool { return len(r.Findings) == 0 }
+
+// Add records a finding.
+func (r *HealthReport) Add(f Finding) { r.Findings = append(r.Findings, f) }
+
+// Infof records what was checked or skipped.
+func (r *HealthReport) Infof(format string, args ...any) {
+	r.Info = append(r.Info, fmt.Sprintf(format, args...))
+}
+
+// HealthOptions tune the checks. The zero value checks the last 200 commits'
+// objects, 200 notes' versions against up to 100,000 commits of history,
+// calls a git lock file stale after 5 seconds, and runs `git fsck` (when the
+// git CLI is installed) for at most a minute.
+type HealthOptions struct {
+	// Open configures the workspace CheckHealth opens.
+	Open Options
+	// RecentCommits is how many first-parent commits, newest first, have
+	// every commit and tree object read. 0 means 200.
+	RecentCommits int
+	// SampleNotes is how many notes (the most recently changed) have their
+	// indexed version recounted from git. 0 means 200.
+	SampleNotes int
+	// VersionCommits bounds the history walk of that recount: past it, only
+	// the commits walked are compared. 0 means 100,000.
+	VersionCommits int
+	// LockAge is the age after which a git lock file counts as left behind
+	// by a dead process. 0 means 5 seconds.
+	LockAge time.Duration
+	// FsckTimeout bounds `git fsck --connectivity-only`. 0 means one minute;
+	// negative skips it.
+	FsckTimeout time.Duration
+	// Extra runs after the workspace's own checks, on the opened workspace,
+	// for checks that belong to other packages (the tool surface). Only
+	// CheckHealth calls it, and only when the workspace opened.
+	Extra func(w *Workspace, r *HealthReport)
+}
+
+func (o *HealthOptions) defaults() {
+	if o.RecentCommits <= 0 {
+		o.RecentCommits = 200
+	}
+	if o.SampleNotes <= 0 {
+		o.SampleNotes = 200
+	}
+	if o.VersionCommits <= 0 {
+		o.VersionCommits = 100_000
+	}
+	if o.LockAge <= 0 {
+		o.LockAge = 5 * time.Second
+	}
+	if o.FsckTimeout == 0 {
+		o.FsckTimeout = time.Minute
+	}
+}
+
+// maxFindingsPerCheck keeps a badly broken workspace's report readable: past
+// it, one more finding says how many were left out.
+const maxFindingsPerCheck = 50
+
+// Fixes shared by several findings.
+const (
+	fixObjects = "the repository is damaged: copy the missing or corrupt objects from another clone " +
+		"(git fetch from a remote that has them, or copy .git/objects from a backup); `git fsck --full` lists every bad object"
+	fixReindex      = "run `blackboard-mcp reindex`: the index is derived from git, so rebuilding it loses nothing"
+	fixFrontMatter  = "edit the file: a line ---, then YAML keys (at least `digest:`, one line saying what the note holds; no anchors or aliases), then a line ---; then commit it (git commit), or save it while a server runs and it is committed for you"
+	fixUncommitted  = "commit it (git add and git commit), or let a running server or the next write of this note (blackboard-mcp put) commit it as your edit; to drop the edit, git restore it"
+	fixAccess       = "correct the entry by hand, or recreate the agent with `blackboard-mcp token revoke NAME` and `blackboard-mcp token add NAME --read TOPICS --write TOPICS`"
+	fixJournalLater = "open the workspace once (any blackboard-mcp verb, e.g. `blackboard-mcp ls`) or make any write (`blackboard-mcp put`): either finishes it from the journal"
+)
+
+// CheckHealth checks the workspace at dir and reports every problem it finds,
+// each with its fix. It looks at the journal of an interrupted write before
+// opening the workspace, because opening finishes that write; the other
+// checks see the workspace as opened. A workspace that does not open is
+// reported, not returned as an error.
+func CheckHealth(dir string, opts HealthOptions) *HealthReport {
+	opts.defaults()
+	r := &HealthReport{}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		r.Add(Finding{Check: "repository", Severity: SeverityError, Message: err.Error(),
+			Fix: "name an existing workspace directory with --dir"})
+		return r
+	}
+	journalBefore := inspectJournal(abs)
+	w, err := Open(abs, opts.Open)
+	if err != nil {
+		r.Add(openFinding(abs, err))
+		if journalBefore != nil {
+			journalBefore.Fix = fixJournalLater
+			r.Add(*journalBefore)
+		}
+		checkAccess(abs, r)
+		r.finish()
+		return r
+	}
+	defer w.Close()
+	if journalBefore != nil {
+		f := *journalBefore
+		if st := inspectJournal(abs); st == nil {
+			f.Message += "; health finished it when it opened the workspace"
+			f.Fix = "nothing left to do: it is finished; run health again to confirm, and look for what killed the writer"
+		} else {
+			f.Fix = fixJournalLater
+		}
+		r.Add(f)
+	}
+	w.health(opts, r, false)
+	if opts.Extra != nil {
+		opts.Extra(w, r)
+	}
+	r.finish()
+	return r
+}
+
+// Health checks an open workspace: the same checks as CheckHealth, except
+// that an interrupted write is only seen while no process has finished it.
+func (w *Workspace) Health(opts HealthOptions) *HealthReport {
+	opts.defaults()
+	r := &HealthReport{}
+	w.health(opts, r, true)
+	if opts.Extra != nil {
+		opts.Extra(w, r)
+	}
+	r.finish()
+	return r
+}
+
+func openFinding(dir string, err error) Finding {
+	f := Finding{Check: "repository", Severity: SeverityError, Message: "the workspace does not open: " + err.Error()}
+	switch {
+	case errors.Is(err, gitver.ErrDetached):
+		f.Fix = "check out the workspace's branch: git switch " + DefaultBranch
+	case errors.Is(err, gitver.ErrNotRepository):
+		f.Fix = "make it a workspace with `blackboard-mcp init`, or point --dir at the workspace"
+	case strings.Contains(err.Error(), "not a blackboard workspace"):
+		f.Fix = "make it a workspace with `blackboard-mcp init " + filepath.Base(dir) + "`, or point --dir at the workspace"
+	default:
+		f.Fix = "fix what the message names; if it is the derived index, delete .blackboard/index.db (it is rebuilt from git)"
+	}
+	return f
+}
+
+// health runs the checks in the order a person would fix things: the
+// repository first, the derived index last.
+func (w *Workspace) health(opts HealthOptions, r *HealthReport, journal bool) {
+	files, head, ok := w.checkRepository(r)
+	if ok {
+		w.checkObjects(head, opts.RecentCommits, r)
+	}
+	w.checkFsck(opts.FsckTimeout, r)
+	w.checkLocks(opts.LockAge, r)
+	if journal {
+		if f := inspectJournal(w.dir); f != nil {
+			f.Fix = fixJournalLater
+			r.Add(*f)
+		}
+	}
+	if ok {
+		notes := w.readHeadNotes(files, r)
+		disk := w.checkDisk(files, notes, r)
+		w.checkStaged(r)
+		checkNotes(notes, disk, files, r)
+		w.checkIndex(head, files, opts, r)
+	} else {
+		w.checkIndex(head, nil, opts, r)
+	}
+	checkAccess(w.dir, r)
+}
+
+// finish orders the findings by check and path and caps each check's count.
+func (r *HealthReport) finish() {
+	order := map[string]int{}
+	for i, c := range []string{"repository", "objects", "locks", "journal", "files", "uncommitted",
+		"front_matter", "digest", "blob", "index", "access"} {
+		order[c] = i + 1
+	}
+	rank := func(c string) int {
+		if n, ok := order[c]; ok {
+			return n
+		}
+		return len(order) + 1 // a caller's own checks come last
+	}
+	seen := map[Finding]bool{}
+	var out []Finding
+	for _, f := range r.Findings {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := rank(out[i].Check), rank(out[j].Check); a != b {
+			return a < b
+		}
+		return out[i].Path < out[j].Path
+	})
+	count := map[string]int{}
+	capped := out[:0]
+	for _, f := range out {
+		count[f.Check]++
+		if count[f.Check] <= maxFindingsPerCheck {
+			capped = append(capped, f)
+		}
+	}
+	for _, c := range sortedKeys(count) {
+		if n := count[c]; n > maxFindingsPerCheck {
+			capped = append(capped, Finding{Check: c, Severity: SeverityWarning,
+				Message: fmt.Sprintf("%d more %s findings not shown", n-maxFindingsPerCheck, c),
+				Fix:     "fix the ones shown and run health again"})
+		}
+	}
+	r.Findings = capped
+}
+
+// checkRepository reads the branch, its commit and that commit's whole tree.
+// It returns the tree's files (path -> blob) and whether they could be read.
+func (w *Workspace) checkRepository(r *HealthReport) (map[string]gitver.Hash, gitver.Hash, bool) {
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	head, err := w.repo.Head()
+	if err != nil {
+		r.Add(Finding{Check: "repository", Severity: SeverityError, Path: ".git/" + w.repo.Branch(),
+			Message: fmt.Sprintf("the branch %s cannot be read: %v", branch, err),
+			Fix:     "restore the branch: point it at its last good commit (git reflog " + branch + ", then git update-ref " + w.repo.Branch() + " COMMIT)"})
+		return nil, head, false
+	}
+	if head.IsZero() {
+		r.Add(Finding{Check: "repository", Severity: SeverityError,
+			Message: fmt.Sprintf("the branch %s has no commit", branch),
+			Fix:     "run `blackboard-mcp init` in the workspace, which makes the first commit"})
+		return nil, head, false
+	}
+	c, err := w.repo.ReadCommit(head)
+	if err != nil {
+		r.Add(Finding{Check: "repository", Severity: SeverityError,
+			Message: fmt.Sprintf("the branch %s names commit %s, which cannot be read: %v", branch, head.Short(), err),
+			Fix:     fixObjects})
+		return nil, head, false
+	}
+	changes, err := w.repo.DiffTrees(gitver.ZeroHash, c.Tree)
+	if err != nil {
+		r.Add(Finding{Check: "repository", Severity: SeverityError,
+			Message: fmt.Sprintf("the tree of the last commit %s cannot be read: %v", head.Short(), err),
+			Fix:     fixObjects})
+		return nil, head, false
+	}
+	files := make(map[string]gitver.Hash, len(changes))
+	for _, ch := range changes {
+		files[ch.Path] = ch.New
+	}
+	return files, head, true
+}
+
+// checkObjects reads every commit and tree of the recent first-parent
+// history: the oldest commit of the window whole, then what each later commit
+// changed (an unchanged subtree is the object already read).
+func (w *Workspace) checkObjects(head gitver.Hash, n int, r *HealthReport) {
+	var chain []*gitver.CommitInfo
+	h := head
+	for len(chain) < n && !h.IsZero() {
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			r.Add(Finding{Check: "objects", Severity: SeverityError,
+				Message: fmt.Sprintf("commit %s, %d commits back on the branch, cannot be read: %v", h.Short(), len(chain), err),
+				Fix:     fixObjects})
+			break
+		}
+		chain = append(chain, c)
+		h = c.FirstParent()
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		var prev gitver.Hash
+		if i < len(chain)-1 {
+			prev = chain[i+1].Tree
+		}
+		if _, err := w.repo.DiffTrees(prev, chain[i].Tree); err != nil {
+			r.Add(Finding{Check: "objects", Severity: SeverityError,
+				Message: fmt.Sprintf("a tree of commit %s cannot be read: %v", chain[i].Hash.Short(), err),
+				Fix:     fixObjects})
+		}
+	}
+	r.Infof("objects: read %d recent commits and their trees", len(chain))
+}
+
+// checkFsck runs git's own connectivity check when the git CLI is installed:
+// it sees packs and refs this program never reads.
+func (w *Workspace) checkFsck(timeout time.Duration, r *HealthReport) {
+	if timeout < 0 {
+		return
+	}
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		r.Infof("git fsck: skipped, the git command is not installed")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gitPath, "fsck", "--connectivity-only", "--no-dangling", "--no-progress")
+	cmd.Dir = w.dir
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		r.Infof("git fsck: did not finish within %s; run `git fsck` in the workspace by hand", timeout)
+	case err == nil:
+		r.Infof("git fsck --connectivity-only: clean")
+	case bytes.Contains(out, []byte("dubious ownership")):
+		r.Infof("git fsck: skipped, git refuses a repository owned by another user (safe.directory)")
+	default:
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) > 3 {
+			lines = append(lines[:3], fmt.Sprintf("and %d more lines", len(lines)-3))
+		}
+		r.Add(Finding{Check: "objects", Severity: SeverityError,
+			Message: "git fsck --connectivity-only fails: " + strings.Join(lines, " | "),
+			Fix:     fixObjects})
+	}
+}
+
+// checkStaged compares git's index file with the last commit, when the git
+// CLI is installed: a note staged with other content than the commit has is
+// what a person's next `git commit` would commit, and if the program left
+// git's index behind its own commits, that commit would put old content back.
+func (w *Workspace) checkStaged(r *HealthReport) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gitPath, "diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--")
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a check takes no lock
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		r.Infof("git's index: not compared with the last commit (git diff --cached: %v)", err)
+		return
+	}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if _, ok := noteKeyOf(p); !ok {
+			continue
+		}
+		r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
+			Message: "staged in git's index with other content than the last commit: the next `git commit` commits that",
+			Fix:     "commit it (git commit) if that is meant; otherwise unstage it: git restore --staged " + p})
+	}
+}
+
+// checkLocks finds git lock files a dead process left: while one exists,
+// every write of the program and of git fails.
+func (w *Workspace) checkLocks(age time.Duration, r *HealthReport) {
+	locks := []string{
+		w.repo.IndexLockPath(),
+		w.repo.LockPath(),
+		filepath.Join(w.repo.GitDir(), "HEAD.lock"),
+		filepath.Join(w.repo.GitDir(), "packed-refs.lock"),
+	}
+	for _, p := range locks {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		old := time.Since(fi.ModTime())
+		if old < age {
+			continue // a git command at work
+		}
+		rel := w.rel(p)
+		r.Add(Finding{Check: "locks", Severity: SeverityError, Path: rel,
+			Message: fmt.Sprintf("git's lock file is %s old: writes of the board and of git fail while it exists", old.Round(time.Second)),
+			Fix:     fmt.Sprintf("make sure no git command is running in the workspace (an open `git commit` editor holds it), then delete it: rm %s", rel)})
+	}
+}
+
+func (w *Workspace) rel(p string) string {
+	if rel, err := filepath.Rel(w.dir, p); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// inspectJournal reports a write that a killed process left half-finished:
+// a non-empty journal while no process holds the write lock. (A writer holds
+// the lock for as long as its journal is non-empty.)
+func inspectJournal(dir string) *Finding {
+	p := filepath.Join(dir, journalPath)
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	if lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR, 0); err == nil {
+		busy := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
+		if !busy {
+			unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+		}
+		lock.Close()
+		if busy {
+			return nil // a live writer's journal
+		}
+	}
+	what := "an interrupted write"
+	var j journal
+	if json.Unmarshal(b, &j) == nil && j.New != "" {
+		paths := make([]string, len(j.Files))
+		for i, f := range j.Files {
+			paths[i] = f.Path
+		}
+		short := j.New
+		if len(short) > 7 {
+			short = short[:7]
+		}
+		what = fmt.Sprintf("an interrupted write (commit %s of %s)", short, strings.Join(paths, ", "))
+	}
+	return &Finding{Check: "journal", Severity: SeverityWarning, Path: journalPath,
+		Message: what + " was left in " + journalPath + " by a process that died mid-write"}
+}
+
+// noteInfo is what health needs of a note file's front matter.
+type noteInfo struct {
+	unread  bool   // its blob could not be read: nothing is known of it
+	problem string // why it does not parse (parseNote's reason), "" when it does
+	digest  string
+	blob    string // the blob: field
+}
+
+func infoOf(content []byte) noteInfo {
+	f, err := parseNote(content)
+	if err != nil {
+		return noteInfo{problem: err.Error()}
+	}
+	return noteInfo{digest: f.str(keyDigest), blob: f.str(keyBlob)}
+}
+
+// isNoteFile reports whether p is a note's own .md file (not its blob).
+func isNoteFile(p string) bool {
+	_, ok := noteKeyOf(p)
+	return ok && !strings.HasSuffix(p, ".blob.md") && !strings.HasSuffix(p, ".blob.tsv")
+}
+
+func isBlobFile(p string) bool {
+	_, ok := noteKeyOf(p)
+	return ok && (strings.HasSuffix(p, ".blob.md") || strings.HasSuffix(p, ".blob.tsv"))
+}
+
+// readHeadNotes reads every blob of the last commit, checks that its content
+// matches its name, and parses the notes' front matter. It returns the notes
+// by path.
+func (w *Workspace) readHeadNotes(files map[string]gitver.Hash, r *HealthReport) map[string]noteInfo {
+	notes := map[string]noteInfo{}
+	for _, p := range sortedKeys(files) {
+		h := files[p]
+		content, err := w.repo.ReadBlob(h)
+		if err == nil && gitver.BlobHash(content) != h {
+			err = errors.New("its content does not match its name")
+		}
+		if err != nil {
+			r.Add(Finding{Check: "objects", Severity: SeverityError, Path: p,
+				Message: fmt.Sprintf("the last commit's blob %s of this file cannot be read: %v", h.Short(), err),
+				Fix:     w.blobFix(p, h)})
+			if isNoteFile(p) {
+				notes[p] = noteInfo{unread: true}
+			}
+			continue
+		}
+		if isNoteFile(p) {
+			notes[p] = infoOf(content)
+		}
+	}
+	return notes
+}
+
+// blobFix says how to repair a damaged blob. When the work tree still holds
+// its content, the object can be written again from the file; git itself
+// would not overwrite the damaged loose object, so it goes first.
+func (w *Workspace) blobFix(p string, h gitver.Hash) string {
+	content, _, ok, err := w.readDisk(p, maxFileBytes)
+	if err != nil || !ok || gitver.BlobHash(content) != h {
+		return fixObjects
+	}
+	loose := filepath.Join(w.repo.GitDir(), "objects", h.String()[:2], h.String()[2:])
+	if _, err := os.Stat(loose); err != nil {
+		return fixObjects
+	}
+	return fmt.Sprintf("the file on disk still holds this content: delete the damaged object (rm -f %s), then write it again from the file (git hash-object -w %s)",
+		w.rel(loose), p)
+}
+
+// diskFile is a note or blob file in the work tree.
+type diskFile struct {
+	blob gitver.Hash
+	info *noteInfo // parsed when it is a note file that differs from the last commit
+}
+
+// checkDisk compares the work tree's note and blob files with the last
+// commit, as `git status` would, and returns them by path. A file whose stat
+// is what the index recorded when it last matched the committed blob is not
+// read again.
+func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]noteInfo, r *HealthReport) map[string]diskFile {
+	disk := map[string]diskFile{}
+	var paths []string
+	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
+				Message: "cannot be read: " + err.Error(), Fix: "fix its permissions"})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			// .git, .blackboard, editors' and the program's temporary
+			// files: no address names a path under a dot.
+			if p != "." && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if _, ok := noteKeyOf(p); ok {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "files", Severity: SeverityError, Message: "the work tree cannot be listed: " + err.Error(),
+			Fix: "fix the workspace directory's permissions"})
+		return disk
+	}
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		for _, p := range paths {
+			fi, err := w.root.Lstat(p)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			if !fi.Mode().IsRegular() {
+				what := "not a regular file"
+				if fi.Mode()&fs.ModeSymlink != 0 {
+					what = "a symbolic link, which the board does not follow"
+				}
+				r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
+					Message: what,
+					Fix:     "replace it with a regular file, or remove it"})
+				continue
+			}
+			committed := files[p]
+			if blob, size, mtime, ino, ok, err := s.Disk(p); err == nil && ok && !committed.IsZero() &&
+				blob == committed.String() && (fileStat{size, mtime, ino}) == statOf(fi) {
+				disk[p] = diskFile{blob: committed}
+				continue
+			}
+			content, _, exists, err := w.readDisk(p, maxFileBytes)
+			if err != nil {
+				r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
+					Message: "cannot be read: " + errMsg(err), Fix: "fix the file, or remove it"})
+				continue
+			}
+			if !exists {
+				continue
+			}
+			df := diskFile{blob: gitver.BlobHash(content)}
+			if df.blob != committed && isNoteFile(p) {
+				info := infoOf(content)
+				df.info = &info
+			}
+			disk[p] = df
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+	}
+	for _, p := range sortedKeys(disk) {
+		committed, ok := files[p]
+		switch {
+		case !ok:
+			r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
+				Message: "new on disk, not committed", Fix: fixUncommitted})
+		case disk[p].blob != committed:
+			r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
+				Message: "differs from the last commit (an edit not committed yet)", Fix: fixUncommitted})
+		}
+	}
+	for _, p := range sortedKeys(files) {
+		if _, ok := noteKeyOf(p); !ok {
+			continue
+		}
+		if _, ok := disk[p]; !ok {
+			if _, listed := notes[p]; listed || isBlobFile(p) {
+				r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
+					Message: "deleted on disk but not in git",
+					Fix:     "commit the deletion (git rm " + p + " and git commit), or bring the file back with git restore " + p})
+			}
+		}
+	}
+	return disk
+}
+
+// checkNotes reports unreadable front matter, notes without a digest, blob
+// files no note uses and notes whose blob file is missing: in the last
+// commit (what agents read) and in the work tree (what the next commit
+// holds). A problem only the work tree has says so.
+func checkNotes(head map[string]noteInfo, disk map[string]diskFile, files map[string]gitver.Hash, r *HealthReport) {
+	headBlobs := map[string]bool{}
+	for p := range files {
+		if isBlobFile(p) {
+			headBlobs[p] = true
+		}
+	}
+	committed := notesFindings(head, headBlobs)
+	seen := map[Finding]bool{}
+	for _, f := range committed {
+		seen[f] = true
+		r.Add(f)
+	}
+
+	diskNotes := map[string]noteInfo{}
+	diskBlobs := map[string]bool{}
+	for p, f := range disk {
+		switch {
+		case isBlobFile(p):
+			diskBlobs[p] = true
+		case f.info != nil:
+			diskNotes[p] = *f.info
+		default:
+			if info, ok := head[p]; ok {
+				diskNotes[p] = info
+			}
+		}
+	}
+	for _, f := range notesFindings(diskNotes, diskBlobs) {
+		if !seen[f] {
+			f.Message += " (in the copy on disk, not committed)"
+			r.Add(f)
+		}
+	}
+}
+
+func notesFindings(notes map[string]noteInfo, blobs map[string]bool) []Finding {
+	var out []Finding
+	for _, p := range sortedKeys(notes) {
+		n := notes[p]
+		key, _ := noteKeyOf(p)
+		switch {
+		case n.unread:
+			continue // reported under objects
+		case n.problem != "":
+			out = append(out, Finding{Check: "front_matter", Severity: SeverityError, Path: p,
+				Message: "the front matter cannot be read: " + n.problem, Fix: fixFrontMatter})
+			continue
+		case strings.TrimSpace(n.digest) == "":
+			out = append(out, Finding{Check: "digest", Severity: SeverityWarning, Path: p,
+				Message: "the note has no digest",
+				Fix:     "add a `digest:` line to its front matter (one line saying what the note holds) and commit it, or rewrite it with `blackboard-mcp put " + key + " --digest ...`"})
+		}
+		if n.blob == "" {
+			continue
+		}
+		want := siblingBlobPath(key, n.blob)
+		switch {
+		case want == "":
+			out = append(out, Finding{Check: "blob", Severity: SeverityError, Path: p,
+				Message: fmt.Sprintf("the front matter names blob %q, which is not this note's own blob file", n.blob),
+				Fix:     "set `blob:` to " + pathBase(key) + ".blob.md (or .blob.tsv for a table), the file beside the note, or remove it and put the content in the body"})
+		case !blobs[want]:
+			out = append(out, Finding{Check: "blob", Severity: SeverityError, Path: p,
+				Message: fmt.Sprintf("the note's content is in blob %s, which is missing", want),
+				Fix:     "bring the blob back from history (git log -- " + want + ", then git checkout COMMIT -- " + want + ") and commit it, or rewrite the note with its content (blackboard-mcp put " + key + ")"})
+		}
+	}
+	for _, p := range sortedKeys(blobs) {
+		key, _ := noteKeyOf(p)
+		n, ok := notes[key+".md"]
+		switch {
+		case !ok:
+			out = append(out, Finding{Check: "blob", Severity: SeverityWarning, Path: p,
+				Message: fmt.Sprintf("a blob file with no note (%s.md does not exist)", key),
+				Fix:     "delete it (git rm " + p + ") if it is not needed, or restore the note " + key + ".md from history"})
+		case !n.unread && n.problem == "" && siblingBlobPath(key, n.blob) != p:
+			out = append(out, Finding{Check: "blob", Severity: SeverityWarning, Path: p,
+				Message: fmt.Sprintf("a blob file no note uses: %s.md does not name it in `blob:`", key),
+				Fix:     "delete it (git rm " + p + ") if it is not needed, or set `blob: " + pathBase(p) + "` in " + key + ".md"})
+		}
+	}
+	return out
+}
+
+func pathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// checkIndex compares the derived index with git: the commit it reflects,
+// the notes of the last commit when it reflects that commit, and, for a
+// sample of notes, the version recounted from the first-parent history.
+func (w *Workspace) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opts HealthOptions, r *HealthReport) {
+	indexed, seq, err := w.idx.Head()
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index cannot be read: " + err.Error(),
+			Fix:     fixReindex + "; if that fails too, delete .blackboard/index.db* and run any read"})
+		return
+	}
+	const fixStale = "nothing is lost: any read catches the index up (e.g. `blackboard-mcp ls`), or run `blackboard-mcp reindex`"
+	switch {
+	case indexed == "":
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: indexFile,
+			Message: "the derived index is empty", Fix: fixStale})
+		return
+	case !head.IsZero() && indexed != head.String():
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: indexFile,
+			Message: fmt.Sprintf("the derived index is stale: it reflects commit %.7s (cursor %d), the branch is at %s", indexed, seq, head.Short()),
+			Fix:     fixStale})
+	}
+	ih, err := gitver.ParseHash(indexed)
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index names no commit: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	if files != nil && ih == head {
+		w.checkIndexNotes(files, r)
+	}
+	w.checkVersions(ih, seq, opts, r)
+}
+
+// checkIndexNotes compares the index's present notes with the notes of the
+// commit it reflects.
+func (w *Workspace) checkIndexNotes(files map[string]gitver.Hash, r *HealthReport) {
+	var keys []string
+	for p := range files {
+		if isNoteFile(p) {
+			key, _ := noteKeyOf(p)
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		_, total, err := s.List(index.ListQuery{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if total != len(keys) {
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+				Message: fmt.Sprintf("the derived index lists %d notes; the last commit has %d", total, len(keys)),
+				Fix:     fixReindex})
+		}
+		for start := 0; start < len(keys); start += 500 {
+			batch := keys[start:min(start+500, len(keys))]
+			rows, err := s.Notes(batch)
+			if err != nil {
+				return err
+			}
+			for _, key := range batch {
+				n, ok := rows[key]
+				want := files[key+".md"].String()
+				switch {
+				case !ok || !n.Present:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
+						Message: "the note is in the last commit but the derived index does not list it", Fix: fixReindex})
+				case n.NoteBlob != want:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
+						Message: fmt.Sprintf("the derived index holds blob %.7s of the note; the last commit has %.7s", n.NoteBlob, want),
+						Fix:     fixReindex})
+				case n.ContentPath != "" && files[n.ContentPath].String() != n.ContentBlob:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.ContentPath,
+						Message: "the derived index holds another version of the note's blob file than the last commit", Fix: fixReindex})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+	}
+}
+
+// checkVersions recounts, from git, the versions of the most recently
+// changed notes: a note's version is the number of first-parent commits that
+// changed its file or its blob (SPEC 4). The walk starts at the commit the
+// index reflects, so a stale index is not mistaken for a wrong one. When the
+// history is longer than the walk, the commits walked are compared one by
+// one instead of the totals.
+func (w *Workspace) checkVersions(from gitver.Hash, seq int, opts HealthOptions, r *HealthReport) {
+	var sample []index.Note
+	if err := w.idx.Read(func(s *index.Snapshot) error {
+		var err error
+		sample, _, err = s.List(index.ListQuery{Limit: opts.SampleNotes})
+		return err
+	}); err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	sampled := make(map[string]bool, len(sample))
+	for _, n := range sample {
+		sampled[n.Key] = true
+	}
+	touched := map[string]map[string]bool{} // note -> commits (hex) that changed it
+	walked := map[string]bool{}
+	h := from
+	var parentTree gitver.Hash
+	var pending *gitver.CommitInfo
+	// Walk newest first; each commit's changes need its parent's tree, so a
+	// commit is diffed once its parent has been read.
+	for !h.IsZero() && len(walked) < opts.VersionCommits {
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
+			return
+		}
+		if pending != nil {
+			if err := w.countChanges(pending, c.Tree, sampled, touched); err != nil {
+				r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
+				return
+			}
+		}
+		walked[c.Hash.String()] = true
+		pending = c
+		h = c.FirstParent()
+	}
+	complete := h.IsZero()
+	if pending != nil {
+		if !complete {
+			// The oldest commit walked: its parent is outside the walk but
+			// still needed for its diff.
+			pc, err := w.repo.ReadCommit(h)
+			if err != nil {
+				r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
+				return
+			}
+			parentTree = pc.Tree
+		}
+		if err := w.countChanges(pending, parentTree, sampled, touched); err != nil {
+			r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
+			return
+		}
+	}
+	if complete && len(walked) != seq {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: fmt.Sprintf("the derived index counts %d commits up to %s; git's first-parent history has %d", seq, from.Short(), len(walked)),
+			Fix:     fixReindex})
+	}
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		for _, n := range sample {
+			events, err := s.History(n.Key, n.Version+1)
+			if err != nil {
+				return err
+			}
+			git := touched[n.Key]
+			if complete {
+				if n.Version != len(git) {
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.Key + ".md",
+						Message: fmt.Sprintf("the derived index says version %d; %d first-parent commits changed the note's files", n.Version, len(git)),
+						Fix:     fixReindex})
+				}
+				continue
+			}
+			inWindow := 0
+			for _, e := range events {
+				if walked[e.Hash] {
+					inWindow++
+					if !git[e.Hash] {
+						inWindow = -1
+						break
+					}
+				}
+			}
+			if inWindow != len(git) {
+				r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.Key + ".md",
+					Message: fmt.Sprintf("the derived index and git disagree on which of the last %d commits changed the note", len(walked)),
+					Fix:     fixReindex})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	scope := "the whole history"
+	if !complete {
+		scope = fmt.Sprintf("the last %d commits", len(walked))
+	}
+	r.Infof("index: versions of %d notes recounted over %s", len(sample), scope)
+}
+
+func (w *Workspace) countChanges(c *gitver.CommitInfo, parentTree gitver.Hash, sampled map[string]bool,
+	touched map[string]map[string]bool) error {
+	changes, err := w.repo.DiffTrees(parentTree, c.Tree)
+	if err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		key, ok := noteKeyOf(ch.Path)
+		if !ok || !sampled[key] {
+			continue
+		}
+		if touched[key] == nil {
+			touched[key] = map[string]bool{}
+		}
+		touched[key][c.Hash.String()] = true
+	}
+	return nil
+}
+
+// maxAccessBytes bounds the access file before it is parsed (the YAML
+// parser's duplicate-key check is quadratic).
+const maxAccessBytes = 1 << 20
+
+// checkAccess validates the access file: a top-level `agents:` list whose
+// entries have a unique name, token_sha256 (the hex SHA-256 of the token,
+// never the token), and read and write lists of topic prefixes or *. It walks
+// the YAML itself, to report every problem with its line; then the access
+// package's own parser, which the server uses, has the last word.
+func checkAccess(dir string, r *HealthReport) {
+	raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(accessFile)))
+	if errors.Is(err, fs.ErrNotExist) {
+		r.Infof("access: no %s, open mode: every caller may read and write every topic", accessFile)
+		return
+	}
+	before := len(r.Findings)
+	bad := func(line int, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if line > 0 {
+			msg = "line " + strconv.Itoa(line) + ": " + msg
+		}
+		r.Add(Finding{Check: "access", Severity: SeverityError, Path: accessFile, Message: msg, Fix: fixAccess})
+	}
+	if err != nil {
+		bad(0, "cannot be read: %v", err)
+		return
+	}
+	if len(raw) > maxAccessBytes {
+		bad(0, "the file is %d bytes, over the limit of %d", len(raw), maxAccessBytes)
+		return
+	}
+	n := checkAccessShape(raw, bad)
+	if len(r.Findings) > before {
+		return
+	}
+	if _, err := access.Parse(raw); err != nil {
+		bad(0, "%s", err.Error())
+		return
+	}
+	if n == 0 {
+		r.Add(Finding{Check: "access", Severity: SeverityWarning, Path: accessFile,
+			Message: "the `agents:` list is empty: every token is refused",
+			Fix:     "add an agent with `blackboard-mcp token add NAME --read TOPICS --write TOPICS`, or delete the file for open mode"})
+		return
+	}
+	r.Infof("access: %s lists %d agents", accessFile, n)
+}
+
+// checkAccessShape reports each problem of the access file's structure
+// through bad and returns the number of agents.
+func checkAccessShape(raw []byte, bad func(line int, format string, args ...any)) int {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		bad(0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return 0
+	}
+	if doc.Kind == 0 || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		bad(0, "the file must be a mapping with an `agents:` list")
+		return 0
+	}
+	if line := firstAlias(doc.Content[0], 0); line > 0 {
+		// Refused rather than expanded: a few aliases can make a small file
+		// into a huge list to walk (a YAML bomb).
+		bad(line, "the file uses YAML anchors or aliases; write each list out")
+		return 0
+	}
+	agents := mappingValue(doc.Content[0], "agents")
+	if agents == nil || agents.Kind != yaml.SequenceNode {
+		bad(doc.Content[0].Line, "there is no top-level `agents:` list")
+		return 0
+	}
+	names := map[string]int{}
+	tokens := map[string]string{}
+	for i, a := range agents.Content {
+		label := fmt.Sprintf("agent %d", i+1)
+		if a.Kind != yaml.MappingNode {
+			bad(a.Line, "%s is not a mapping of name, token_sha256, read and write", label)
+			continue
+		}
+		seen := map[string]bool{}
+		for k := 0; k+1 < len(a.Content); k += 2 {
+			if key := a.Content[k].Value; seen[key] {
+				bad(a.Content[k].Line, "%s has `%s` twice", label, key)
+			} else {
+				seen[key] = true
+			}
+		}
+		name := mappingValue(a, "name")
+		switch {
+		case name == nil || name.Kind != yaml.ScalarNode || strings.TrimSpace(name.Value) == "":
+			bad(a.Line, "%s has no name", label)
+		case strings.ContainsAny(name.Value, "\r\n<>") || name.Value != strings.TrimSpace(name.Value):
+			bad(name.Line, "%s: the name %q must be one line without <, > or surrounding spaces (it becomes the commit author)", label, name.Value)
+		default:
+			label = fmt.Sprintf("agent %q", name.Value)
+			if first, dup := names[name.Value]; dup {
+				bad(name.Line, "%s appears twice (first at line %d): names must be unique", label, first)
+			} else {
+				names[name.Value] = name.Line
+			}
+		}
+		tok := mappingValue(a, "token_sha256")
+		switch {
+		case tok == nil || tok.Kind != yaml.ScalarNode:
+			bad(a.Line, "%s has no token_sha256 (the SHA-256 of its token, in hex)", label)
+		case !isHex64(tok.Value):
+			bad(tok.Line, "%s: token_sha256 must be 64 lower-case hexadecimal characters (the SHA-256 of the token, never the token itself); it has %d characters", label, len(tok.Value))
+		default:
+			if other, dup := tokens[tok.Value]; dup {
+				bad(tok.Line, "%s has the same token_sha256 as %s: one token would be two agents", label, other)
+			} else {
+				tokens[tok.Value] = label
+			}
+		}
+		for _, field := range []string{"read", "write"} {
+			list := mappingValue(a, field)
+			if list == nil || list.Kind != yaml.SequenceNode {
+				bad(a.Line, "%s has no `%s:` list (topic prefixes, or \"*\" for every topic; [] for none)", label, field)
+				continue
+			}
+			for _, t := range list.Content {
+				if t.Kind != yaml.ScalarNode {
+					bad(t.Line, "%s: %s holds something that is not a topic", label, field)
+					continue
+				}
+				if why := topicPrefixProblem(t.Value); why != "" {
+					bad(t.Line, "%s: %s topic %q %s", label, field, t.Value, why)
+				}
+			}
+		}
+	}
+	return len(agents.Content)
+}
+
+// firstAlias returns the line of the first anchor or alias under n, or of a
+// node nested absurdly deep, or 0.
+func firstAlias(n *yaml.Node, depth int) int {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" || depth > maxFrontMatterDepth {
+		return max(n.Line, 1)
+	}
+	for _, c := range n.Content {
+		if line := firstAlias(c, depth+1); line > 0 {
+			return line
+		}
+	}
+	return 0
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// topicPrefixProblem says why s is neither "*" nor a topic prefix in the
+// address grammar's canonical (lower-case) form, or "".
+func topicPrefixProblem(s string) string {
+	if s == "*" {
+		return ""
+	}
+	segs := strings.Split(strings.TrimSuffix(s, "/"), "/")
+	if len(segs) > MaxSegments-1 {
+		return fmt.Sprintf("has more than %d segments", MaxSegments-1)
+	}
+	for _, seg := range segs {
+		folded, bad := foldSegment(seg)
+		if bad != "" {
+			return "is not a topic prefix: " + bad
+		}
+		if folded != seg {
+			return "must be lower case"
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

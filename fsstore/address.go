@@ -3,6 +3,7 @@ package fsstore
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Address limits (SPEC section 2).
@@ -154,6 +155,19 @@ func isDeviceName(seg string) bool {
 		return base[3] >= '0' && base[3] <= '9'
 	}
 	return false
+}
+
+// clip cuts caller input for echoing it back, at a rune boundary.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // quoteInput quotes caller input for an error message, bounded so that a

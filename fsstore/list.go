@@ -171,7 +171,9 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		for i, u := range uris {
 			a, err := ParseAddress(u, w.name)
 			if err != nil {
-				out[i] = SummaryResult{URI: u, Err: err}
+				// The input as given, cut short: a megabyte of garbage does
+				// not come back in full.
+				out[i] = SummaryResult{URI: clip(u), Err: err}
 				continue
 			}
 			out[i].URI = a.String()

@@ -46,8 +46,8 @@ type Options struct {
 	// Agent is the author of the tool writes this process makes; "agent"
 	// when empty.
 	Agent string
-	// SourceRoots are the directories source_path may read from; empty
-	// means the workspace's parent directory.
+	// SourceRoots are directories source_path may read from besides the
+	// workspace's parent directory, which always may be.
 	SourceRoots []string
 }
 
@@ -187,10 +187,8 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if agent == "" {
 		agent = "agent"
 	}
-	roots := opts.SourceRoots
-	if len(roots) == 0 {
-		roots = defaultSourceRoots(abs)
-	}
+	// The workspace's parent is always a source root; --source-root adds more.
+	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots)}
 	if fi, err := os.Stat(filepath.Join(abs, journalPath)); err == nil && fi.Size() > 0 {

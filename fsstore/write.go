@@ -152,7 +152,8 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 		return errorf(op, uri, ErrTooLarge, "at most %d sources", maxSources)
 	}
 	if req.Kind != "" {
-		if len(req.Kind) > maxKindBytes || strings.ContainsAny(req.Kind, " \t\r\n:#") {
+		if len(req.Kind) > maxKindBytes || strings.ContainsAny(req.Kind, ":#") ||
+			strings.IndexFunc(req.Kind, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0 {
 			return errorf(op, uri, ErrInvalid, "kind is one word of at most %d bytes (finding, plan, decision...)", maxKindBytes)
 		}
 	}
@@ -172,8 +173,11 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 		}
 	}
 	if req.AppendRows != nil {
-		if len(req.AppendRows) == 0 || len(req.AppendRows) > MaxRows {
-			return errorf(op, uri, ErrInvalid, "append 1 to %d rows", MaxRows)
+		switch {
+		case len(req.AppendRows) == 0:
+			return errorf(op, uri, ErrInvalid, "append at least one row")
+		case len(req.AppendRows) > MaxRows:
+			return errorf(op, uri, ErrTooLarge, "append at most %d rows; a table has at most %d", MaxRows, MaxRows)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/config"
@@ -215,7 +216,13 @@ func (r *Repo) readObject(h Hash) (plumbing.ObjectType, []byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, b, err := r.readObjectLocked(h)
-	if err != nil {
+	// A repack replaces packs and removes loose objects while we look: see
+	// the repository afresh, and again a moment later if a pack was being
+	// swapped just then.
+	for try := 0; err != nil && try < 3; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+		}
 		r.reopen()
 		t, b, err = r.readObjectLocked(h)
 	}

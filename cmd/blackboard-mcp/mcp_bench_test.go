@@ -125,36 +125,8 @@ func TestMCPBench(t *testing.T) {
 	})
 
 	t.Run("catch-up tokens", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "acme")
-		opts := fixtures.Options{Workspace: "acme", Notes: 200, Seed: 7}
-		if err := fixtures.Generate(dir, opts); err != nil {
-			t.Fatal(err)
-		}
-		manifest, err := fixtures.Manifest(dir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runBinaryEnv(t, "reindex", "--dir", dir)
+		dir, _, ident, topic, twenty := catchUpBoard(t)
 		s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir})
-
-		// The identifier to search: a version-like one from the board's
-		// digests, else the leaf of a note's address (deploy-x-3).
-		ident := ""
-		version := regexp.MustCompile(`\b\d+\.\d+\.\d+\b`)
-		for _, n := range manifest {
-			if m := version.FindString(n.Digest); m != "" {
-				ident = m
-				break
-			}
-		}
-		if ident == "" {
-			ident = path.Base(manifest[len(manifest)/2].Key)
-		}
-		topic := strings.SplitN(manifest[0].Key, "/", 2)[0]
-		var twenty []string
-		for _, n := range manifest[:20] {
-			twenty = append(twenty, n.Key)
-		}
 
 		type step struct{ name, text string }
 		var steps []step
@@ -220,4 +192,36 @@ func measure(t *testing.T, n int, fn func(i int)) callLatencies {
 		out = append(out, time.Since(start))
 	}
 	return out
+}
+
+// catchUpBoard is the 200-note board both catch-up measurements run on, with
+// what the catch-up asks for: an identifier from the digests (a version, else
+// a note's leaf), a topic, and twenty addresses.
+func catchUpBoard(t *testing.T) (dir string, manifest []fixtures.Note, ident, topic string, twenty []string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "acme")
+	opts := fixtures.Options{Workspace: "acme", Notes: 200, Seed: 7}
+	if err := fixtures.Generate(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := fixtures.Manifest(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runBinaryEnv(t, "reindex", "--dir", dir)
+	version := regexp.MustCompile(`\b\d+\.\d+\.\d+\b`)
+	for _, n := range manifest {
+		if m := version.FindString(n.Digest); m != "" {
+			ident = m
+			break
+		}
+	}
+	if ident == "" {
+		ident = path.Base(manifest[len(manifest)/2].Key)
+	}
+	topic = strings.SplitN(manifest[0].Key, "/", 2)[0]
+	for _, n := range manifest[:20] {
+		twenty = append(twenty, n.Key)
+	}
+	return dir, manifest, ident, topic, twenty
 }

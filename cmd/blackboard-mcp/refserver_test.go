@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -35,29 +34,7 @@ func TestCatchUpAgainstReferenceMemoryServer(t *testing.T) {
 	if out, err := exec.Command("npm", "install", "--silent", "--prefix", npmDir, referenceMemoryServer).CombinedOutput(); err != nil {
 		t.Skipf("cannot install %s: %v\n%s", referenceMemoryServer, err, out)
 	}
-	dir := filepath.Join(t.TempDir(), "acme")
-	opts := fixtures.Options{Workspace: "acme", Notes: 200, Seed: 7}
-	if err := fixtures.Generate(dir, opts); err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := fixtures.Manifest(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runBinaryEnv(t, "reindex", "--dir", dir)
-
-	ident := ""
-	for _, n := range manifest {
-		if m := regexp.MustCompile(`\b\d+\.\d+\.\d+\b`).FindString(n.Digest); m != "" {
-			ident = m
-			break
-		}
-	}
-	topic := strings.SplitN(manifest[0].Key, "/", 2)[0]
-	var twenty []string
-	for _, n := range manifest[:20] {
-		twenty = append(twenty, n.Key)
-	}
+	dir, manifest, ident, topic, twenty := catchUpBoard(t)
 
 	// blackboard-mcp: digests first, bodies only for the two notes read;
 	// once with the default JSON, once with mode=table for the listing and

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"errors"
+	"io/fs"
 	"path"
 	"sync"
 
@@ -28,6 +29,9 @@ type fileChange struct {
 	path    string
 	content []byte
 	deleted bool
+	// info is the stat of a person's file, taken before content was read:
+	// recorded in git's index, a later save never looks committed.
+	info fs.FileInfo
 }
 
 // errBranchMoved tells a write to start over: somebody outside the program
@@ -138,30 +142,53 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	entries := make([]gitver.IndexEntry, 0, len(changes))
 	stats := make(map[string]fileStat, len(changes))
 	dirs := map[string]bool{}
-	for _, c := range changes {
+	for i, c := range changes {
 		e := gitver.IndexEntry{Path: c.path}
 		dirs[path.Dir(c.path)] = true
-		if c.deleted {
-			if !onDisk {
-				if err := w.unlink(c.path); err != nil {
-					return commit, err
+		if onDisk {
+			// A person's edit: the file is already there, and its stat
+			// was taken before it was read.
+			if !c.deleted {
+				e.Blob, e.Info = blobs[c.path], c.info
+				if st := statOf(c.info); trustworthy(st) {
+					stats[c.path] = st
 				}
 			}
 			entries = append(entries, e)
 			continue
 		}
-		if tmp, ok := staged[c.path]; ok {
-			if err := w.root.Rename(tmp, c.path); err != nil {
-				return commit, err
-			}
+		var placed bool
+		var err error
+		if c.deleted {
+			placed, err = w.removeIf(c.path, olds[i])
+		} else {
+			placed, err = w.placeFile(staged[c.path], c.path, olds[i])
 			delete(staged, c.path)
+		}
+		if err != nil {
+			return commit, err
+		}
+		if !placed {
+			// A person changed the file since it was compared: their file
+			// stays, git's index is told it differs, and it is committed as
+			// their edit next.
+			e.Blob, e.Info = blobs[c.path], staleInfo{}
+			entries = append(entries, e)
+			w.edits.add([]string{c.path}, false)
+			continue
+		}
+		if c.deleted {
+			entries = append(entries, e)
+			continue
 		}
 		fi, err := w.root.Lstat(c.path)
 		if err != nil {
 			return commit, err
 		}
 		e.Blob, e.Info = blobs[c.path], fi
-		stats[c.path] = statOf(fi)
+		if st := statOf(fi); trustworthy(st) {
+			stats[c.path] = st
+		}
 		entries = append(entries, e)
 	}
 	reach("files")

@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // tempMarker names the program's temporary files: a leading dot and this
@@ -60,51 +63,35 @@ func (w *Workspace) checkNoLinks(p string) error {
 	return nil
 }
 
-// checkFile refuses a path that is a symbolic link or not a regular file; a
-// missing file is fine. checkNoLinks has checked its directories.
-func (w *Workspace) checkFile(p string) error {
-	fi, err := w.root.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return errorf("write", "", ErrInvalid, "%s is a symbolic link; the board does not follow links, remove it or replace it with a file", p)
-	}
-	if !fi.Mode().IsRegular() {
-		return errorf("write", "", ErrInvalid, "%s is not a regular file", p)
-	}
-	return nil
-}
-
-// readDisk returns a workspace file's content and stat; ok is false when it
-// does not exist. Reads go through os.Root: no link leads outside.
-func (w *Workspace) readDisk(p string, limit int64) (content []byte, st fileStat, ok bool, err error) {
+// readDisk returns a workspace file's content and its stat, taken before the
+// content was read: a write that lands during the read changes the file's
+// stat afterwards, so a stat recorded with this content never hides it. ok
+// is false when the file does not exist. Reads go through os.Root: no link
+// leads outside.
+func (w *Workspace) readDisk(p string, limit int64) (content []byte, fi fs.FileInfo, ok bool, err error) {
 	f, err := w.root.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, st, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, st, false, err
+		return nil, nil, false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil {
-		return nil, st, false, err
+		return nil, nil, false, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, st, false, fmt.Errorf("%s is not a regular file", p)
+		return nil, nil, false, fmt.Errorf("%s is not a regular file", p)
 	}
 	if fi.Size() > limit {
-		return nil, st, false, errorf("read", "", ErrTooLarge, "%s is %d bytes, over the limit of %d", p, fi.Size(), limit)
+		return nil, nil, false, errorf("read", "", ErrTooLarge, "%s is %d bytes, over the limit of %d", p, fi.Size(), limit)
 	}
 	content, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, st, false, err
+		return nil, nil, false, err
 	}
-	return content, statOf(fi), true, nil
+	return content, fi, true, nil
 }
 
 // writeFileAtomic puts content at p: a temporary file in the same directory,
@@ -127,9 +114,10 @@ func (w *Workspace) writeFileAtomic(p string, content []byte) error {
 // to be synced.
 func (w *Workspace) stageFile(p string, content []byte) (string, error) {
 	dir := path.Dir(p)
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+path.Base(p)+tempMarker+hex.EncodeToString(rnd[:]))
+	tmp, err := w.tempName(p)
+	if err != nil {
+		return "", err
+	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A new topic or key directory.
@@ -153,6 +141,15 @@ func (w *Workspace) stageFile(p string, content []byte) (string, error) {
 		return "", err
 	}
 	return tmp, nil
+}
+
+// tempName returns a fresh temporary name beside p.
+func (w *Workspace) tempName(p string) (string, error) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	return path.Join(path.Dir(p), "."+path.Base(p)+tempMarker+hex.EncodeToString(rnd[:])), nil
 }
 
 // removeFile deletes p if present and syncs its directory.
@@ -185,8 +182,11 @@ func (w *Workspace) syncDir(dir string) error {
 }
 
 // removeTemps deletes the program's temporary files left in dir by a killed
-// writer.
-func (w *Workspace) removeTemps(dir string) {
+// writer. blobs are the contents the writer's journal names for each path
+// (old and new): a temporary file holding anything else is a person's save
+// that the writer had swapped out of the way and not yet put back (see
+// placeFile), and it goes back in place unless the person saved again since.
+func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
 	d, err := w.root.Open(dir)
 	if err != nil {
 		return
@@ -194,8 +194,30 @@ func (w *Workspace) removeTemps(dir string) {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") && strings.Contains(n, tempMarker) {
-			w.root.Remove(path.Join(dir, n))
+		base, _, isTemp := strings.Cut(n, tempMarker)
+		if !isTemp || !strings.HasPrefix(base, ".") {
+			continue
 		}
+		tmp, target := path.Join(dir, n), path.Join(dir, base[1:])
+		if w.personsSave(tmp, target, blobs[target]) {
+			if err := w.root.Rename(tmp, target); err == nil {
+				continue
+			}
+		}
+		w.root.Remove(tmp)
 	}
+}
+
+// personsSave reports whether the temporary file tmp holds content that is
+// none of the writer's, while target still holds the writer's new content.
+func (w *Workspace) personsSave(tmp, target string, known []string) bool {
+	if len(known) == 0 {
+		return false
+	}
+	content, _, ok, err := w.readDisk(tmp, maxFileBytes)
+	if err != nil || !ok || slices.Contains(known, gitver.BlobHash(content).String()) {
+		return false
+	}
+	cur, _, ok, err := w.readDisk(target, maxFileBytes)
+	return err == nil && (!ok || gitver.BlobHash(cur).String() == known[len(known)-1])
 }

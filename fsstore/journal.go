@@ -186,12 +186,16 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 }
 
 func (w *Workspace) dropTemps(j *journal) {
+	blobs := map[string][]string{}
+	for _, f := range j.Files {
+		blobs[f.Path] = []string{f.Old, f.New} // New last: see personsSave
+	}
 	seen := map[string]bool{}
 	for _, f := range j.Files {
 		dir := path.Dir(f.Path)
 		if !seen[dir] {
 			seen[dir] = true
-			w.removeTemps(dir)
+			w.removeTemps(dir, blobs)
 		}
 	}
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// SourceRoots are directories source_path may read from besides the
 	// workspace's parent directory, which always may be.
 	SourceRoots []string
+	// OnEdits, when set, is told of every commit of people's edits (to log
+	// them). It runs under the write lock and must be quick.
+	OnEdits func(*EditReport)
 }
 
 // Workspace is a board on disk: the notes, the git repository and the derived
@@ -69,6 +72,9 @@ type Workspace struct {
 	mu     sync.Mutex
 	lock   *os.File
 	writes int // commits made by this process, guarded by mu: paces maintenance
+
+	edits   pendingEdits // people's changes reported and not yet committed
+	onEdits func(*EditReport)
 }
 
 type config struct {
@@ -190,7 +196,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
-		sourceRoots: resolveRoots(roots)}
+		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits}
 	if fi, err := os.Stat(filepath.Join(abs, journalPath)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.

@@ -290,7 +290,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	if n.Version != 2 || n.Content != "person body\n" {
 		t.Fatalf("person's edit not committed as v2: %+v", n)
 	}
-	if got := git(t, w.Dir(), "log", "-1", "--format=%an %s"); got != "human edit t/k v2 by hand" {
+	if got := git(t, w.Dir(), "log", "-1", "--format=%an %s"); got != "human edit t/k v2 by hand: edited in an editor" {
 		t.Errorf("last commit = %q", got)
 	}
 	// An unconditional write still commits the person's text first.

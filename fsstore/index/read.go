@@ -89,3 +89,54 @@ func (s *Snapshot) Disk(path string) (blob string, size, mtime int64, ino uint64
 	}
 	return blob, size, mtime, uint64(i), err == nil, err
 }
+
+// PresentFiles returns the note and blob files of every present note, with
+// their blobs at the snapshot's head: what a scan of the work tree compares
+// the disk with.
+func (s *Snapshot) PresentFiles() (map[string]string, error) {
+	rows, err := s.t.Query("SELECT key, note_blob, content_path, content_blob FROM notes WHERE present")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var key, noteBlob, contentPath, contentBlob string
+		if err := rows.Scan(&key, &noteBlob, &contentPath, &contentBlob); err != nil {
+			return nil, err
+		}
+		out[key+".md"] = noteBlob
+		if contentPath != "" {
+			out[contentPath] = contentBlob
+		}
+	}
+	return out, rows.Err()
+}
+
+// DiskStat is what was recorded of a file's stat when it last matched Blob.
+type DiskStat struct {
+	Blob        string
+	Size, MTime int64
+	Ino         uint64
+}
+
+// DiskAll returns every recorded stat, by path.
+func (s *Snapshot) DiskAll() (map[string]DiskStat, error) {
+	rows, err := s.t.Query("SELECT path, blob, size, mtime, ino FROM disk")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]DiskStat{}
+	for rows.Next() {
+		var p string
+		var d DiskStat
+		var ino int64
+		if err := rows.Scan(&p, &d.Blob, &d.Size, &d.MTime, &ino); err != nil {
+			return nil, err
+		}
+		d.Ino = uint64(ino)
+		out[p] = d
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,584 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// People edit notes in their editors, create, move and delete them, and run
+// git by hand. Every such change that git does not have yet is committed as
+// the person's own version, through the same write path as a tool write
+// (lock, journal, commit, git's index, derived index), when:
+//
+//   - a watcher reports that files changed (Workspace.Watch), after a quiet
+//     moment;
+//   - a server starts (changes made while none ran);
+//   - before every tool write: the paths a watcher has reported and not yet
+//     committed, and the note being written; without a watcher, the whole
+//     work tree. Correctness never depends on a watcher having seen an event.
+//
+// A change is found by comparing the work tree with the branch's head, under
+// the write lock: the program's own writes (which are committed before their
+// files are in place) are never mistaken for a person's, and when several
+// processes watch one workspace, the first commits a change and the others
+// find nothing left to commit.
+
+// Edit is one note a person changed.
+type Edit struct {
+	// Op is create, edit, delete or move.
+	Op  string
+	Key string
+	// From is where a moved note was.
+	From string
+	// Version is the note's version after the commit.
+	Version int
+	Digest  string
+	// Problem says why agents cannot read the note as it is now, if they
+	// cannot: unreadable front matter, no digest, a missing blob file.
+	Problem string
+}
+
+// EditReport is what committing people's edits did.
+type EditReport struct {
+	// Commit is the commit made, "" when there was nothing to commit.
+	Commit string
+	Author string
+	Edits  []Edit
+	// Skipped are files left uncommitted, each with the reason and the fix.
+	Skipped []string
+}
+
+// Lines renders the report for a log, one line per note or skipped file.
+func (r *EditReport) Lines() []string {
+	var out []string
+	for _, e := range r.Edits {
+		line := fmt.Sprintf("%s %s by %s", e.Op, e.Key, r.Author)
+		switch e.Op {
+		case "move":
+			line = fmt.Sprintf("move %s to %s by %s", e.From, e.Key, r.Author)
+		}
+		if e.Op != "delete" {
+			line += fmt.Sprintf(" (v%d)", e.Version)
+		}
+		if e.Problem != "" {
+			line += ": " + e.Problem
+		}
+		out = append(out, line)
+	}
+	for _, s := range r.Skipped {
+		out = append(out, "not committed: "+s)
+	}
+	return out
+}
+
+// ErrWorkTreeBusy means people's edits wait: git is in the middle of an
+// operation on the work tree (a merge, a rebase, another branch checked out).
+var ErrWorkTreeBusy = errors.New("the work tree is busy")
+
+// pendingEdits are the work-tree paths a watcher reported and that have not
+// been compared with git yet.
+type pendingEdits struct {
+	mu    sync.Mutex
+	paths map[string]bool
+	// all asks for a comparison of the whole work tree: at start, after
+	// events were lost.
+	all bool
+	// watched is set while a watcher reports changes; without one, every
+	// write compares the whole work tree.
+	watched bool
+}
+
+func (p *pendingEdits) add(paths []string, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paths == nil {
+		p.paths = map[string]bool{}
+	}
+	for _, q := range paths {
+		p.paths[q] = true
+	}
+	p.all = p.all || all
+}
+
+// take returns and forgets what is pending.
+func (p *pendingEdits) take() (paths []string, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for q := range p.paths {
+		paths = append(paths, q)
+	}
+	sort.Strings(paths)
+	all = p.all || !p.watched
+	p.paths, p.all = nil, false
+	return paths, all
+}
+
+// FilesChanged tells the workspace that these work-tree paths (relative,
+// slash-separated) changed on disk; rescan that events may have been lost,
+// so the whole work tree must be compared. The change is committed by the
+// next CommitEdits or tool write.
+func (w *Workspace) FilesChanged(paths []string, rescan bool) {
+	w.edits.add(paths, rescan)
+}
+
+// SetWatched says whether a watcher reports this workspace's changes. While
+// none does, every write first compares the whole work tree.
+func (w *Workspace) SetWatched(on bool) {
+	w.edits.mu.Lock()
+	w.edits.watched = on
+	w.edits.mu.Unlock()
+}
+
+// CommitEdits commits what people changed since the last time: the paths
+// reported by FilesChanged, or the whole work tree after a rescan or without
+// a watcher. It returns ErrWorkTreeBusy (with the reason) while git is in
+// the middle of an operation; the edits stay pending.
+func (w *Workspace) CommitEdits() (*EditReport, error) {
+	paths, all := w.edits.take()
+	if !all {
+		var err error
+		if paths, err = w.changedPaths(paths); err != nil || len(paths) == 0 {
+			if err != nil {
+				w.edits.add(paths, false)
+			}
+			return &EditReport{}, err
+		}
+	}
+	var rep *EditReport
+	err := w.withWriteLock(func() error {
+		w.edits.add(paths, all)
+		var err error
+		_, rep, err = w.commitEditsLocked(nil)
+		return err
+	})
+	if rep == nil {
+		rep = &EditReport{}
+	}
+	return rep, err
+}
+
+// changedPaths keeps the paths whose file is not what the branch's head
+// holds. It runs without the write lock, so that the echoes of the program's
+// own writes (each seen by every watching process) cost no lock: a file
+// equal to the head's blob has nothing to commit, whatever is in flight.
+func (w *Workspace) changedPaths(paths []string) ([]string, error) {
+	if _, _, err := w.catchUp(nil, nil); err != nil {
+		return paths, err
+	}
+	var out []string
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		for _, p := range paths {
+			if _, ok := noteKeyOf(p); !ok {
+				continue
+			}
+			committed, err := s.FileBlob(p)
+			if err != nil {
+				return err
+			}
+			if !w.holds(p, committed) {
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// adoptEdits commits people's pending edits and any edit to note key, before
+// a tool write to key is considered: its compare-and-swap then fails against
+// the person's version instead of overwriting it. It returns the branch's
+// commit after. The caller holds the write lock.
+func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
+	head, _, err := w.commitEditsLocked([]string{key})
+	if errors.Is(err, ErrWorkTreeBusy) {
+		// Edits wait for git; the write itself may go on (placeFile keeps
+		// any file a person changed).
+		return head, nil
+	}
+	return head, err
+}
+
+// commitEditsLocked commits the pending edits and those to the notes keys.
+// The caller holds the write lock. On failure the edits stay pending.
+func (w *Workspace) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
+	paths, all := w.edits.take()
+	for range maxMoves {
+		head, rep, err := w.commitEditsOnce(keys, paths, all)
+		if errors.Is(err, errBranchMoved) {
+			continue // a person's git commit landed meanwhile: compare again
+		}
+		if err != nil {
+			w.edits.add(paths, all)
+		} else if rep.Commit != "" && w.onEdits != nil {
+			w.onEdits(rep)
+		}
+		return head, rep, err
+	}
+	w.edits.add(paths, all)
+	head, err := w.repo.Head()
+	return head, nil, errors.Join(err, fmt.Errorf("people's edits: the branch kept moving; they stay pending"))
+}
+
+// candidate is one path to compare: its committed blob and recorded stat.
+type candidate struct {
+	committed string
+	recorded  index.DiskStat
+	hasStat   bool
+	// strict: the path belongs to a note being written, whose problems are
+	// the write's errors rather than skipped files.
+	strict bool
+}
+
+func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
+	head, _, err := w.catchUp(nil, nil)
+	if err != nil {
+		return head, nil, err
+	}
+	rep := &EditReport{}
+	if why := w.repo.WorkTreeBusy(); why != "" {
+		return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+	}
+	cands := map[string]*candidate{}
+	addNote := func(key string, strict bool) {
+		for _, p := range noteFiles(key) {
+			if c, ok := cands[p]; ok {
+				c.strict = c.strict || strict
+			} else {
+				cands[p] = &candidate{strict: strict}
+			}
+		}
+	}
+	for _, k := range keys {
+		addNote(k, true)
+	}
+	for _, p := range paths {
+		if key, ok := noteKeyOf(p); ok {
+			addNote(key, false)
+		}
+	}
+	if all {
+		found, skipped := w.walkNotes()
+		rep.Skipped = append(rep.Skipped, skipped...)
+		for _, p := range found {
+			if cands[p] == nil {
+				cands[p] = &candidate{}
+			}
+		}
+	}
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		var present map[string]string
+		var stats map[string]index.DiskStat
+		if all {
+			var err error
+			if present, err = s.PresentFiles(); err != nil {
+				return err
+			}
+			if stats, err = s.DiskAll(); err != nil {
+				return err
+			}
+			for p := range present {
+				if cands[p] == nil {
+					cands[p] = &candidate{}
+				}
+			}
+		}
+		for p, c := range cands {
+			var err error
+			if b, ok := present[p]; ok {
+				c.committed = b
+			} else if c.committed, err = s.FileBlob(p); err != nil {
+				return err
+			}
+			if stats != nil {
+				c.recorded, c.hasStat = stats[p]
+			} else {
+				d := &c.recorded
+				if d.Blob, d.Size, d.MTime, d.Ino, c.hasStat, err = s.Disk(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return head, rep, err
+	}
+
+	var changes []fileChange
+	unchanged := map[string]fileStat{}
+	for _, p := range sortedKeys(cands) {
+		c := cands[p]
+		ch, same, err := w.compare(p, c)
+		if err != nil {
+			if c.strict {
+				return head, rep, err
+			}
+			rep.Skipped = append(rep.Skipped, errMsg(err))
+			continue
+		}
+		switch {
+		case ch != nil:
+			changes = append(changes, *ch)
+		case same != nil:
+			unchanged[p] = *same
+		}
+	}
+	if len(changes) > 0 {
+		commit, err := w.commitPersonsEdits(head, changes, rep)
+		if err != nil {
+			return head, rep, err
+		}
+		head = commit
+	}
+	if len(unchanged) > 0 {
+		// Remember the stats, so that the next comparison need not read
+		// these files again.
+		if _, _, err := w.catchUp(nil, func(tx *index.Tx) error {
+			for p, st := range unchanged {
+				if err := tx.SetDisk(p, cands[p].committed, st.size, st.mtime, st.ino); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return head, rep, err
+		}
+	}
+	return head, rep, nil
+}
+
+// noteFiles are the files a note may have.
+func noteFiles(key string) []string {
+	return []string{key + ".md", key + ".blob.md", key + ".blob.tsv"}
+}
+
+// compare returns the change a path needs, or, when the file equals the
+// committed blob and its stat is worth remembering, that stat.
+func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, error) {
+	if err := w.checkNoLinks(p); err != nil {
+		return nil, nil, err
+	}
+	fi, err := w.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if c.committed != "" {
+			return &fileChange{path: p, deleted: true}, nil, nil
+		}
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	st := statOf(fi)
+	r := c.recorded
+	if c.hasStat && c.committed != "" && r.Blob == c.committed && (fileStat{r.Size, r.MTime, r.Ino}) == st {
+		return nil, nil, nil // unchanged since it last matched git
+	}
+	content, info, ok, err := w.readDisk(p, maxFileBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if !ok {
+		if c.committed != "" {
+			return &fileChange{path: p, deleted: true}, nil, nil
+		}
+		return nil, nil, nil
+	}
+	if gitver.BlobHash(content).String() == c.committed {
+		if st := statOf(info); trustworthy(st) {
+			return nil, &st, nil
+		}
+		return nil, nil, nil
+	}
+	return &fileChange{path: p, content: content, info: info}, nil, nil
+}
+
+// walkNotes lists every file of the work tree that belongs to a note. It
+// does not enter directories whose name starts with a dot (.git,
+// .blackboard, editors' folders: no address names them) and does not follow
+// links.
+func (w *Workspace) walkNotes() (found, skipped []string) {
+	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s cannot be read: %s; fix its permissions", p, errMsg(err)))
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != "." && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if _, ok := noteKeyOf(p); ok {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		skipped = append(skipped, "the work tree cannot be listed: "+errMsg(err))
+	}
+	return found, skipped
+}
+
+// commitPersonsEdits commits changes as one commit authored by the person
+// and fills rep.
+func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport) (gitver.Hash, error) {
+	byNote := map[string][]fileChange{}
+	for _, c := range changes {
+		key, _ := noteKeyOf(c.path)
+		byNote[key] = append(byNote[key], c)
+	}
+	var edits []Edit
+	created := map[string]string{} // note blob -> key, to pair moves
+	for _, key := range sortedKeys(byNote) {
+		cur, err := w.indexedNote(key)
+		if err != nil {
+			return head, err
+		}
+		e := Edit{Key: key, Version: cur.Version + 1, Digest: cur.Digest, Problem: cur.Problem}
+		e.Op = "edit"
+		for _, c := range byNote[key] {
+			if c.path != key+".md" {
+				continue
+			}
+			switch {
+			case c.deleted:
+				e.Op, e.Digest, e.Problem = "delete", "", ""
+			case !cur.Present:
+				e.Op = "create"
+				created[gitver.BlobHash(c.content).String()] = key
+			}
+			if !c.deleted {
+				e.Digest, e.Problem = describeNote(c.content)
+			}
+		}
+		if e.Op == "edit" && !cur.Present {
+			continue // only blob files of no note changed: nothing to tell
+		}
+		edits = append(edits, e)
+	}
+	// A note deleted here and created there with the same content was moved.
+	for i, e := range edits {
+		if e.Op != "delete" {
+			continue
+		}
+		old, err := w.indexedNote(e.Key)
+		if err != nil {
+			return head, err
+		}
+		if to, ok := created[old.NoteBlob]; ok {
+			for j := range edits {
+				if edits[j].Key == to {
+					edits[j].Op, edits[j].From = "move", e.Key
+				}
+			}
+			edits[i].Op = "" // told by the move
+			delete(created, old.NoteBlob)
+		}
+	}
+	edits = slices.DeleteFunc(edits, func(e Edit) bool { return e.Op == "" })
+	w.warnMissingBlobs(byNote, edits)
+	who := w.personSignature()
+	commit, err := w.commitLocked(head, changes, who, w.editMessage(edits, who.Name), true)
+	if err != nil {
+		return head, err
+	}
+	rep.Commit, rep.Author, rep.Edits = commit.String(), who.Name, edits
+	return commit, nil
+}
+
+// describeNote returns a note file's digest, or what is wrong with it.
+func describeNote(content []byte) (digest, problem string) {
+	f, err := parseNote(content)
+	if err != nil {
+		return "", "unreadable front matter: " + errMsg(err) + "; committed as it is"
+	}
+	digest = f.str(keyDigest)
+	if digest == "" {
+		return "", "the front matter has no digest"
+	}
+	return oneLine(digest), ""
+}
+
+// oneLine keeps a digest fit for a commit subject.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// warnMissingBlobs marks edits whose note names a blob file this commit
+// deletes: agents cannot read that note's content until it is restored.
+func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edit) {
+	for i, e := range edits {
+		if e.Op == "delete" {
+			continue
+		}
+		var named string // the blob file the note names after the commit
+		for _, c := range byNote[e.Key] {
+			if c.path == e.Key+".md" {
+				if f, err := parseNote(c.content); err == nil {
+					named = siblingBlobPath(e.Key, f.str(keyBlob))
+				}
+			}
+		}
+		if named == "" {
+			if n, err := w.indexedNote(e.Key); err == nil {
+				named = n.ContentPath
+			}
+		}
+		for _, c := range byNote[e.Key] {
+			if c.deleted && c.path == named {
+				edits[i].Problem = fmt.Sprintf("its blob file %s was deleted, so its content cannot be read; restore it with git checkout HEAD~1 -- %s", c.path, c.path)
+			}
+		}
+	}
+}
+
+// editMessage is the commit message of a person's edits: like a tool
+// write's, with the digest in the subject, so `git log` reads the same.
+func (w *Workspace) editMessage(edits []Edit, who string) string {
+	line := func(e Edit) string {
+		var s string
+		switch e.Op {
+		case "delete":
+			return fmt.Sprintf("delete %s by hand", e.Key)
+		case "move":
+			s = fmt.Sprintf("move %s to %s v%d by hand", e.From, e.Key, e.Version)
+		default:
+			s = fmt.Sprintf("%s %s v%d by hand", e.Op, e.Key, e.Version)
+		}
+		if e.Digest != "" {
+			s += ": " + e.Digest
+		}
+		return s
+	}
+	if len(edits) == 1 {
+		e := edits[0]
+		return fmt.Sprintf("%s\n\nBlackboard-Uri: bb://%s/%s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+			line(e), w.name, e.Key, e.Version, who)
+	}
+	var b strings.Builder
+	if len(edits) == 0 {
+		b.WriteString("edit blob files by hand\n\n")
+	} else {
+		fmt.Fprintf(&b, "edit %d notes by hand\n\n", len(edits))
+	}
+	for _, e := range edits {
+		b.WriteString(line(e) + "\n")
+	}
+	fmt.Fprintf(&b, "\nBlackboard-Agent: %s\n", who)
+	return b.String()
+}

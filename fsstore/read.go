@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // NoteView is a note as a reader sees it at the branch's head.
@@ -110,10 +111,20 @@ type LogEntry struct {
 	Author  string
 	Time    time.Time
 	Subject string
+	// Digest is the note's digest after the commit; "" when it was deleted
+	// or its front matter could not be read.
+	Digest  string
+	Deleted bool
+	// MovedFrom is the address the note was moved from by this commit.
+	MovedFrom string
+	// SameAs is an earlier version whose content this commit brought back
+	// (a person's `git checkout` of an old version), 0 when none. Only
+	// the versions listed are compared.
+	SameAs int
 }
 
-// Log lists the commits that changed a note, newest first: who, when, and
-// what the commit says (for the program's commits, the digest).
+// Log lists the commits that changed a note, newest first: who, when, the
+// digest after each, and what the commit says.
 func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	w := v.w
 	addr, err := ParseAddress(uri, w.name)
@@ -126,22 +137,54 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	if _, _, err := w.catchUp(nil, nil); err != nil {
 		return nil, err
 	}
-	var out []LogEntry
+	var events []index.Event
 	err = w.idx.Read(func(s *index.Snapshot) error {
-		events, err := s.History(addr.Short(), limit)
-		if err != nil {
-			return err
-		}
-		for _, e := range events {
-			out = append(out, LogEntry{Version: e.Version, Commit: e.Hash, Author: e.Author,
-				Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject})
-		}
-		return nil
+		events, err = s.History(addr.Short(), limit)
+		return err
 	})
-	if err == nil && len(out) == 0 {
+	if err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
 		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
-	return out, err
+	out := make([]LogEntry, len(events))
+	firstWith := map[string]int{} // note blob -> the oldest listed version holding it
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		le := LogEntry{Version: e.Version, Commit: e.Hash, Author: e.Author,
+			Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject, Deleted: e.NoteBlob == ""}
+		if e.MovedFrom != "" && v.c.CanRead(e.MovedFrom) {
+			le.MovedFrom = e.MovedFrom
+		}
+		if !le.Deleted {
+			le.Digest = w.digestOf(e.NoteBlob)
+			if first, ok := firstWith[e.NoteBlob]; ok && i+1 < len(events) && events[i+1].NoteBlob != e.NoteBlob {
+				le.SameAs = first
+			} else if !ok {
+				firstWith[e.NoteBlob] = e.Version
+			}
+		}
+		out[i] = le
+	}
+	return out, nil
+}
+
+// digestOf reads the digest of a note file's blob, "" when unreadable.
+func (w *Workspace) digestOf(blob string) string {
+	h, err := gitver.ParseHash(blob)
+	if err != nil {
+		return ""
+	}
+	raw, err := w.repo.ReadBlob(h)
+	if err != nil {
+		return ""
+	}
+	f, err := parseNote(raw)
+	if err != nil {
+		return ""
+	}
+	return f.str(keyDigest)
 }
 
 // FormatConfidence renders a confidence for people.

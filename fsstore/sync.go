@@ -189,9 +189,17 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	n.Updated = f.str(keyUpdated)
 	content := string(f.body)
 	if blob := f.str(keyBlob); blob != "" {
-		if want := siblingBlobPath(key, blob); want == "" || want != n.ContentPath {
+		want := siblingBlobPath(key, blob)
+		switch {
+		case want != "" && n.ContentPath == "":
+			n.Problem = "its blob file " + want + " is missing, so its content cannot be read; restore it from history (git log -- " + want + ")"
+		case want == "" || want != n.ContentPath:
 			n.Problem = "the front matter names blob " + strconv.Quote(blob) + ", which is not this note's blob file"
-		} else if bh, err := gitver.ParseHash(n.ContentBlob); err == nil {
+		default:
+			bh, err := gitver.ParseHash(n.ContentBlob)
+			if err != nil {
+				return err
+			}
 			b, err := w.repo.ReadBlob(bh)
 			if err != nil {
 				return err

@@ -2,17 +2,26 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
 func runLog(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c commonFlags
 	fs := newFlagSet("log", stderr, &c)
 	limit := fs.Int("n", 50, "show at most this many changes")
+	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp log ADDRESS [-n N]\n\nShows who changed a note, when, and at which version, newest first.")
+		fmt.Fprintln(stderr, `Usage: blackboard-mcp log ADDRESS [-n N] [--json]
+
+Shows a note's provenance, newest first: each version, its commit, when and
+by whom (an agent, or a person's edit or git commit), the version it came
+from, and the digest it had after the change.`)
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -31,9 +40,49 @@ func runLog(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		fmt.Fprintf(stdout, "%-5s %s  %s  %-12s %s\n", "v"+strconv.Itoa(e.Version), e.Commit[:7],
-			e.Time.Format("2006-01-02 15:04:05Z"), e.Author, e.Subject)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(entries)
+	}
+	key := pos[0]
+	if a, err := fsstore.ParseAddress(pos[0], w.Name()); err == nil {
+		key = a.Short()
+	}
+	for i, e := range entries {
+		var older *fsstore.LogEntry
+		if i+1 < len(entries) {
+			older = &entries[i+1]
+		}
+		line := fmt.Sprintf("%-5s %s  %s  %-12s %s", "v"+strconv.Itoa(e.Version), e.Commit[:7],
+			e.Time.Format("2006-01-02 15:04:05Z"), e.Author, describeChange(e, older))
+		if !strings.Contains(e.Subject, " "+key+" ") {
+			// A person's own git commit: their message tells why.
+			line += fmt.Sprintf("  (commit: %q)", e.Subject)
+		}
+		fmt.Fprintln(stdout, line)
 	}
 	return nil
+}
+
+// describeChange says what a version is: where it came from and its digest.
+func describeChange(e fsstore.LogEntry, older *fsstore.LogEntry) string {
+	var s string
+	switch {
+	case e.Deleted:
+		return "deleted"
+	case e.MovedFrom != "":
+		s = "moved from " + e.MovedFrom
+	case e.Version == 1 || older != nil && older.Deleted:
+		s = "created"
+	default:
+		s = "from v" + strconv.Itoa(e.Version-1)
+	}
+	if e.SameAs > 0 {
+		s += fmt.Sprintf(", content of v%d", e.SameAs)
+	}
+	if e.Digest == "" {
+		return s + ", no readable digest"
+	}
+	return s + ": " + e.Digest
 }

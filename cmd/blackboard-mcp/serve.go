@@ -42,11 +42,22 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.noSync, Agent: agentName(), SourceRoots: roots})
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.noSync, Agent: agentName(), SourceRoots: roots,
+		OnEdits: func(r *fsstore.EditReport) {
+			for _, line := range r.Lines() {
+				log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
+			}
+		}})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
+	// People's edits become versions while the server runs, and those made
+	// while none ran, before it answers.
+	watching := ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) {
+		log.Warn(fmt.Sprintf(format, args...))
+	}})
+	defer watching.Stop()
 	srv := tools.NewServer(ws, log, version)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

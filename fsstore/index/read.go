@@ -31,16 +31,24 @@ func (s *Snapshot) Note(key string) (Note, bool, error) { return note(s.t, key) 
 // Event is one commit that changed a note, for provenance.
 type Event struct {
 	Commit
-	Version  int    // the note's version after this commit
-	NoteBlob string // the note file's blob after it, "" when deleted
+	Version int // the note's version after this commit
+	// NoteBlob is the note file's blob after it, "" when deleted: also when
+	// the commit changed only the note's blob file.
+	NoteBlob string
+	// MovedFrom is the note whose file this commit deleted with the same
+	// content, when it created this one: a move.
+	MovedFrom string
 }
 
 // History lists the commits that changed a note, newest first, with the
 // note's version after each.
 func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject,
-			coalesce((SELECT x.new FROM changes x WHERE x.seq = c.seq AND x.note = ?1 AND x.path LIKE '%.md'
-			          AND x.path NOT LIKE '%.blob.md'), '')
+			coalesce((SELECT x.new FROM changes x WHERE x.path = ?1 || '.md' AND x.seq <= c.seq
+			          ORDER BY x.seq DESC LIMIT 1), ''),
+			coalesce((SELECT m.note FROM changes x JOIN changes m ON m.seq = x.seq AND m.new = '' AND m.old = x.new
+			          AND m.path LIKE '%.md' AND m.path NOT LIKE '%.blob.md' AND m.note != ?1
+			          WHERE x.seq = c.seq AND x.path = ?1 || '.md' AND x.old = '' AND x.new != '' LIMIT 1), '')
 		FROM commits c WHERE c.seq IN (SELECT DISTINCT seq FROM changes WHERE note = ?1)
 		ORDER BY c.seq DESC LIMIT ?2`, key, limit)
 	if err != nil {
@@ -50,7 +58,7 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.NoteBlob); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.NoteBlob, &e.MovedFrom); err != nil {
 			return nil, err
 		}
 		out = append(out, e)

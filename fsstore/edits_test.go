@@ -1,0 +1,243 @@
+package fsstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// noteText is a note file as a person would write it.
+func noteText(digest, body string) string {
+	return "---\ndigest: " + digest + "\n---\n" + body
+}
+
+func commitEdits(t *testing.T, w *Workspace) *EditReport {
+	t.Helper()
+	rep, err := w.CommitEdits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func opsOf(rep *EditReport) string {
+	var s []string
+	for _, e := range rep.Edits {
+		op := e.Op + " " + e.Key
+		if e.From != "" {
+			op = "move " + e.From + " " + e.Key
+		}
+		s = append(s, op)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Every kind of change a person makes by hand is committed in one commit,
+// authored by them, and agents read it at its new version.
+func TestPersonsEditsAreCommitted(t *testing.T) {
+	requireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/edited", 0, "before", "old body\n")
+	put(t, w, "t/gone", 0, "to delete", "x\n")
+	put(t, w, "t/moved", 0, "travels", "moving body\n")
+
+	writeFile(t, w, "t/edited.md", noteText("after the edit", "new body\n"))
+	writeFile(t, w, "t/deep/new/note.md", noteText("written by hand", "zebra quagga\n"))
+	writeFile(t, w, "t/broken.md", "---\ndigest: [unclosed\n---\nbody\n")
+	if err := os.Remove(filepath.Join(w.Dir(), "t/gone.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(w.Dir(), "t/moved.md"), filepath.Join(w.Dir(), "t/arrived.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, w, "t/notes.txt~", "an editor's backup: no address names it")
+
+	rep := commitEdits(t, w)
+	if got, want := opsOf(rep), "move t/moved t/arrived, create t/broken, create t/deep/new/note, edit t/edited, delete t/gone"; got != want {
+		t.Errorf("edits = %s\nwant    %s", got, want)
+	}
+	if rep.Author != "human" || rep.Commit == "" {
+		t.Errorf("report = %+v", rep)
+	}
+	if got := git(t, w.Dir(), "log", "-1", "--format=%an|%s"); got != "human|edit 5 notes by hand" {
+		t.Errorf("last commit = %q", got)
+	}
+	if n := get(t, w, "t/edited"); n.Version != 2 || n.Digest != "after the edit" || n.Content != "new body\n" {
+		t.Errorf("edited = %+v", n)
+	}
+	if n := get(t, w, "t/arrived"); n.Version != 1 || n.Content != "moving body\n" {
+		t.Errorf("moved = %+v", n)
+	}
+	for _, gone := range []string{"t/gone", "t/moved"} {
+		if _, err := w.Get(gone, false); !errors.Is(err, ErrNotFound) {
+			t.Errorf("get %s after it left: %v", gone, err)
+		}
+	}
+	if hits, _, err := w.Search("quagga", "", 5); err != nil || len(hits) != 1 || hits[0].URI != "bb://acme/t/deep/new/note" {
+		t.Errorf("search = %+v, %v", hits, err)
+	}
+	// Unreadable front matter is committed as it is; reads say what is
+	// wrong, listing and search still show it.
+	n, err := w.Get("t/broken", true)
+	if err != nil || !strings.Contains(n.Problem, "front matter") || n.Version != 1 {
+		t.Errorf("broken note = %+v, %v", n, err)
+	}
+	l, err := w.List(ListOptions{Topic: "t", ByName: true, Limit: 50})
+	if err != nil || !listed(l, "bb://acme/t/broken") {
+		t.Errorf("listing misses the broken note: %+v, %v", l, err)
+	}
+	if hits, _, _ := w.Search("broken", "", 5); len(hits) == 0 {
+		t.Error("search misses the broken note's address")
+	}
+	os.Remove(filepath.Join(w.Dir(), "t/notes.txt~"))
+	assertClean(t, w)
+
+	// Nothing changed since: nothing to commit, and no new commit.
+	if rep := commitEdits(t, w); rep.Commit != "" || len(rep.Edits) != 0 {
+		t.Errorf("second pass committed %+v", rep)
+	}
+}
+
+func listed(l *Listing, uri string) bool {
+	for _, n := range l.Notes {
+		if n.URI == uri {
+			return true
+		}
+	}
+	return false
+}
+
+// A person who deletes a note's blob file is told, and agents reading the
+// note are too; nothing is dropped silently.
+func TestDeletedBlobFileIsReported(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/big", 0, "large", strings.Repeat("a long line of text\n", 1000))
+	if err := os.Remove(filepath.Join(w.Dir(), "t/big.blob.md")); err != nil {
+		t.Fatal(err)
+	}
+	rep := commitEdits(t, w)
+	if len(rep.Edits) != 1 || !strings.Contains(rep.Edits[0].Problem, "t/big.blob.md was deleted") {
+		t.Fatalf("report = %+v", rep.Edits)
+	}
+	n := get(t, w, "t/big")
+	if !strings.Contains(n.Problem, "t/big.blob.md") || n.Version != 2 {
+		t.Errorf("read = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// A person's save landing after a write compared the file, and before the
+// write put its own file in place, is kept and committed on top: the write
+// never replaces it unseen.
+func TestSaveDuringAWriteIsKept(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/k", 0, "first", "one\n")
+	person := noteText("saved by a person mid-write", "theirs\n")
+	crashPoint = func(step string) {
+		if step == "branch" {
+			writeFile(t, w, "t/k.md", person)
+		}
+	}
+	res := put(t, w, "t/k", 1, "agent", "mine\n")
+	crashPoint = nil
+	if res.Version != 2 {
+		t.Fatalf("write = %+v", res)
+	}
+	if got := readFile(t, w, "t/k.md"); got != person {
+		t.Fatalf("the person's save was replaced:\n%s", got)
+	}
+	// git is told the file differs from its index entry.
+	if st := git(t, w.Dir(), "status", "--porcelain"); st != "M t/k.md" {
+		t.Errorf("git status = %q", st)
+	}
+	rep := commitEdits(t, w)
+	if opsOf(rep) != "edit t/k" {
+		t.Fatalf("edits = %s", opsOf(rep))
+	}
+	n := get(t, w, "t/k")
+	if n.Version != 3 || n.Content != "theirs\n" {
+		t.Errorf("after = %+v", n)
+	}
+	if got := git(t, w.Dir(), "log", "--format=%s", "--", "t/k.md"); !strings.Contains(got, "update t/k v2: agent") {
+		t.Errorf("the agent's write is not in history:\n%s", got)
+	}
+	assertClean(t, w)
+}
+
+// A new file a person creates while a write creates the same note stays.
+func TestCreateDuringACreateIsKept(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	person := noteText("made by hand", "hand\n")
+	crashPoint = func(step string) {
+		if step == "branch" {
+			writeFile(t, w, "t/new.md", person)
+		}
+	}
+	put(t, w, "t/new", 0, "agent", "machine\n")
+	crashPoint = nil
+	if got := readFile(t, w, "t/new.md"); got != person {
+		t.Fatalf("file = %q", got)
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/new"); n.Version != 2 || n.Content != "hand\n" {
+		t.Errorf("after = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// With a watcher, writes commit only the paths it reported (cheap); without
+// one, every write compares the whole work tree.
+func TestWritesCommitReportedEdits(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	put(t, w, "t/b", 0, "b", "b\n")
+
+	writeFile(t, w, "t/b.md", noteText("b by hand", "b2\n"))
+	put(t, w, "t/a", 1, "a2", "a2\n") // no watcher: the whole tree
+	if n := get(t, w, "t/b"); n.Version != 2 {
+		t.Errorf("without a watcher, b = v%d", n.Version)
+	}
+
+	w.SetWatched(true)
+	writeFile(t, w, "t/b.md", noteText("b again", "b3\n"))
+	put(t, w, "t/a", 2, "a3", "a3\n")
+	if n := get(t, w, "t/b"); n.Version != 2 {
+		t.Errorf("an unreported edit was found: b = v%d", n.Version)
+	}
+	w.FilesChanged([]string{"t/b.md"}, false)
+	put(t, w, "t/a", 3, "a4", "a4\n")
+	if n := get(t, w, "t/b"); n.Version != 3 || n.Content != "b3\n" {
+		t.Errorf("a reported edit was not committed: %+v", n)
+	}
+	// The program's own files, reported as changed, are no edits.
+	w.FilesChanged([]string{"t/a.md", "t/b.md"}, true)
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("echo committed: %+v", rep)
+	}
+	assertClean(t, w)
+}
+
+// While git is in the middle of an operation, edits wait.
+func TestEditsWaitForGit(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	git(t, w.Dir(), "checkout", "-q", "-b", "elsewhere")
+	writeFile(t, w, "t/a.md", noteText("on another branch", "x\n"))
+	_, err := w.CommitEdits()
+	if !errors.Is(err, ErrWorkTreeBusy) || !strings.Contains(err.Error(), "elsewhere is checked out") {
+		t.Fatalf("err = %v", err)
+	}
+	git(t, w.Dir(), "checkout", "-q", "t/a.md")
+	git(t, w.Dir(), "checkout", "-q", "main")
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("committed %+v", rep)
+	}
+}

@@ -1,0 +1,148 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/watch"
+)
+
+// WatchOptions configure Workspace.Watch. The zero value waits 150 ms of
+// quiet per file and logs nothing.
+type WatchOptions struct {
+	// Debounce is how long a file must stay quiet before its change is
+	// committed: an editor's save is several events.
+	Debounce time.Duration
+	// PollEvery is how often the whole work tree is compared when the
+	// system cannot watch it (no inotify instance or watch left); 5 s when
+	// zero.
+	PollEvery time.Duration
+	// Logf receives a line for each problem: a watch that failed, edits
+	// that wait for git, a commit that failed and will be tried again.
+	Logf func(format string, args ...any)
+}
+
+// Watching commits people's edits while it runs.
+type Watching struct {
+	w       *Workspace
+	watcher *watch.Watcher // nil when polling
+	kick    chan struct{}
+	stop    chan struct{}
+	done    sync.WaitGroup
+	logf    func(format string, args ...any)
+	once    sync.Once
+	told    map[string]bool // skipped files already logged: once is enough
+}
+
+// retry bounds how long failed or waiting edits wait before another try.
+const (
+	firstRetry = time.Second
+	maxRetry   = 30 * time.Second
+)
+
+// Watch commits every change people make to the work tree while the
+// process runs: it watches every directory (fsnotify), and after a file has
+// been quiet for a moment compares it with git and commits what differs, as
+// the person's version. Before it returns, it compares the whole work tree
+// once: changes made while no server ran are committed too. When the system
+// cannot watch (inotify limits), it compares the whole tree every PollEvery
+// and before every write instead, and says so through Logf.
+func (w *Workspace) Watch(opts WatchOptions) *Watching {
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = 5 * time.Second
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ws := &Watching{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), logf: logf, told: map[string]bool{}}
+	watcher, err := watch.Start(w.dir, watch.Options{Debounce: opts.Debounce, Logf: logf}, func(b watch.Batch) {
+		w.FilesChanged(b.Paths, b.Rescan)
+		ws.poke()
+	})
+	var poll <-chan time.Time
+	if err != nil {
+		logf("people's edits: cannot watch the work tree (%v); comparing it every %s and before every write instead", err, opts.PollEvery)
+		t := time.NewTicker(opts.PollEvery)
+		poll = t.C
+		ws.done.Go(func() {
+			<-ws.stop
+			t.Stop()
+		})
+	} else {
+		ws.watcher = watcher
+		w.SetWatched(true)
+	}
+	// Changes made while no server was watching.
+	w.FilesChanged(nil, true)
+	ws.commit()
+	ws.done.Go(func() { ws.loop(poll) })
+	return ws
+}
+
+func (ws *Watching) poke() {
+	select {
+	case ws.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop commits after every batch, and tries failed commits again later.
+func (ws *Watching) loop(poll <-chan time.Time) {
+	var retry <-chan time.Time
+	wait := firstRetry
+	for {
+		select {
+		case <-ws.stop:
+			return
+		case <-ws.kick:
+		case <-retry:
+		case <-poll:
+			ws.w.FilesChanged(nil, true)
+		}
+		if ws.commit() {
+			retry, wait = nil, firstRetry
+		} else {
+			retry = time.After(wait)
+			wait = min(2*wait, maxRetry)
+		}
+	}
+}
+
+// commit commits what is pending and reports whether nothing is left.
+func (ws *Watching) commit() bool {
+	rep, err := ws.w.CommitEdits()
+	for _, s := range rep.Skipped {
+		if !ws.told[s] {
+			ws.told[s] = true
+			ws.logf("people's edits: not committed: %s", s)
+		}
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrWorkTreeBusy):
+		ws.logf("people's edits wait: %v", err)
+	default:
+		ws.logf("people's edits: %v; trying again", err)
+	}
+	return false
+}
+
+// Stop commits what is pending and stops watching.
+func (ws *Watching) Stop() {
+	ws.once.Do(func() {
+		if ws.watcher != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = ws.watcher.Flush(ctx)
+			cancel()
+			ws.watcher.Close()
+		}
+		close(ws.stop)
+		ws.done.Wait()
+		ws.commit()
+		ws.w.SetWatched(false)
+	})
+}

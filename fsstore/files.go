@@ -69,7 +69,9 @@ func (w *Workspace) checkNoLinks(p string) error {
 // is false when the file does not exist. Reads go through os.Root: no link
 // leads outside.
 func (w *Workspace) readDisk(p string, limit int64) (content []byte, fi fs.FileInfo, ok bool, err error) {
-	f, err := w.root.Open(p)
+	// O_NONBLOCK: a FIFO put where a note was must not hang the reader; for
+	// a regular file it changes nothing.
+	f, err := w.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, false, nil
 	}

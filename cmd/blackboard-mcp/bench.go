@@ -139,8 +139,10 @@ func benchWrite(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var runErr error
 	if *procs == 1 {
 		var res benchResult
+		watching := w.Watch(fsstore.WatchOptions{}) // as serve does
 		res, runErr = benchRun(w, picked, *writes, "bench", nil)
 		results = append(results, res)
+		watching.Stop()
 		w.Close()
 	} else {
 		w.Close()
@@ -384,6 +386,11 @@ func benchWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		return err
 	}
 	defer w.Close()
+	// Each writer watches the work tree as a server does: its writes then
+	// compare only the files reported changed, and it sees the echoes of
+	// every other writer's files.
+	watching := w.Watch(fsstore.WatchOptions{})
+	defer watching.Stop()
 	res, err := benchRun(w, job.Notes, job.Writes, job.Agent, &benchHooks{
 		ready: func() error {
 			if err := out.Encode(workerMsg{Ready: true}); err != nil {

@@ -1045,7 +1045,7 @@ func TestMCPPeopleEdits(t *testing.T) {
 	}
 	s.closeClean()
 	hist := gitLog(t, dir, key+".md")
-	want := []string{"agent\tappend plan/q4 v4: Q4 plan, agreed", "Ada Person\tplan: add the owner", "edit plan/q4 v2 by hand", "agent\tupdate plan/q4 v1: Q4 plan"}
+	want := []string{"agent\tappend plan/q4 v4: Q4 plan, agreed", "Ada Person\tplan: add the owner", "edit plan/q4 v2 by hand: Q4 plan", "agent\tupdate plan/q4 v1: Q4 plan"}
 	if len(hist) != 4 || hist[0] != want[0] || hist[1] != want[1] || !strings.HasSuffix(hist[2], "\t"+want[2]) || hist[3] != want[3] {
 		t.Errorf("history of %s:\n%s\nwant:\n%s", key, strings.Join(hist, "\n"), strings.Join(want, "\n"))
 	}

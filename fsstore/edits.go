@@ -56,7 +56,7 @@ type EditReport struct {
 	Skipped []string
 }
 
-// Lines renders the report for a log, one line per note or skipped file.
+// Lines renders the report's edits for a log, one line per note.
 func (r *EditReport) Lines() []string {
 	var out []string
 	for _, e := range r.Edits {
@@ -72,9 +72,6 @@ func (r *EditReport) Lines() []string {
 			line += ": " + e.Problem
 		}
 		out = append(out, line)
-	}
-	for _, s := range r.Skipped {
-		out = append(out, "not committed: "+s)
 	}
 	return out
 }
@@ -501,7 +498,7 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 func describeNote(content []byte) (digest, problem string) {
 	f, err := parseNote(content)
 	if err != nil {
-		return "", "unreadable front matter: " + errMsg(err) + "; committed as it is"
+		return "", errMsg(err) + "; committed as it is"
 	}
 	digest = f.str(keyDigest)
 	if digest == "" {
@@ -541,7 +538,7 @@ func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edi
 		}
 		for _, c := range byNote[e.Key] {
 			if c.deleted && c.path == named {
-				edits[i].Problem = fmt.Sprintf("its blob file %s was deleted, so its content cannot be read; restore it with git checkout HEAD~1 -- %s", c.path, c.path)
+				edits[i].Problem = fmt.Sprintf("its blob file %s was deleted, so its content cannot be read; restore it from history (git log -- %s)", c.path, c.path)
 			}
 		}
 	}

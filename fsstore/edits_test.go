@@ -241,3 +241,51 @@ func TestEditsWaitForGit(t *testing.T) {
 		t.Errorf("committed %+v", rep)
 	}
 }
+
+// A process killed at any step of committing a person's edits leaves them
+// either uncommitted, to be committed by the next process, or committed: the
+// person's files are never touched, and git ends up holding exactly them.
+func TestCrashWhileCommittingEdits(t *testing.T) {
+	requireGit(t)
+	for _, step := range []string{"journal", "objects", "branch", "files", "gitindex", "index"} {
+		t.Run(step, func(t *testing.T) {
+			w := newWorkspace(t, true)
+			put(t, w, "t/a", 0, "a", "a\n")
+			put(t, w, "t/gone", 0, "gone", "gone\n")
+			edits := map[string]string{
+				"t/a.md":       noteText("a by hand", "person's a\n"),
+				"t/new/one.md": noteText("new by hand", "person's new\n"),
+			}
+			for p, c := range edits {
+				writeFile(t, w, p, c)
+			}
+			if err := os.Remove(filepath.Join(w.Dir(), "t/gone.md")); err != nil {
+				t.Fatal(err)
+			}
+			cmd := worker(t, "edits", w.Dir(), "BB_CRASH_AT="+step, "BB_DURABLE=1")
+			cmd.Stderr = nil
+			if err := cmd.Run(); err == nil {
+				t.Fatal("the worker was not killed")
+			}
+			w.Close()
+			w = openWorkspace(t, w.Dir(), true)
+			commitEdits(t, w)
+			for p, c := range edits {
+				if got := readFile(t, w, p); got != c {
+					t.Errorf("%s changed on disk:\n%s", p, got)
+				}
+				if got := git(t, w.Dir(), "show", "HEAD:"+p); got+"\n" != c {
+					t.Errorf("HEAD:%s = %q", p, got)
+				}
+			}
+			if _, err := w.Get("t/gone", false); !errors.Is(err, ErrNotFound) {
+				t.Errorf("deleted note: %v", err)
+			}
+			if n := get(t, w, "t/a"); n.Version != 2 {
+				t.Errorf("t/a at v%d, want 2 (one commit of the edit)", n.Version)
+			}
+			git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+			assertClean(t, w)
+		})
+	}
+}

@@ -85,6 +85,16 @@ func runWorker(role string) error {
 		return historyWorker(w, envInt("BB_ID", 0), envInt("BB_N", 40), os.Getenv("BB_OUT"))
 	case "crash":
 		return crashWorker(w, os.Getenv("BB_OUT"), os.Getenv("BB_CRASH_AT"))
+	case "edits":
+		crashAt := os.Getenv("BB_CRASH_AT")
+		crashPoint = func(step string) {
+			if step == crashAt {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+		_, err := w.CommitEdits()
+		return err
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }

@@ -399,3 +399,76 @@ func TestMCPTwoWatchersCommitOnce(t *testing.T) {
 	}
 	checkWorkspace(t, dir)
 }
+
+// Edits made while no server ran are committed when one starts, and a CLI
+// write (a process that does not watch) commits every pending edit first.
+func TestMCPEditsWhileNoServerRan(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init", dir)
+	runCLI(t, dir, "put", "off/a", "--digest", "a", "--body", "a", "--expect", "0")
+	runCLI(t, dir, "put", "off/b", "--digest", "b", "--body", "b", "--expect", "0")
+
+	// A CLI write of one note commits a person's edit of another first.
+	writeTree(t, dir, "off/b.md", handNote("b by hand", "b edited\n"))
+	runCLI(t, dir, "put", "off/a", "--digest", "a2", "--body", "a2", "--expect", "1")
+	if log := gitLog(t, dir); log[0] != "agent\tupdate off/a v2: a2" || log[1] != "Ada Person\tedit off/b v2 by hand: b by hand" {
+		t.Errorf("history:\n%s", strings.Join(log, "\n"))
+	}
+
+	// Edits while nothing runs: found by the next server before it answers.
+	writeTree(t, dir, "off/a.md", handNote("a while offline", "offline\n"))
+	writeTree(t, dir, "off/new/c.md", handNote("c while offline", "created offline\n"))
+	sh(t, dir, "rm off/b.md")
+	s := startMCPGo(t, dir, "agent")
+	if it := s.itemOf("off/a"); it.Version != 3 || it.Digest != "a while offline" {
+		t.Errorf("off/a = %+v", it)
+	}
+	if it := s.itemOf("off/new/c"); it.Version != 1 {
+		t.Errorf("off/new/c = %+v", it)
+	}
+	if it := s.itemOf("off/b"); it.Error == "" {
+		t.Errorf("off/b still readable: %+v", it)
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+}
+
+// What a person may leave in the work tree that cannot be a note: the
+// server says so in its log, commits nothing of it, and keeps serving.
+func TestMCPHostileEdits(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	s.write(map[string]any{"uri": "bad/big", "digest": "large", "body": strings.Repeat("a line of the big note\n", 1000), "expect_version": 0})
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	writeTree(t, filepath.Dir(outside), "secret.md", handNote("secret", "outside the board\n"))
+
+	if err := os.Symlink(outside, filepath.Join(dir, "bad", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, dir, "mkfifo bad/fifo.md")
+	writeTree(t, dir, "bad/broken.md", "---\ndigest: [unclosed\n---\nbody\n")
+	sh(t, dir, "rm bad/big.blob.md")
+	writeTree(t, dir, "bad/fine.md", handNote("still committed", "fine\n"))
+
+	s.waitVersion("bad/fine", 1)
+	broken := s.waitVersion("bad/broken", 1)
+	if !strings.Contains(broken.Problem, "front matter") {
+		t.Errorf("broken note = %+v", broken)
+	}
+	big := s.waitVersion("bad/big", 2)
+	if !strings.Contains(big.Problem, "bad/big.blob.md") {
+		t.Errorf("note whose blob was deleted = %+v", big)
+	}
+	eventually(t, "the server logs the files it cannot commit", func() bool {
+		log := s.stderr.String()
+		return strings.Contains(log, "bad/link.md is a symbolic link") && strings.Contains(log, "bad/fifo.md is not a regular file") &&
+			strings.Contains(log, "its blob file bad/big.blob.md was deleted")
+	})
+	if got := gitCmd(t, dir, "ls-files", "bad"); strings.Contains(got, "link.md") || strings.Contains(got, "fifo.md") {
+		t.Errorf("committed a link or a FIFO:\n%s", got)
+	}
+	if it := s.itemOf("bad/link"); it.Error == "" {
+		t.Errorf("a symbolic link became readable: %+v", it)
+	}
+	s.closeClean()
+}

@@ -385,6 +385,7 @@ type item struct {
 	Digest         string              `json:"digest"`
 	EstTokens      int                 `json:"est_tokens"`
 	Error          string              `json:"error"`
+	Problem        string              `json:"problem"`
 	Body           string              `json:"body"`
 	KeptChars      int                 `json:"kept_chars"`
 	TotalChars     int                 `json:"total_chars"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -229,6 +230,9 @@ type candidate struct {
 	committed string
 	recorded  index.DiskStat
 	hasStat   bool
+	// walked is the file's stat as a walk of the work tree found it: its
+	// directories are real ones, not links.
+	walked fs.FileInfo
 	// strict: the path belongs to a note being written, whose problems are
 	// the write's errors rather than skipped files.
 	strict bool
@@ -264,9 +268,9 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	if all {
 		found, skipped := w.walkNotes()
 		rep.Skipped = append(rep.Skipped, skipped...)
-		for _, p := range found {
+		for p, fi := range found {
 			if cands[p] == nil {
-				cands[p] = &candidate{}
+				cands[p] = &candidate{walked: fi}
 			}
 		}
 	}
@@ -360,18 +364,22 @@ func noteFiles(key string) []string {
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
 func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, error) {
-	if err := w.checkNoLinks(p); err != nil {
-		return nil, nil, err
-	}
-	fi, err := w.root.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		if c.committed != "" {
-			return &fileChange{path: p, deleted: true}, nil, nil
+	fi := c.walked
+	if fi == nil {
+		if err := w.checkNoLinks(p); err != nil {
+			return nil, nil, err
 		}
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
+		var err error
+		fi, err = w.root.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			if c.committed != "" {
+				return &fileChange{path: p, deleted: true}, nil, nil
+			}
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 	}
 	st := statOf(fi)
 	r := c.recorded
@@ -397,12 +405,14 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 	return &fileChange{path: p, content: content, info: info}, nil, nil
 }
 
-// walkNotes lists every file of the work tree that belongs to a note. It
-// does not enter directories whose name starts with a dot (.git,
-// .blackboard, editors' folders: no address names them) and does not follow
-// links.
-func (w *Workspace) walkNotes() (found, skipped []string) {
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+// walkNotes finds every file of the work tree that belongs to a note, with
+// its stat. It does not enter directories whose name starts with a dot
+// (.git, .blackboard, editors' folders: no address names them) and does not
+// follow links; what is not a regular file is skipped with the reason.
+func (w *Workspace) walkNotes() (found map[string]fs.FileInfo, skipped []string) {
+	found = map[string]fs.FileInfo{}
+	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
+		p := w.relPath(abs)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s cannot be read: %s; fix its permissions", p, errMsg(err)))
 			if d != nil && d.IsDir() {
@@ -416,8 +426,20 @@ func (w *Workspace) walkNotes() (found, skipped []string) {
 			}
 			return nil
 		}
-		if _, ok := noteKeyOf(p); ok {
-			found = append(found, p)
+		if _, ok := noteKeyOf(p); !ok {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			if d.Type()&fs.ModeSymlink != 0 {
+				skipped = append(skipped, p+" is a symbolic link; the board does not follow links, remove it or replace it with a file")
+			} else {
+				skipped = append(skipped, p+" is not a regular file")
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err == nil {
+			found[p] = fi
 		}
 		return nil
 	})
@@ -425,6 +447,16 @@ func (w *Workspace) walkNotes() (found, skipped []string) {
 		skipped = append(skipped, "the work tree cannot be listed: "+errMsg(err))
 	}
 	return found, skipped
+}
+
+// relPath turns a path under the workspace into its slash-separated
+// relative form.
+func (w *Workspace) relPath(abs string) string {
+	rel, err := filepath.Rel(w.dir, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.ToSlash(rel)
 }
 
 // commitPersonsEdits commits changes as one commit authored by the person

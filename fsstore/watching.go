@@ -45,8 +45,9 @@ const (
 // Watch commits every change people make to the work tree while the
 // process runs: it watches every directory (fsnotify), and after a file has
 // been quiet for a moment compares it with git and commits what differs, as
-// the person's version. Before it returns, it compares the whole work tree
-// once: changes made while no server ran are committed too. When the system
+// the person's version. It also compares the whole work tree once, at
+// once and in the background: changes made while no server ran are
+// committed too. When the system
 // cannot watch (inotify limits), it compares the whole tree every PollEvery
 // and before every write instead, and says so through Logf.
 func (w *Workspace) Watch(opts WatchOptions) *Watching {
@@ -75,9 +76,11 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.watcher = watcher
 		w.SetWatched(true)
 	}
-	// Changes made while no server was watching.
+	// Changes made while no server was watching are compared in the
+	// background, so that a server answers at once on a large board; a
+	// write meanwhile compares the whole tree itself first.
 	w.FilesChanged(nil, true)
-	ws.commit()
+	ws.poke()
 	ws.done.Go(func() { ws.loop(poll) })
 	return ws
 }

@@ -52,8 +52,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer ws.Close()
-	// People's edits become versions while the server runs, and those made
-	// while none ran, before it answers.
+	// People's edits become versions while the server runs; those made
+	// while none ran are found in the background as it starts.
 	watching := ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) {
 		log.Warn(fmt.Sprintf(format, args...))
 	}})

@@ -2,10 +2,15 @@ package fsstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/watch"
 )
 
 // noteText is a note file as a person would write it.
@@ -288,4 +293,80 @@ func TestCrashWhileCommittingEdits(t *testing.T) {
 			assertClean(t, w)
 		})
 	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A watching workspace commits a person's save by itself, and stops cleanly.
+func TestWatchCommitsSaves(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	writeFile(t, w, "t/offline.md", noteText("before watching", "x\n"))
+	var logged []string
+	var mu sync.Mutex
+	ws := w.Watch(WatchOptions{Debounce: 20 * time.Millisecond, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	waitFor(t, "the offline edit is committed", func() bool {
+		n, err := w.Get("t/offline", false)
+		return err == nil && n.Version == 1
+	})
+	writeFile(t, w, "t/a.md", noteText("saved while watched", "b\n"))
+	waitFor(t, "the save is committed", func() bool { return get(t, w, "t/a").Version == 2 })
+	writeFile(t, w, "t/last.md", noteText("saved just before stopping", "c\n"))
+	ws.Stop()
+	ws.Stop() // twice is fine
+	// Stop commits what the watcher has seen; a save it had not seen yet is
+	// found by the next comparison (here a process without a watcher).
+	commitEdits(t, w)
+	if n := get(t, w, "t/last"); n.Version != 1 {
+		t.Errorf("a save made just before Stop was lost: %+v", n)
+	}
+	assertClean(t, w)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) > 0 {
+		t.Errorf("logged: %q", logged)
+	}
+}
+
+// Without inotify (out of instances), the workspace polls the whole tree
+// instead, says so, and every write compares the whole tree first.
+func TestWatchFallsBackToPolling(t *testing.T) {
+	requireGit(t)
+	startWatcher = func(string, watch.Options, func(watch.Batch)) (*watch.Watcher, error) {
+		return nil, errors.New("too many open files")
+	}
+	defer func() { startWatcher = watch.Start }()
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	var logged []string
+	var mu sync.Mutex
+	ws := w.Watch(WatchOptions{PollEvery: 50 * time.Millisecond, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	defer ws.Stop()
+	writeFile(t, w, "t/a.md", noteText("found by polling", "b\n"))
+	waitFor(t, "polling commits the save", func() bool { return get(t, w, "t/a").Version == 2 })
+	mu.Lock()
+	if len(logged) != 1 || !strings.Contains(logged[0], "cannot watch the work tree (too many open files); comparing it every 50ms") {
+		t.Errorf("logged: %q", logged)
+	}
+	mu.Unlock()
+	assertClean(t, w)
 }

@@ -36,6 +36,10 @@ type Watching struct {
 	told    map[string]bool // skipped files already logged: once is enough
 }
 
+// startWatcher is watch.Start; the tests make it fail, as a system out of
+// inotify instances does.
+var startWatcher = watch.Start
+
 // retry bounds how long failed or waiting edits wait before another try.
 const (
 	firstRetry = time.Second
@@ -59,7 +63,7 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		logf = func(string, ...any) {}
 	}
 	ws := &Watching{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), logf: logf, told: map[string]bool{}}
-	watcher, err := watch.Start(w.dir, watch.Options{Debounce: opts.Debounce, Logf: logf}, func(b watch.Batch) {
+	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: logf}, func(b watch.Batch) {
 		w.FilesChanged(b.Paths, b.Rescan)
 		ws.poke()
 	})
@@ -134,7 +138,10 @@ func (ws *Watching) commit() bool {
 	return false
 }
 
-// Stop commits what is pending and stops watching.
+// Stop commits what the watcher has seen and stops watching. A save it had
+// not seen yet stays on disk and is committed by the next comparison of the
+// whole tree: the next server's start, or a write of a process that does
+// not watch.
 func (ws *Watching) Stop() {
 	ws.once.Do(func() {
 		if ws.watcher != nil {

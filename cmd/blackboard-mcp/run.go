@@ -105,12 +105,14 @@ func exitCode(err error, stderr io.Writer) int {
 type commonFlags struct {
 	dir    string
 	noSync bool
+	stderr io.Writer // where a write tells of the people's edits it committed first
 }
 
 func newFlagSet(name string, stderr io.Writer, c *commonFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if c != nil {
+		c.stderr = stderr
 		fs.StringVar(&c.dir, "dir", "", "workspace directory (default $BLACKBOARD_DIR, else .)")
 		fs.BoolVar(&c.noSync, "no-sync", os.Getenv("BLACKBOARD_NO_SYNC") == "1",
 			"skip fsync: faster, but a power failure may lose acknowledged writes ($BLACKBOARD_NO_SYNC=1)")
@@ -152,7 +154,12 @@ func (c *commonFlags) workspaceDir() string {
 }
 
 func (c *commonFlags) open() (*fsstore.Workspace, error) {
-	return fsstore.Open(c.workspaceDir(), fsstore.Options{NoSync: c.noSync, Agent: agentName()})
+	return fsstore.Open(c.workspaceDir(), fsstore.Options{NoSync: c.noSync, Agent: agentName(),
+		OnEdits: func(r *fsstore.EditReport) {
+			for _, line := range r.Lines() {
+				fmt.Fprintf(c.stderr, "committed a person's edit first: %s\n", line)
+			}
+		}})
 }
 
 // agentName is the author of writes made from this process.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -386,7 +387,7 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 	if c.hasStat && c.committed != "" && r.Blob == c.committed && (fileStat{r.Size, r.MTime, r.Ino}) == st {
 		return nil, nil, nil // unchanged since it last matched git
 	}
-	content, info, ok, err := w.readDisk(p, maxFileBytes)
+	content, info, ok, err := w.readSettled(p, c.committed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
@@ -403,6 +404,31 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 		return nil, nil, nil
 	}
 	return &fileChange{path: p, content: content, info: info}, nil, nil
+}
+
+// settleTime is how long a changed file must have been left alone before
+// it is committed: an editor that writes in place truncates the file, then
+// writes it, and a comparison between the two would commit half a save.
+// The watcher's debounce already waits longer; this guards the comparisons
+// a write makes.
+const settleTime = 50 * time.Millisecond
+
+// readSettled reads p; when it differs from the blob committed and was
+// modified within settleTime, it waits (a few times at most, holding the
+// write lock) until the file has been quiet that long, and reads it again.
+func (w *Workspace) readSettled(p, committed string) ([]byte, fs.FileInfo, bool, error) {
+	for range 8 {
+		content, info, ok, err := w.readDisk(p, maxFileBytes)
+		if err != nil || !ok || gitver.BlobHash(content).String() == committed {
+			return content, info, ok, err
+		}
+		young := settleTime - time.Since(info.ModTime())
+		if young <= 0 || young > settleTime { // quiet, or a clock in the future
+			return content, info, ok, nil
+		}
+		time.Sleep(young)
+	}
+	return w.readDisk(p, maxFileBytes)
 }
 
 // walkNotes finds every file of the work tree that belongs to a note, with

@@ -121,7 +121,7 @@ const (
 		"(git fetch from a remote that has them, or copy .git/objects from a backup); `git fsck --full` lists every bad object"
 	fixReindex      = "run `blackboard-mcp reindex`: the index is derived from git, so rebuilding it loses nothing"
 	fixFrontMatter  = "edit the file: a line ---, then YAML keys (at least `digest:`, one line saying what the note holds; no anchors or aliases), then a line ---; then commit it (git commit), or save it while a server runs and it is committed for you"
-	fixUncommitted  = "commit it (git add and git commit), or let a running server or the next write of this note (blackboard-mcp put) commit it as your edit; to drop the edit, git restore it"
+	fixUncommitted  = "a running server commits it as your edit within a moment (it watches the files), and so does any blackboard-mcp put; or commit it yourself (git add and git commit); to drop the edit, git restore it"
 	fixAccess       = "correct the entry by hand, or recreate the agent with `blackboard-mcp token revoke NAME` and `blackboard-mcp token add NAME --read TOPICS --write TOPICS`"
 	fixJournalLater = "open the workspace once (any blackboard-mcp verb, e.g. `blackboard-mcp ls`) or make any write (`blackboard-mcp put`): either finishes it from the journal"
 )

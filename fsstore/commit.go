@@ -47,18 +47,31 @@ var errBranchMoved = errors.New("branch moved during the write")
 //  2. git's index lock is taken, so no `git commit` can take the index
 //     while the branch moves (see gitver.IndexLock);
 //  3. the branch moves from parent to the commit: the commit point;
-//  4. the files are renamed into place (unless onDisk: a person's edit
+//  4. the files are swapped into place (unless onDisk: a person's edit
 //     already is) and their directories synced;
 //  5. git's index file is written and unlocked, the derived index updated;
 //  6. the journal is cleared.
 //
+// While a person has another branch checked out, a tool write commits to
+// the branch only: the files and git's index are that checkout's, and git
+// puts the write's files in place when the person checks the branch out
+// again. While a person is in the middle of a merge or a rebase, tool writes
+// are refused.
+//
 // The caller holds the write lock. It returns errBranchMoved when the branch
-// was not at parent; nothing then changed.
+// was not at parent, or the work tree changed hands meanwhile; nothing then
+// changed.
 func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
 	message string, onDisk bool) (gitver.Hash, error) {
+	wt := w.repo.WorkTree()
+	if !onDisk && wt.Operation != "" {
+		return gitver.ZeroHash, errorf("write", "", ErrConflict,
+			"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
+	}
+	branchOnly := !onDisk && wt.Elsewhere != ""
 	blobs := make(map[string]gitver.Hash, len(changes))
 	var contents [][]byte
-	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk}
+	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk, BranchOnly: branchOnly}
 	paths := make([]string, len(changes))
 	for i, c := range changes {
 		paths[i] = c.path
@@ -93,24 +106,24 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, err
 	}
 	reach("journal")
-	staged := map[string]string{}
+	staged := map[string]stagedFile{}
 	var stagedMu sync.Mutex
 	defer func() {
-		for _, tmp := range staged {
-			w.root.Remove(tmp)
+		for _, f := range staged {
+			w.root.Remove(f.tmp)
 		}
 	}()
 	tasks := []func() error{pending.Write, w.syncJournal}
-	if !onDisk {
+	if !onDisk && !branchOnly {
 		for _, c := range changes {
 			if c.deleted {
 				continue
 			}
 			tasks = append(tasks, func() error {
-				tmp, err := w.stageFile(c.path, c.content)
+				tmp, fi, err := w.stageFile(c.path, c.content)
 				if err == nil {
 					stagedMu.Lock()
-					staged[c.path] = tmp
+					staged[c.path] = stagedFile{tmp, fi}
 					stagedMu.Unlock()
 				}
 				return err
@@ -121,13 +134,23 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 	}
 	reach("objects")
-	gitIndex, err := w.repo.LockIndex()
-	if err != nil {
-		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+	var gitIndex *gitver.IndexLock
+	if !branchOnly {
+		if gitIndex, err = w.repo.LockIndex(); err != nil {
+			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+		}
+		defer gitIndex.Release()
+		// Holding git's index, look again: a checkout that began since
+		// has finished writing its files by now.
+		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere {
+			gitIndex.Release()
+			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
+		}
 	}
-	defer gitIndex.Release()
 	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+firstLine(message)); err != nil {
-		gitIndex.Release()
+		if gitIndex != nil {
+			gitIndex.Release()
+		}
 		if cerr := w.clearJournal(); cerr != nil {
 			return gitver.ZeroHash, cerr
 		}
@@ -139,6 +162,17 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	// Past the commit point: the write is in git. A failure from here on
 	// is finished by recover() on the next write.
 	reach("branch")
+	hint := map[gitver.Hash][]gitver.PathChange{}
+	for _, jf := range j.Files {
+		old, _ := parseHashOrZero(jf.Old)
+		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: old, New: blobs[jf.Path]})
+	}
+	if branchOnly {
+		if _, _, err := w.catchUp(hint, nil); err != nil {
+			return commit, err
+		}
+		return commit, w.clearJournal()
+	}
 	entries := make([]gitver.IndexEntry, 0, len(changes))
 	stats := make(map[string]fileStat, len(changes))
 	dirs := map[string]bool{}
@@ -159,35 +193,34 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 		var placed bool
 		var err error
+		sf := staged[c.path]
 		if c.deleted {
 			placed, err = w.removeIf(c.path, olds[i])
 		} else {
-			placed, err = w.placeFile(staged[c.path], c.path, olds[i])
+			placed, err = w.placeFile(sf.tmp, c.path, olds[i], blobs[c.path].String())
 			delete(staged, c.path)
 		}
 		if err != nil {
 			return commit, err
 		}
-		if !placed {
+		switch {
+		case !placed:
 			// A person changed the file since it was compared: their file
-			// stays, git's index is told it differs, and it is committed as
-			// their edit next.
-			e.Blob, e.Info = blobs[c.path], staleInfo{}
-			entries = append(entries, e)
+			// stays, to be committed as their edit next. git's index gets
+			// the commit's blob with a stat that matches no file, so git
+			// compares the content and sees the difference (a deleted path
+			// leaves the index, and their file is untracked).
+			if !c.deleted {
+				e.Blob, e.Info = blobs[c.path], staleInfo{}
+			}
 			w.edits.add([]string{c.path}, false)
-			continue
-		}
-		if c.deleted {
-			entries = append(entries, e)
-			continue
-		}
-		fi, err := w.root.Lstat(c.path)
-		if err != nil {
-			return commit, err
-		}
-		e.Blob, e.Info = blobs[c.path], fi
-		if st := statOf(fi); trustworthy(st) {
-			stats[c.path] = st
+		case !c.deleted:
+			// The staged file's own stat: a rename keeps its inode, size
+			// and time, and a save that replaced it since does not match.
+			e.Blob, e.Info = blobs[c.path], sf.info
+			if st := statOf(sf.info); trustworthy(st) {
+				stats[c.path] = st
+			}
 		}
 		entries = append(entries, e)
 	}
@@ -203,11 +236,6 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 	}
 	reach("gitindex")
-	hint := map[gitver.Hash][]gitver.PathChange{}
-	for _, jf := range j.Files {
-		old, _ := parseHashOrZero(jf.Old)
-		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: old, New: blobs[jf.Path]})
-	}
 	if _, _, err := w.catchUp(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, blobs[p].String(), st.size, st.mtime, st.ino); err != nil {
@@ -227,6 +255,12 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		w.repo.MaybeMaintain()
 	}
 	return commit, nil
+}
+
+// stagedFile is a new file written under a temporary name, and its stat.
+type stagedFile struct {
+	tmp  string
+	info fs.FileInfo
 }
 
 // committedBlobs returns the blobs paths hold at the indexed head ("" for

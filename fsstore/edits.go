@@ -78,8 +78,9 @@ func (r *EditReport) Lines() []string {
 	return out
 }
 
-// ErrWorkTreeBusy means people's edits wait: git is in the middle of an
-// operation on the work tree (a merge, a rebase, another branch checked out).
+// ErrWorkTreeBusy means people's edits wait: the files are not the
+// branch's right now (a merge or a rebase in progress, another branch
+// checked out, a git command holding the index).
 var ErrWorkTreeBusy = errors.New("the work tree is busy")
 
 // pendingEdits are the work-tree paths a watcher reported and that have not
@@ -174,6 +175,7 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 	}
 	var out []string
 	err := w.idx.Read(func(s *index.Snapshot) error {
+		out = out[:0] // a retried read starts over
 		for _, p := range paths {
 			if _, ok := noteKeyOf(p); !ok {
 				continue
@@ -188,7 +190,10 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return paths, err // all of them stay pending
+	}
+	return out, nil
 }
 
 // adoptEdits commits people's pending edits and any edit to note key, before
@@ -245,7 +250,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		return head, nil, err
 	}
 	rep := &EditReport{}
-	if why := w.repo.WorkTreeBusy(); why != "" {
+	if why := w.repo.WorkTree().Busy(); why != "" {
 		return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
 	cands := map[string]*candidate{}
@@ -334,6 +339,13 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	if len(changes) > 0 {
+		// A checkout that began during the comparison writes the other
+		// branch's files before it moves HEAD: look again before
+		// committing what was found (commitLocked looks once more under
+		// git's index lock).
+		if why := w.repo.WorkTree().Busy(); why != "" {
+			return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+		}
 		commit, err := w.commitPersonsEdits(head, changes, rep)
 		if err != nil {
 			return head, rep, err

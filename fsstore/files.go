@@ -100,7 +100,7 @@ func (w *Workspace) readDisk(p string, limit int64) (content []byte, fi fs.FileI
 // synced, renamed over p, and the directory synced. No reader and no crash
 // ever sees half a file.
 func (w *Workspace) writeFileAtomic(p string, content []byte) error {
-	tmp, err := w.stageFile(p, content)
+	tmp, _, err := w.stageFile(p, content)
 	if err != nil {
 		return err
 	}
@@ -112,37 +112,41 @@ func (w *Workspace) writeFileAtomic(p string, content []byte) error {
 }
 
 // stageFile writes content to a synced temporary file beside p and returns
-// its name; renaming it over p later is atomic and needs only the directory
-// to be synced.
-func (w *Workspace) stageFile(p string, content []byte) (string, error) {
+// its name and stat; renaming it over p later is atomic, keeps that stat
+// (but the change time) and needs only the directory to be synced.
+func (w *Workspace) stageFile(p string, content []byte) (string, fs.FileInfo, error) {
 	dir := path.Dir(p)
 	tmp, err := w.tempName(p)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A new topic or key directory.
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	_, err = f.Write(content)
 	if err == nil {
 		err = w.repo.Sync(f)
+	}
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		w.root.Remove(tmp)
-		return "", err
+		return "", nil, err
 	}
-	return tmp, nil
+	return tmp, fi, nil
 }
 
 // tempName returns a fresh temporary name beside p.
@@ -201,6 +205,9 @@ func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
 			continue
 		}
 		tmp, target := path.Join(dir, n), path.Join(dir, base[1:])
+		if _, ok := w.blobOf(tmp); !ok {
+			continue // cannot be read: better left than deleted
+		}
 		if w.personsSave(tmp, target, blobs[target]) {
 			if err := w.root.Rename(tmp, target); err == nil {
 				continue

@@ -31,6 +31,10 @@ type journal struct {
 	// OnDisk is set when the files already hold the new content: a
 	// person's edit being committed, not a tool write.
 	OnDisk bool `json:"on_disk,omitempty"`
+	// BranchOnly is set when the write went to the branch alone, while a
+	// person had another branch checked out: no file or git index entry
+	// is the write's to finish.
+	BranchOnly bool `json:"branch_only,omitempty"`
 }
 
 type journalFile struct {
@@ -117,6 +121,9 @@ func (w *Workspace) recover() error {
 		w.dropTemps(&j)
 		return w.clearJournal()
 	}
+	if j.BranchOnly {
+		return w.clearJournal()
+	}
 	var entries []gitver.IndexEntry
 	for _, f := range j.Files {
 		entry, err := w.finishFile(f, j.OnDisk)
@@ -168,7 +175,21 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 			return nil, err
 		}
 	default:
-		return nil, nil // a person's edit made after the crash
+		// A person's edit made after the crash: their file stays, to be
+		// committed as their edit. git's index still must follow the
+		// commit, or a person's next `git commit` would revert it: it gets
+		// the commit's blob with a stat that matches no file, so git
+		// compares the content and sees the edit.
+		w.edits.add([]string{f.Path}, false)
+		entry := &gitver.IndexEntry{Path: f.Path}
+		if f.New != "" {
+			h, err := gitver.ParseHash(f.New)
+			if err != nil {
+				return nil, err
+			}
+			entry.Blob, entry.Info = h, staleInfo{}
+		}
+		return entry, nil
 	}
 	entry := &gitver.IndexEntry{Path: f.Path}
 	if f.New != "" {

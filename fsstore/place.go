@@ -19,10 +19,11 @@ import (
 // the person's save back: their file stays, to be committed on top of the
 // write as their edit.
 
-// placeFile moves the staged file tmp to dst, provided dst still holds the
-// blob expect ("" for no file). It reports false when a person's save was
-// found there instead and kept; tmp is gone either way.
-func (w *Workspace) placeFile(tmp, dst, expect string) (bool, error) {
+// placeFile moves the staged file tmp, holding the blob ours, to dst,
+// provided dst still holds the blob expect ("" for no file). It reports
+// false when a person's save was found there instead and kept; tmp is gone
+// either way.
+func (w *Workspace) placeFile(tmp, dst, expect, ours string) (bool, error) {
 	d, err := w.root.Open(path.Dir(dst))
 	if err != nil {
 		return false, err
@@ -40,6 +41,7 @@ func (w *Workspace) placeFile(tmp, dst, expect string) (bool, error) {
 		return true, nil
 	case err == nil:
 		// dst's former file is now at tmp.
+		reach("exchanged")
 	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOENT):
 		// A person created the file, or deleted it, since it was compared:
 		// their change stays.
@@ -55,12 +57,39 @@ func (w *Workspace) placeFile(tmp, dst, expect string) (bool, error) {
 		w.root.Remove(tmp)
 		return true, nil
 	}
-	// Give the person's save its place back. What comes out is the write's
-	// content (it is in git), or an earlier save of theirs that their newer
-	// one replaced.
-	err = unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE)
-	w.root.Remove(tmp)
-	return false, err
+	// A person saved dst after it was compared: give their save its place
+	// back. Each exchange puts the newest file back in dst; what comes out
+	// is what the previous exchange put there (the write's file, which is
+	// in git), unless the person saved again meanwhile: then that newer
+	// save goes back in, and the older one comes out, superseded like two
+	// saves within one debounce.
+	prev := ours
+	for range 8 {
+		displaced, _ := w.blobOf(tmp)
+		if err := unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE); err != nil {
+			return false, err
+		}
+		reach("swapped back")
+		out, ok := w.blobOf(tmp)
+		if !ok {
+			break // it cannot be told apart: better left than deleted
+		}
+		if out == prev {
+			w.root.Remove(tmp)
+			break
+		}
+		prev = displaced
+	}
+	return false, nil
+}
+
+// blobOf returns the blob name of the file at p.
+func (w *Workspace) blobOf(p string) (string, bool) {
+	content, _, ok, err := w.readDisk(p, maxFileBytes)
+	if err != nil || !ok {
+		return "", false
+	}
+	return gitver.BlobHash(content).String(), true
 }
 
 // placeFileByRename is placeFile for file systems without renameat2 flags:

@@ -86,17 +86,26 @@ func runWorker(role string) error {
 	case "crash":
 		return crashWorker(w, os.Getenv("BB_OUT"), os.Getenv("BB_CRASH_AT"))
 	case "edits":
-		crashAt := os.Getenv("BB_CRASH_AT")
-		crashPoint = func(step string) {
-			if step == crashAt {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
-			}
-		}
+		killAt(os.Getenv("BB_CRASH_AT"))
 		_, err := w.CommitEdits()
+		return err
+	case "onewrite":
+		killAt(os.Getenv("BB_CRASH_AT"))
+		_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
 	}
 	return fmt.Errorf("unknown worker role %q", role)
+}
+
+// killAt makes the process kill itself with SIGKILL when a write reaches
+// step.
+func killAt(step string) {
+	crashPoint = func(s string) {
+		if s == step {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
 }
 
 // counterWorker increments the integer in t/counter n times, each by a

@@ -26,14 +26,16 @@ type WatchOptions struct {
 
 // Watching commits people's edits while it runs.
 type Watching struct {
-	w       *Workspace
-	watcher *watch.Watcher // nil when polling
-	kick    chan struct{}
-	stop    chan struct{}
-	done    sync.WaitGroup
-	logf    func(format string, args ...any)
-	once    sync.Once
-	told    map[string]bool // skipped files already logged: once is enough
+	w        *Workspace
+	watcher  *watch.Watcher // nil when polling
+	kick     chan struct{}
+	stop     chan struct{}
+	done     sync.WaitGroup
+	logf     func(format string, args ...any)
+	once     sync.Once
+	degraded sync.Once
+	told     map[string]bool // skipped files already logged: once is enough
+	waiting  string          // why edits wait, as last logged
 }
 
 // startWatcher is watch.Start; the tests make it fail, as a system out of
@@ -64,18 +66,15 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 	}
 	ws := &Watching{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), logf: logf, told: map[string]bool{}}
 	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: logf}, func(b watch.Batch) {
+		if b.Incomplete {
+			ws.degrade(opts.PollEvery)
+		}
 		w.FilesChanged(b.Paths, b.Rescan)
 		ws.poke()
 	})
-	var poll <-chan time.Time
 	if err != nil {
 		logf("people's edits: cannot watch the work tree (%v); comparing it every %s and before every write instead", err, opts.PollEvery)
-		t := time.NewTicker(opts.PollEvery)
-		poll = t.C
-		ws.done.Go(func() {
-			<-ws.stop
-			t.Stop()
-		})
+		ws.poll(opts.PollEvery)
 	} else {
 		ws.watcher = watcher
 		w.SetWatched(true)
@@ -85,8 +84,36 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 	// write meanwhile compares the whole tree itself first.
 	w.FilesChanged(nil, true)
 	ws.poke()
-	ws.done.Go(func() { ws.loop(poll) })
+	ws.done.Go(ws.loop)
 	return ws
+}
+
+// poll compares the whole tree every period from now on, and before every
+// write: what a watcher cannot do is done by comparing.
+func (ws *Watching) poll(every time.Duration) {
+	ws.w.SetWatched(false)
+	ws.done.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ws.stop:
+				return
+			case <-t.C:
+				ws.w.FilesChanged(nil, true)
+				ws.poke()
+			}
+		}
+	})
+}
+
+// degrade switches to polling, once, when part of the tree cannot be
+// watched.
+func (ws *Watching) degrade(every time.Duration) {
+	ws.degraded.Do(func() {
+		ws.logf("people's edits: some folders cannot be watched (see above); also comparing the whole tree every %s and before every write", every)
+		ws.poll(every)
+	})
 }
 
 func (ws *Watching) poke() {
@@ -97,7 +124,7 @@ func (ws *Watching) poke() {
 }
 
 // loop commits after every batch, and tries failed commits again later.
-func (ws *Watching) loop(poll <-chan time.Time) {
+func (ws *Watching) loop() {
 	var retry <-chan time.Time
 	wait := firstRetry
 	for {
@@ -106,8 +133,6 @@ func (ws *Watching) loop(poll <-chan time.Time) {
 			return
 		case <-ws.kick:
 		case <-retry:
-		case <-poll:
-			ws.w.FilesChanged(nil, true)
 		}
 		if ws.commit() {
 			retry, wait = nil, firstRetry
@@ -123,15 +148,25 @@ func (ws *Watching) commit() bool {
 	rep, err := ws.w.CommitEdits()
 	for _, s := range rep.Skipped {
 		if !ws.told[s] {
+			if len(ws.told) > 10000 {
+				clear(ws.told) // a bound; an old message may then come again
+			}
 			ws.told[s] = true
 			ws.logf("people's edits: not committed: %s", s)
 		}
 	}
 	switch {
 	case err == nil:
+		if ws.waiting != "" {
+			ws.logf("people's edits: git is done; committing again")
+			ws.waiting = ""
+		}
 		return true
 	case errors.Is(err, ErrWorkTreeBusy):
-		ws.logf("people's edits wait: %v", err)
+		if err.Error() != ws.waiting { // once per reason, not at every try
+			ws.waiting = err.Error()
+			ws.logf("people's edits wait: %v", err)
+		}
 	default:
 		ws.logf("people's edits: %v; trying again", err)
 	}

@@ -6,34 +6,62 @@ import (
 	"strings"
 )
 
-// WorkTreeBusy says why the work tree does not stand for the branch right
-// now, or "" when it does. While a person merges, rebases, cherry-picks,
-// bisects or has another branch checked out, the files on disk are not
-// edits to the branch: committing them onto it would mix two histories.
-// Such edits wait until git is done.
-func (r *Repo) WorkTreeBusy() string {
+// WorkTree is how the work tree stands towards the branch right now. The
+// files on disk are edits to the branch only when all three are empty.
+type WorkTree struct {
+	// Operation names a git operation a person is in the middle of on the
+	// branch (a merge, a rebase, a cherry-pick, a revert): the index and
+	// the files belong to it until it is done.
+	Operation string
+	// Elsewhere says HEAD is not on the branch (another branch or a commit
+	// is checked out): the files are that checkout's.
+	Elsewhere string
+	// Locked says another git command holds the index (it may be writing
+	// files: a checkout, a reset).
+	Locked string
+}
+
+// Busy is the first reason the files are not the branch's, "" when they are.
+func (t WorkTree) Busy() string {
+	for _, s := range []string{t.Operation, t.Elsewhere, t.Locked} {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// WorkTree reads how the work tree stands towards the branch: while a
+// person merges, rebases or has another branch checked out, the files on
+// disk are not edits to the branch, and a write must not put its files
+// among them.
+func (r *Repo) WorkTree() WorkTree {
+	var t WorkTree
 	for _, op := range []struct{ file, what string }{
 		{"MERGE_HEAD", "a merge"},
 		{"rebase-merge", "a rebase"},
 		{"rebase-apply", "a rebase or git am"},
 		{"CHERRY_PICK_HEAD", "a cherry-pick"},
 		{"REVERT_HEAD", "a revert"},
-		{"BISECT_LOG", "a bisect"},
 	} {
 		if _, err := os.Lstat(filepath.Join(r.gitDir, op.file)); err == nil {
-			return op.what + " is in progress"
+			t.Operation = op.what + " is in progress"
+			break
 		}
 	}
 	head, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
-	if err != nil {
-		return "HEAD cannot be read: " + err.Error()
+	ref, onRef := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	branch := strings.TrimPrefix(r.branch, "refs/heads/")
+	switch {
+	case err != nil:
+		t.Elsewhere = "HEAD cannot be read: " + err.Error()
+	case !onRef:
+		t.Elsewhere = "HEAD is detached (not on " + branch + ")"
+	case ref != r.branch:
+		t.Elsewhere = strings.TrimPrefix(ref, "refs/heads/") + " is checked out, not " + branch
 	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
-	if !ok {
-		return "HEAD is detached (not on " + r.branch + ")"
+	if _, err := os.Lstat(r.IndexLockPath()); err == nil {
+		t.Locked = "another git command is using the index (" + filepath.Join(".git", "index.lock") + " exists; if none is running, remove it)"
 	}
-	if ref != r.branch {
-		return strings.TrimPrefix(ref, "refs/heads/") + " is checked out, not " + strings.TrimPrefix(r.branch, "refs/heads/")
-	}
-	return ""
+	return t
 }

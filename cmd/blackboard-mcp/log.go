@@ -56,7 +56,7 @@ from, and the digest it had after the change.`)
 		}
 		line := fmt.Sprintf("%-5s %s  %s  %-12s %s", "v"+strconv.Itoa(e.Version), e.Commit[:7],
 			e.Time.Format("2006-01-02 15:04:05Z"), e.Author, describeChange(e, older))
-		if !strings.Contains(e.Subject, " "+key+" ") && !strings.HasSuffix(e.Subject, " notes by hand") {
+		if !strings.Contains(e.Subject, " "+key+" ") && !strings.HasSuffix(e.Subject, " by hand") {
 			// A person's own git commit: their message tells why.
 			line += fmt.Sprintf("  (commit: %q)", e.Subject)
 		}

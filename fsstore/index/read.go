@@ -32,8 +32,9 @@ func (s *Snapshot) Note(key string) (Note, bool, error) { return note(s.t, key) 
 type Event struct {
 	Commit
 	Version int // the note's version after this commit
-	// NoteBlob is the note file's blob after it, "" when deleted: also when
-	// the commit changed only the note's blob file.
+	// NoteBlob is the note file's blob after the commit (the latest at or
+	// before it, when the commit changed only the note's blob file), ""
+	// when the note file was deleted.
 	NoteBlob string
 	// MovedFrom is the note whose file this commit deleted with the same
 	// content, when it created this one: a move.

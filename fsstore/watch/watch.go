@@ -50,6 +50,10 @@ type Batch struct {
 	// Rescan says events may have been lost (queue overflow, a watch error, a watched directory moved or
 	// removed): the receiver must compare the whole tree, not only Paths.
 	Rescan bool
+	// Incomplete says some directory could not be watched (the system's limit of watches, permissions):
+	// changes inside it send no events, so from now on the receiver must also compare the whole tree
+	// from time to time. It stays set in every later batch.
+	Incomplete bool
 }
 
 // Watcher reports changes below one root. Create it with Start.
@@ -66,6 +70,8 @@ type Watcher struct {
 	ready   handoff            // due, waiting for fn to be free
 	timer   *time.Timer        // fires at timerAt, the earliest deadline it was armed for
 	timerAt time.Time          // zero while the timer is stopped
+	// incomplete is set once a directory could not be watched.
+	incomplete bool
 
 	handoffs  chan handoff    // collector -> deliverer; closed when the collector returns
 	flushes   chan chan error // Flush -> collector
@@ -87,9 +93,10 @@ type window struct {
 // ride along so that their reply is sent after fn has handled the paths that
 // were pending when they were asked.
 type handoff struct {
-	paths   map[string]struct{}
-	rescan  bool
-	flushed []chan error
+	paths      map[string]struct{}
+	rescan     bool
+	incomplete bool
+	flushed    []chan error
 }
 
 func (h *handoff) empty() bool {
@@ -142,6 +149,9 @@ func Start(root string, opts Options, fn func(Batch)) (*Watcher, error) {
 		notify.Close()
 		return nil, err
 	}
+	if w.incomplete {
+		w.markRescan(time.Now()) // tell the receiver soon, not at the first event
+	}
 	go w.collect()
 	go w.deliver(fn)
 	return w, nil
@@ -186,7 +196,7 @@ func (w *Watcher) deliver(fn func(Batch)) {
 	defer close(w.delivered)
 	for h := range w.handoffs {
 		if len(h.paths) > 0 || h.rescan {
-			fn(Batch{Paths: slices.Sorted(maps.Keys(h.paths)), Rescan: h.rescan})
+			fn(Batch{Paths: slices.Sorted(maps.Keys(h.paths)), Rescan: h.rescan, Incomplete: h.incomplete})
 		}
 		for _, done := range h.flushed {
 			done <- nil
@@ -231,7 +241,7 @@ func (w *Watcher) collect() {
 		case done := <-w.flushes:
 			w.takeAll()
 			w.ready.flushed = append(w.ready.flushed, done)
-		case handoffs <- w.ready:
+		case handoffs <- w.withState(w.ready):
 			w.ready = handoff{}
 		}
 	}
@@ -292,6 +302,8 @@ func (w *Watcher) created(abs, rel string, now time.Time) {
 		err := w.watchTree(abs, func(rel string) { w.touch(rel, now) })
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone already: its removal is an event too
 			w.logf("%v", err)
+			w.incomplete = true
+			w.markRescan(now)
 		}
 		return
 	}
@@ -332,6 +344,7 @@ func (w *Watcher) watchTree(dir string, found func(rel string)) error {
 				return err // every further directory would fail the same way
 			default:
 				w.logf("%v", err)
+				w.incomplete = true
 			}
 			continue
 		}
@@ -373,7 +386,17 @@ func (w *Watcher) rewatch() {
 	w.unwatchTree(w.root)
 	if err := w.watchTree(w.root, nil); err != nil {
 		w.logf("%v", err)
+		w.incomplete = true
 	}
+}
+
+// withState adds what the receiver must know about the watches to h.
+func (w *Watcher) withState(h handoff) handoff {
+	if w.incomplete {
+		h.incomplete = true
+		h.rescan = true // a full comparison covers what no watch sees
+	}
+	return h
 }
 
 // touch starts or extends the debounce window of rel.

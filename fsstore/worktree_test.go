@@ -1,0 +1,224 @@
+package fsstore
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// People use git in the workspace: they check out other branches, merge,
+// and commit. A write never puts its files into a work tree that is not the
+// branch's, and people's edits wait until it is again.
+
+// While another branch is checked out, a write goes to the branch alone:
+// the other branch's files and index stay as they are, and checking the
+// branch out again brings the write's files.
+func TestWriteWhileOtherBranchCheckedOut(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "a\n")
+	git(t, d, "checkout", "-q", "-b", "elsewhere")
+	writeFile(t, w, "t/a.md", noteText("elsewhere", "elsewhere\n"))
+	git(t, d, "commit", "-qam", "elsewhere's version")
+
+	res := put(t, w, "t/a", 1, "agent on main", "agent\n")
+	if res.Version != 2 {
+		t.Fatalf("write = %+v", res)
+	}
+	if st := git(t, d, "status", "--porcelain"); st != "" {
+		t.Errorf("the write touched the other branch's work tree:\n%s", st)
+	}
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "elsewhere") {
+		t.Errorf("file on the other branch = %q", got)
+	}
+	git(t, d, "checkout", "-q", "main")
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "agent on main") {
+		t.Errorf("after checking main out, the file = %q", got)
+	}
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("the other branch's content came back as a person's edit: %s", opsOf(rep))
+	}
+	if n := get(t, w, "t/a"); n.Version != 2 || n.Digest != "agent on main" {
+		t.Errorf("t/a = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// During a merge a person resolves, writes are refused with the reason, and
+// git's conflict entries stay.
+func TestWriteDuringMergeIsRefused(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "base\n")
+	git(t, d, "checkout", "-q", "-b", "side")
+	writeFile(t, w, "t/a.md", noteText("side", "side\n"))
+	git(t, d, "commit", "-qam", "side")
+	git(t, d, "checkout", "-q", "main")
+	writeFile(t, w, "t/a.md", noteText("main", "main\n"))
+	git(t, d, "commit", "-qam", "main")
+	cmd := exec.Command("git", "merge", "side")
+	cmd.Dir, cmd.Env = d, gitEnv()
+	_, _ = cmd.CombinedOutput() // a conflict: exit status 1
+	unmerged := git(t, d, "ls-files", "-u")
+	if unmerged == "" {
+		t.Fatal("no conflict to test with")
+	}
+	_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
+	assertKind(t, err, ErrConflict)
+	if !strings.Contains(err.Error(), "a merge is in progress") {
+		t.Errorf("error = %v", err)
+	}
+	if _, err := w.Update(UpdateRequest{URI: "t/other", Digest: "agent", Body: ptr("x")}); err == nil {
+		t.Error("a write to another note went through during the merge")
+	}
+	if got := git(t, d, "ls-files", "-u"); got != unmerged {
+		t.Errorf("conflict entries changed:\n%s", got)
+	}
+	if _, err := w.CommitEdits(); err == nil || !strings.Contains(err.Error(), "merge") {
+		t.Errorf("edits during the merge: %v", err)
+	}
+	// The person resolves and commits; writes go on.
+	writeFile(t, w, "t/a.md", noteText("resolved", "both\n"))
+	git(t, d, "commit", "-qam", "merge side")
+	if n := get(t, w, "t/a"); n.Digest != "resolved" {
+		t.Errorf("after the merge: %+v", n)
+	}
+	put(t, w, "t/a", get(t, w, "t/a").Version, "after the merge", "x\n")
+	assertClean(t, w)
+}
+
+// git checkout writes the other branch's files before it moves HEAD. A
+// comparison running meanwhile must not commit them onto the branch.
+func TestCheckoutDuringComparisons(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	n := 1000
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
+		writeFile(t, w, "t/n"+itoa(i)+".md", noteText("main "+itoa(i), "main\n"))
+	}
+	commitEdits(t, w)
+	git(t, d, "checkout", "-q", "-b", "other")
+	for i := range n {
+		writeFile(t, w, "t/n"+itoa(i)+".md", noteText("other "+itoa(i), "other\n"))
+	}
+	git(t, d, "commit", "-qam", "other's version")
+	git(t, d, "checkout", "-q", "main")
+	mainBefore := git(t, d, "rev-parse", "main")
+	for round := range 3 {
+		cmd := exec.Command("git", "checkout", "-q", "other")
+		cmd.Dir, cmd.Env = d, gitEnv()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+	loop:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("checkout: %v", err)
+				}
+				break loop
+			default:
+				w.FilesChanged(nil, true)
+				_, _ = w.CommitEdits() // busy, mostly
+			}
+		}
+		if got := git(t, d, "rev-parse", "main"); got != mainBefore {
+			t.Fatalf("round %d: main moved during the person's checkout: %s", round, git(t, d, "log", "-1", "--format=%an %s", "main"))
+		}
+		git(t, d, "checkout", "-q", "-f", "main")
+	}
+}
+
+// A writer killed after its commit point, and a person saving the note
+// before any process finished the write: git's index follows the commit, so
+// a person's commit of another file does not revert the write, and the save
+// becomes the next version.
+func TestRecoverKeepsGitIndexInStep(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, true)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "a\n")
+	w.Close()
+	cmd := worker(t, "onewrite", d, "BB_CRASH_AT=branch", "BB_DURABLE=1")
+	cmd.Stderr = nil
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the worker was not killed")
+	}
+	person := noteText("person", "person\n")
+	writeFile(t, w, "t/a.md", person)
+	w = openWorkspace(t, d, true) // finishes the write
+	writeFile(t, w, "t/other.txt", "x")
+	git(t, d, "add", "t/other.txt")
+	git(t, d, "commit", "-qm", "person adds a file")
+	if got := git(t, d, "show", "HEAD:t/a.md"); !strings.Contains(got, "digest: agent") {
+		t.Fatalf("the person's commit of another file reverted the write:\n%s", got)
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/a"); n.Digest != "person" || n.Version != 3 {
+		t.Errorf("t/a = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// A person saves twice during one write: the newest save stays.
+func TestSecondSaveDuringSwapBackStays(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/k", 0, "first", "one\n")
+	p1 := noteText("person's first save", "p1\n")
+	p2 := noteText("person's second save", "p2\n")
+	crashPoint = func(step string) {
+		switch step {
+		case "branch":
+			writeFile(t, w, "t/k.md", p1)
+		case "exchanged":
+			writeFile(t, w, "t/k.md.new", p2)
+			if err := w.root.Rename("t/k.md.new", "t/k.md"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	put(t, w, "t/k", 1, "agent", "mine\n")
+	crashPoint = nil
+	if got := readFile(t, w, "t/k.md"); got != p2 {
+		t.Fatalf("the person's newest save was lost; the file holds:\n%s", got)
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/k"); n.Digest != "person's second save" {
+		t.Errorf("t/k = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// A write that deletes a blob file while a person saves it keeps their file
+// (untracked, then committed as their edit), and git keeps working.
+func TestSaveOfAFileAWriteDeletesStays(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/big", 0, "large", strings.Repeat("a long line of text\n", 1000))
+	crashPoint = func(step string) {
+		if step == "branch" {
+			writeFile(t, w, "t/big.blob.md", "the person's edit of the blob\n")
+		}
+	}
+	put(t, w, "t/big", 1, "small again", "short\n")
+	crashPoint = nil
+	writeFile(t, w, "t/other.txt", "x")
+	git(t, d, "add", "t/other.txt")
+	git(t, d, "commit", "-qm", "person's commit")
+	commitEdits(t, w)
+	if got := git(t, d, "show", "HEAD:t/big.blob.md"); got != "the person's edit of the blob" {
+		t.Errorf("HEAD:t/big.blob.md = %q", got)
+	}
+	assertClean(t, w)
+}

@@ -203,8 +203,9 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
 	head, _, err := w.commitEditsLocked([]string{key})
 	if errors.Is(err, ErrWorkTreeBusy) {
-		// Edits wait for git; the write itself may go on (placeFile keeps
-		// any file a person changed).
+		// Edits wait for git. The write goes on: commitLocked decides
+		// whether its files may go to the work tree, and placeFile keeps
+		// any file a person changed meanwhile.
 		return head, nil
 	}
 	return head, err

@@ -51,11 +51,11 @@ const (
 // Watch commits every change people make to the work tree while the
 // process runs: it watches every directory (fsnotify), and after a file has
 // been quiet for a moment compares it with git and commits what differs, as
-// the person's version. It also compares the whole work tree once, at
-// once and in the background: changes made while no server ran are
-// committed too. When the system
-// cannot watch (inotify limits), it compares the whole tree every PollEvery
-// and before every write instead, and says so through Logf.
+// the person's version. It also compares the whole work tree once, right
+// away and in the background: changes made while no server ran are
+// committed too. When the system cannot watch (inotify limits), it compares
+// the whole tree every PollEvery and before every write instead, and says
+// so through Logf.
 func (w *Workspace) Watch(opts WatchOptions) *Watching {
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = 5 * time.Second

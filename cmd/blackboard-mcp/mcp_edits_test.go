@@ -225,6 +225,10 @@ func TestMCPEditorSaveStyles(t *testing.T) {
 			t.Errorf("log does not say v3 brings back v1:\n%s", out)
 		}
 	})
+	// git blame works on the files as usual: the person's lines are theirs.
+	if blame := gitCmd(t, dir, "blame", "--line-porcelain", "ed/inplace.md"); !strings.Contains(blame, "author Ada Person") {
+		t.Errorf("git blame does not credit the person:\n%s", blame)
+	}
 	s.closeClean()
 	checkWorkspace(t, dir)
 }
@@ -394,8 +398,8 @@ func TestMCPTwoWatchersCommitOnce(t *testing.T) {
 	if got := gitLog(t, dir, "shared/new.md"); len(got) != 1 {
 		t.Errorf("the new note was committed %d times", len(got))
 	}
-	if empty := gitCmd(t, dir, "log", "--format=%H", "--author=Ada"); strings.Count(empty, "\n") != edits+1 {
-		t.Errorf("person commits:\n%s", empty)
+	if got := gitCmd(t, dir, "log", "--format=%h %an: %s", "--author=Ada"); strings.Count(got, "\n") != edits+1 {
+		t.Errorf("person commits:\n%s\nserver a:\n%s\nserver b:\n%s", got, a.stderr.String(), b.stderr.String())
 	}
 	checkWorkspace(t, dir)
 }

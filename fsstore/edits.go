@@ -56,6 +56,9 @@ type EditReport struct {
 	Edits  []Edit
 	// Skipped are files left uncommitted, each with the reason and the fix.
 	Skipped []string
+	// Unsettled are files that looked half-saved (emptied a moment ago):
+	// they stay pending, to be compared again shortly.
+	Unsettled []string
 }
 
 // Lines renders the report's edits for a log, one line per note.
@@ -333,12 +336,15 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			continue
 		}
 		switch {
+		case ch != nil && halfSaved(ch, c):
+			rep.Unsettled = append(rep.Unsettled, p)
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
 			unchanged[p] = *same
 		}
 	}
+	w.edits.add(rep.Unsettled, false)
 	if len(changes) > 0 {
 		// A checkout that began during the comparison writes the other
 		// branch's files before it moves HEAD: look again before
@@ -442,6 +448,20 @@ func (w *Workspace) readSettled(p, committed string) ([]byte, fs.FileInfo, bool,
 		time.Sleep(young)
 	}
 	return w.readDisk(p, maxFileBytes)
+}
+
+// emptyGrace is how long a note file emptied in place is taken for a save
+// in progress rather than a person's wish.
+const emptyGrace = 2 * time.Second
+
+// halfSaved reports whether a change looks like a save caught between its
+// truncation and its write: a file that had content, empty since a moment.
+// An editor that writes in place can be descheduled between the two for
+// longer than any debounce. Such a file is compared again later; emptied
+// for good, it is committed once emptyGrace has passed.
+func halfSaved(ch *fileChange, c *candidate) bool {
+	return !ch.deleted && len(ch.content) == 0 && c.committed != "" &&
+		time.Since(ch.info.ModTime()) < emptyGrace
 }
 
 // walkNotes finds every file of the work tree that belongs to a note, with

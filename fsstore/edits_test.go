@@ -370,3 +370,34 @@ func TestWatchFallsBackToPolling(t *testing.T) {
 	mu.Unlock()
 	assertClean(t, w)
 }
+
+// A note file emptied a moment ago looks like an in-place save caught
+// between its truncation and its write: it is not committed yet. Emptied for
+// good, it is.
+func TestHalfSavedFileWaits(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	writeFile(t, w, "t/a.md", "")
+	rep := commitEdits(t, w)
+	if rep.Commit != "" || len(rep.Unsettled) != 1 {
+		t.Fatalf("an emptied file was committed at once: %+v", rep)
+	}
+	// The write lands: one version, with the whole save.
+	writeFile(t, w, "t/a.md", noteText("whole save", "x\n"))
+	commitEdits(t, w)
+	if n := get(t, w, "t/a"); n.Version != 2 || n.Digest != "whole save" {
+		t.Errorf("t/a = %+v", n)
+	}
+	// Emptied and left so.
+	writeFile(t, w, "t/a.md", "")
+	old := time.Now().Add(-emptyGrace)
+	if err := os.Chtimes(filepath.Join(w.Dir(), "t/a.md"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/a"); n.Version != 3 || n.Problem == "" {
+		t.Errorf("an empty file left alone is not committed: %+v", n)
+	}
+	assertClean(t, w)
+}

@@ -156,6 +156,8 @@ func (ws *Watching) commit() bool {
 		}
 	}
 	switch {
+	case err == nil && len(rep.Unsettled) > 0:
+		return false // compare them again in a moment
 	case err == nil:
 		if ws.waiting != "" {
 			ws.logf("people's edits: git is done; committing again")

@@ -27,7 +27,7 @@ type WatchOptions struct {
 // Watching commits people's edits while it runs.
 type Watching struct {
 	w        *Workspace
-	watcher  *watch.Watcher // nil when polling
+	watcher  *watch.Watcher // nil when polling or not started yet; guarded by mu
 	kick     chan struct{}
 	stop     chan struct{}
 	done     sync.WaitGroup
@@ -36,6 +36,9 @@ type Watching struct {
 	degraded sync.Once
 	told     map[string]bool // skipped files already logged: once is enough
 	waiting  string          // why edits wait, as last logged
+
+	mu       sync.Mutex
+	stopping bool // set by Stop: a watcher started later is closed at once
 }
 
 // startWatcher is watch.Start; the tests make it fail, as a system out of
@@ -65,7 +68,22 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		logf = func(string, ...any) {}
 	}
 	ws := &Watching{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), logf: logf, told: map[string]bool{}}
-	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: logf}, func(b watch.Batch) {
+	// Watching a large tree takes a while (a watch per directory), and so
+	// does comparing it: both happen in the background, so that a server
+	// answers at once. Until the watcher is up, a write compares the whole
+	// tree itself first, as a process without a watcher does.
+	ws.done.Go(func() {
+		ws.start(opts)
+		ws.loop()
+	})
+	return ws
+}
+
+// start starts the watcher (or polling) and asks for a comparison of the
+// whole tree: changes made while no server was watching.
+func (ws *Watching) start(opts WatchOptions) {
+	w := ws.w
+	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: ws.logf}, func(b watch.Batch) {
 		if b.Incomplete {
 			ws.degrade(opts.PollEvery)
 		}
@@ -73,19 +91,21 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.poke()
 	})
 	if err != nil {
-		logf("people's edits: cannot watch the work tree (%v); comparing it every %s and before every write instead", err, opts.PollEvery)
+		ws.logf("people's edits: cannot watch the work tree (%v); comparing it every %s and before every write instead", err, opts.PollEvery)
 		ws.poll(opts.PollEvery)
 	} else {
+		ws.mu.Lock()
+		if ws.stopping {
+			ws.mu.Unlock()
+			watcher.Close()
+			return
+		}
 		ws.watcher = watcher
+		ws.mu.Unlock()
 		w.SetWatched(true)
 	}
-	// Changes made while no server was watching are compared in the
-	// background, so that a server answers at once on a large board; a
-	// write meanwhile compares the whole tree itself first.
 	w.FilesChanged(nil, true)
 	ws.poke()
-	ws.done.Go(ws.loop)
-	return ws
 }
 
 // poll compares the whole tree every period from now on, and before every
@@ -181,11 +201,15 @@ func (ws *Watching) commit() bool {
 // not watch.
 func (ws *Watching) Stop() {
 	ws.once.Do(func() {
-		if ws.watcher != nil {
+		ws.mu.Lock()
+		ws.stopping = true
+		watcher := ws.watcher
+		ws.mu.Unlock()
+		if watcher != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = ws.watcher.Flush(ctx)
+			_ = watcher.Flush(ctx)
 			cancel()
-			ws.watcher.Close()
+			watcher.Close()
 		}
 		close(ws.stop)
 		ws.done.Wait()

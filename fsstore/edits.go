@@ -146,6 +146,18 @@ func (w *Workspace) SetWatched(on bool) {
 // the middle of an operation; the edits stay pending.
 func (w *Workspace) CommitEdits() (*EditReport, error) {
 	paths, all := w.edits.take()
+	var misnamed []string
+	for _, p := range paths {
+		if why := w.misnamedNote(p); why != "" {
+			misnamed = append(misnamed, why)
+		}
+	}
+	rep, err := w.commitEdits(paths, all)
+	rep.Skipped = append(rep.Skipped, misnamed...)
+	return rep, err
+}
+
+func (w *Workspace) commitEdits(paths []string, all bool) (*EditReport, error) {
 	if !all {
 		var err error
 		if paths, err = w.changedPaths(paths); err != nil || len(paths) == 0 {
@@ -166,6 +178,26 @@ func (w *Workspace) CommitEdits() (*EditReport, error) {
 		rep = &EditReport{}
 	}
 	return rep, err
+}
+
+// misnamedNote says why a Markdown file a person saved in a topic folder is
+// not a note, "" when it is one or is not meant as one (README.md at the
+// root, a file deleted).
+func (w *Workspace) misnamedNote(p string) string {
+	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
+		return ""
+	}
+	if _, ok := noteKeyOf(p); ok {
+		return ""
+	}
+	if _, err := w.root.Lstat(p); err != nil {
+		return ""
+	}
+	a, err := ParseAddress(strings.TrimSuffix(p, ".md"), w.name)
+	if err != nil {
+		return fmt.Sprintf("%s is not a note (%s)", p, errMsg(err))
+	}
+	return fmt.Sprintf("%s is not a note: a note's file name is its address in lower case; rename it %s.md", p, a.Short())
 }
 
 // changedPaths keeps the paths whose file is not what the branch's head

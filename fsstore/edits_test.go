@@ -401,3 +401,24 @@ func TestHalfSavedFileWaits(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A Markdown file no address can name is reported, not silently ignored.
+func TestMisnamedNoteIsReported(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	w.SetWatched(true)
+	writeFile(t, w, "Research/Cache Notes.md", noteText("x", "y\n"))
+	writeFile(t, w, "research/Latency.md", noteText("x", "y\n"))
+	writeFile(t, w, "README.md", "a read-me\n")
+	w.FilesChanged([]string{"Research/Cache Notes.md", "research/Latency.md", "README.md"}, false)
+	rep := commitEdits(t, w)
+	got := strings.Join(rep.Skipped, "\n")
+	for _, want := range []string{"Research/Cache Notes.md is not a note (", "research/Latency.md is not a note: a note's file name is its address in lower case; rename it research/latency.md"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("skipped:\n%s\nwant %q", got, want)
+		}
+	}
+	if strings.Contains(got, "README") || rep.Commit != "" {
+		t.Errorf("report = %+v", rep)
+	}
+}

@@ -22,12 +22,7 @@ func TestEditBenchmark(t *testing.T) {
 	if os.Getenv("BLACKBOARD_BENCH") == "" {
 		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
 	}
-	notes := 20000
-	if n := os.Getenv("BLACKBOARD_BENCH_NOTES"); n != "" {
-		if _, err := fmt.Sscan(n, &notes); err != nil {
-			t.Fatalf("BLACKBOARD_BENCH_NOTES=%q: %v", n, err)
-		}
-	}
+	notes := benchNotesEnv(t, 20000)
 	opts := fixtures.Options{Notes: notes, Commits: notes, Workspace: "acme"}
 	dir := filepath.Join(t.TempDir(), "acme")
 	if err := fixtures.Generate(dir, opts); err != nil {

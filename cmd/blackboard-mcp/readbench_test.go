@@ -26,12 +26,7 @@ func TestReadBenchmark(t *testing.T) {
 	if os.Getenv("BLACKBOARD_BENCH") == "" {
 		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
 	}
-	notes := 100000
-	if n := os.Getenv("BLACKBOARD_BENCH_NOTES"); n != "" {
-		if _, err := fmt.Sscan(n, &notes); err != nil {
-			t.Fatalf("BLACKBOARD_BENCH_NOTES=%q: %v", n, err)
-		}
-	}
+	notes := benchNotesEnv(t, 100000)
 	opts := fixtures.Options{Notes: notes, Commits: notes, Workspace: "big"}
 	dir := os.Getenv("BLACKBOARD_BENCH_DIR")
 	if dir == "" {
@@ -158,6 +153,20 @@ func timeToolsList(t *testing.T, dir string) time.Duration {
 	}
 	t.Fatal("no tools/list answer")
 	return 0
+}
+
+// benchNotesEnv is the board size a benchmark uses: BLACKBOARD_BENCH_NOTES,
+// else def.
+func benchNotesEnv(t *testing.T, def int) int {
+	t.Helper()
+	n := os.Getenv("BLACKBOARD_BENCH_NOTES")
+	if n == "" {
+		return def
+	}
+	if _, err := fmt.Sscan(n, &def); err != nil {
+		t.Fatalf("BLACKBOARD_BENCH_NOTES=%q: %v", n, err)
+	}
+	return def
 }
 
 func report(t *testing.T, format string, args ...any) {

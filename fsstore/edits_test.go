@@ -18,6 +18,28 @@ func noteText(digest, body string) string {
 	return "---\ndigest: " + digest + "\n---\n" + body
 }
 
+// onSteps calls fn at each step of the writes, until the returned stop is
+// called or the test ends: a person acting at a precise moment of a write.
+func onSteps(t *testing.T, fn func(step string)) (stop func()) {
+	t.Helper()
+	crashPoint = fn
+	stop = func() { crashPoint = nil }
+	t.Cleanup(stop)
+	return stop
+}
+
+// atStep calls fn the first time a write reaches step.
+func atStep(t *testing.T, step string, fn func()) {
+	t.Helper()
+	done := false
+	onSteps(t, func(s string) {
+		if s == step && !done {
+			done = true
+			fn()
+		}
+	})
+}
+
 func commitEdits(t *testing.T, w *Workspace) *EditReport {
 	t.Helper()
 	rep, err := w.CommitEdits()
@@ -143,13 +165,10 @@ func TestSaveDuringAWriteIsKept(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "first", "one\n")
 	person := noteText("saved by a person mid-write", "theirs\n")
-	crashPoint = func(step string) {
-		if step == "branch" {
-			writeFile(t, w, "t/k.md", person)
-		}
-	}
+	atStep(t, "branch", func() {
+		writeFile(t, w, "t/k.md", person)
+	})
 	res := put(t, w, "t/k", 1, "agent", "mine\n")
-	crashPoint = nil
 	if res.Version != 2 {
 		t.Fatalf("write = %+v", res)
 	}
@@ -179,13 +198,10 @@ func TestCreateDuringACreateIsKept(t *testing.T) {
 	requireGit(t)
 	w := newWorkspace(t, false)
 	person := noteText("made by hand", "hand\n")
-	crashPoint = func(step string) {
-		if step == "branch" {
-			writeFile(t, w, "t/new.md", person)
-		}
-	}
+	atStep(t, "branch", func() {
+		writeFile(t, w, "t/new.md", person)
+	})
 	put(t, w, "t/new", 0, "agent", "machine\n")
-	crashPoint = nil
 	if got := readFile(t, w, "t/new.md"); got != person {
 		t.Fatalf("file = %q", got)
 	}

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // tempMarker names the program's temporary files: a leading dot and this
@@ -189,9 +187,10 @@ func (w *Workspace) syncDir(dir string) error {
 
 // removeTemps deletes the program's temporary files left in dir by a killed
 // writer. blobs are the contents the writer's journal names for each path
-// (old and new): a temporary file holding anything else is a person's save
+// (old, then new): a temporary file holding anything else is a person's save
 // that the writer had swapped out of the way and not yet put back (see
-// placeFile), and it goes back in place unless the person saved again since.
+// placeFile). It goes back in place, unless the person saved again since.
+// A file that cannot be read, or put back, is left rather than deleted.
 func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
 	d, err := w.root.Open(dir)
 	if err != nil {
@@ -205,28 +204,19 @@ func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
 			continue
 		}
 		tmp, target := path.Join(dir, n), path.Join(dir, base[1:])
-		if _, ok := w.blobOf(tmp); !ok {
-			continue // cannot be read: better left than deleted
+		blob, ok := w.blobOf(tmp)
+		if !ok {
+			continue
 		}
-		if w.personsSave(tmp, target, blobs[target]) {
-			if err := w.root.Rename(tmp, target); err == nil {
+		known := blobs[target]
+		if len(known) > 0 && !slices.Contains(known, blob) {
+			cur, readable := w.blobOf(target)
+			_, statErr := w.root.Lstat(target)
+			if errors.Is(statErr, fs.ErrNotExist) || readable && cur == known[len(known)-1] {
+				_ = w.root.Rename(tmp, target) // the person's save, back in place
 				continue
 			}
 		}
 		w.root.Remove(tmp)
 	}
-}
-
-// personsSave reports whether the temporary file tmp holds content that is
-// none of the writer's, while target still holds the writer's new content.
-func (w *Workspace) personsSave(tmp, target string, known []string) bool {
-	if len(known) == 0 {
-		return false
-	}
-	content, _, ok, err := w.readDisk(tmp, maxFileBytes)
-	if err != nil || !ok || slices.Contains(known, gitver.BlobHash(content).String()) {
-		return false
-	}
-	cur, _, ok, err := w.readDisk(target, maxFileBytes)
-	return err == nil && (!ok || gitver.BlobHash(cur).String() == known[len(known)-1])
 }

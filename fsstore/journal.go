@@ -209,7 +209,7 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 func (w *Workspace) dropTemps(j *journal) {
 	blobs := map[string][]string{}
 	for _, f := range j.Files {
-		blobs[f.Path] = []string{f.Old, f.New} // New last: see personsSave
+		blobs[f.Path] = []string{f.Old, f.New} // New last: see removeTemps
 	}
 	seen := map[string]bool{}
 	for _, f := range j.Files {

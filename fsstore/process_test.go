@@ -89,6 +89,22 @@ func runWorker(role string) error {
 		killAt(os.Getenv("BB_CRASH_AT"))
 		_, err := w.CommitEdits()
 		return err
+	case "savedmidwrite":
+		// A person saves at the commit point; the writer is killed right
+		// after it swapped that save out of the way.
+		crashPoint = func(step string) {
+			switch step {
+			case "branch":
+				if err := os.WriteFile(filepath.Join(w.Dir(), "t/a.md"), []byte(os.Getenv("BB_SAVE")), 0o644); err != nil {
+					panic(err)
+				}
+			case "exchanged":
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+		_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
+		return err
 	case "onewrite":
 		killAt(os.Getenv("BB_CRASH_AT"))
 		_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})

@@ -176,7 +176,7 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 	put(t, w, "t/k", 0, "first", "one\n")
 	p1 := noteText("person's first save", "p1\n")
 	p2 := noteText("person's second save", "p2\n")
-	crashPoint = func(step string) {
+	stop := onSteps(t, func(step string) {
 		switch step {
 		case "branch":
 			writeFile(t, w, "t/k.md", p1)
@@ -186,9 +186,9 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}
+	})
 	put(t, w, "t/k", 1, "agent", "mine\n")
-	crashPoint = nil
+	stop()
 	if got := readFile(t, w, "t/k.md"); got != p2 {
 		t.Fatalf("the person's newest save was lost; the file holds:\n%s", got)
 	}
@@ -206,19 +206,45 @@ func TestSaveOfAFileAWriteDeletesStays(t *testing.T) {
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/big", 0, "large", strings.Repeat("a long line of text\n", 1000))
-	crashPoint = func(step string) {
-		if step == "branch" {
-			writeFile(t, w, "t/big.blob.md", "the person's edit of the blob\n")
-		}
-	}
+	atStep(t, "branch", func() {
+		writeFile(t, w, "t/big.blob.md", "the person's edit of the blob\n")
+	})
 	put(t, w, "t/big", 1, "small again", "short\n")
-	crashPoint = nil
 	writeFile(t, w, "t/other.txt", "x")
 	git(t, d, "add", "t/other.txt")
 	git(t, d, "commit", "-qm", "person's commit")
 	commitEdits(t, w)
 	if got := git(t, d, "show", "HEAD:t/big.blob.md"); got != "the person's edit of the blob" {
 		t.Errorf("HEAD:t/big.blob.md = %q", got)
+	}
+	assertClean(t, w)
+}
+
+// A writer killed just after it swapped a person's save out of the way
+// (placeFile): the next process puts the save back, and it becomes the next
+// version.
+func TestRecoverPutsBackASwappedSave(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, true)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "a\n")
+	w.Close()
+	person := noteText("saved mid-write", "person\n")
+	cmd := worker(t, "savedmidwrite", d, "BB_DURABLE=1", "BB_SAVE="+person)
+	cmd.Stderr = nil
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the worker was not killed")
+	}
+	w = openWorkspace(t, d, true) // finishes the write
+	if got := readFile(t, w, "t/a.md"); got != person {
+		t.Fatalf("the person's save was not put back:\n%s", got)
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/a"); n.Digest != "saved mid-write" || n.Version != 3 {
+		t.Errorf("t/a = %+v", n)
+	}
+	if got := git(t, d, "log", "--format=%s", "--", "t/a.md"); !strings.Contains(got, "update t/a v2: agent") {
+		t.Errorf("the write is not in history:\n%s", got)
 	}
 	assertClean(t, w)
 }

@@ -308,8 +308,10 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	if all {
-		found, skipped := w.walkNotes()
-		rep.Skipped = append(rep.Skipped, skipped...)
+		found, problems, _ := w.walkNotes()
+		for _, p := range problems {
+			rep.Skipped = append(rep.Skipped, p.String())
+		}
 		for p, fi := range found {
 			if cands[p] == nil {
 				cands[p] = &candidate{walked: fi}
@@ -496,16 +498,33 @@ func halfSaved(ch *fileChange, c *candidate) bool {
 		time.Since(ch.info.ModTime()) < emptyGrace
 }
 
+// treeProblem is a path of the work tree that cannot be read as a note's
+// file: what is wrong, and what to do.
+type treeProblem struct {
+	path, what, fix string
+}
+
+func (p treeProblem) String() string {
+	if p.path == "" {
+		return p.what + "; " + p.fix
+	}
+	return p.path + " is " + p.what + "; " + p.fix
+}
+
 // walkNotes finds every file of the work tree that belongs to a note, with
-// its stat. It does not enter directories whose name starts with a dot
-// (.git, .blackboard, editors' folders: no address names them) and does not
-// follow links; what is not a regular file is skipped with the reason.
-func (w *Workspace) walkNotes() (found map[string]fs.FileInfo, skipped []string) {
+// its stat, and the paths that would but cannot be read. It does not enter
+// directories whose name starts with a dot (.git, .blackboard, editors'
+// folders: no address names them) and does not follow links. ok is false
+// when the work tree itself cannot be listed.
+func (w *Workspace) walkNotes() (found map[string]fs.FileInfo, problems []treeProblem, ok bool) {
 	found = map[string]fs.FileInfo{}
 	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
 		p := w.relPath(abs)
 		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s cannot be read: %s; fix its permissions", p, errMsg(err)))
+			if p == "." {
+				return err
+			}
+			problems = append(problems, treeProblem{p, "unreadable (" + errMsg(err) + ")", "fix its permissions"})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -520,24 +539,24 @@ func (w *Workspace) walkNotes() (found map[string]fs.FileInfo, skipped []string)
 		if _, ok := noteKeyOf(p); !ok {
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			if d.Type()&fs.ModeSymlink != 0 {
-				skipped = append(skipped, p+" is a symbolic link; the board does not follow links, remove it or replace it with a file")
-			} else {
-				skipped = append(skipped, p+" is not a regular file")
+		const fix = "replace it with a regular file, or remove it"
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			problems = append(problems, treeProblem{p, "a symbolic link, which the board does not follow", fix})
+		case !d.Type().IsRegular():
+			problems = append(problems, treeProblem{p, "not a regular file", fix})
+		default:
+			if fi, err := d.Info(); err == nil {
+				found[p] = fi
 			}
-			return nil
-		}
-		fi, err := d.Info()
-		if err == nil {
-			found[p] = fi
 		}
 		return nil
 	})
 	if err != nil {
-		skipped = append(skipped, "the work tree cannot be listed: "+errMsg(err))
+		problems = append(problems, treeProblem{"", "the work tree cannot be listed: " + errMsg(err), "fix the workspace directory's permissions"})
+		return found, problems, false
 	}
-	return found, skipped
+	return found, problems, true
 }
 
 // relPath turns a path under the workspace into its slash-separated
@@ -687,7 +706,7 @@ func (w *Workspace) editMessage(edits []Edit, who string) string {
 	}
 	if len(edits) == 1 {
 		e := edits[0]
-		return fmt.Sprintf("%s\n\nBlackboard-Uri: bb://%s/%s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+		return fmt.Sprintf("%s\n\nBlackboard-Uri: bb://%s/%s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
 			line(e), w.name, e.Key, e.Version, who)
 	}
 	var b strings.Builder
@@ -699,6 +718,6 @@ func (w *Workspace) editMessage(edits []Edit, who string) string {
 	for _, e := range edits {
 		b.WriteString(line(e) + "\n")
 	}
-	fmt.Fprintf(&b, "\nBlackboard-Agent: %s\n", who)
+	fmt.Fprintf(&b, "\n"+trailerAgent+"%s\n", who)
 	return b.String()
 }

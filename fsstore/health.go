@@ -555,50 +555,16 @@ type diskFile struct {
 // read again.
 func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]noteInfo, r *HealthReport) map[string]diskFile {
 	disk := map[string]diskFile{}
-	var paths []string
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
-				Message: "cannot be read: " + err.Error(), Fix: "fix its permissions"})
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			// .git, .blackboard, editors' and the program's temporary
-			// files: no address names a path under a dot.
-			if p != "." && strings.HasPrefix(d.Name(), ".") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if _, ok := noteKeyOf(p); ok {
-			paths = append(paths, p)
-		}
-		return nil
-	})
-	if err != nil {
-		r.Add(Finding{Check: "files", Severity: SeverityError, Message: "the work tree cannot be listed: " + err.Error(),
-			Fix: "fix the workspace directory's permissions"})
+	found, problems, listed := w.walkNotes()
+	for _, p := range problems {
+		r.Add(Finding{Check: "files", Severity: SeverityError, Path: p.path, Message: p.what, Fix: p.fix})
+	}
+	if !listed {
 		return disk
 	}
-	err = w.idx.Read(func(s *index.Snapshot) error {
-		for _, p := range paths {
-			fi, err := w.root.Lstat(p)
-			if err != nil {
-				continue // removed meanwhile
-			}
-			if !fi.Mode().IsRegular() {
-				what := "not a regular file"
-				if fi.Mode()&fs.ModeSymlink != 0 {
-					what = "a symbolic link, which the board does not follow"
-				}
-				r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
-					Message: what,
-					Fix:     "replace it with a regular file, or remove it"})
-				continue
-			}
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		for _, p := range sortedKeys(found) {
+			fi := found[p]
 			committed := files[p]
 			if blob, size, mtime, ino, ok, err := s.Disk(p); err == nil && ok && !committed.IsZero() &&
 				blob == committed.String() && (fileStat{size, mtime, ino}) == statOf(fi) {

@@ -59,7 +59,7 @@ func (w *Workspace) initCommit() error {
 		if len(changes) == 0 {
 			return nil
 		}
-		msg := "init workspace " + w.name + "\n\nBlackboard-Uri: bb://" + w.name + "/" + StateNote + "\nBlackboard-Version: 1\nBlackboard-Agent: blackboard-mcp\n"
+		msg := "init workspace " + w.name + "\n\nBlackboard-Uri: bb://" + w.name + "/" + StateNote + "\nBlackboard-Version: 1\n" + trailerAgent + "blackboard-mcp\n"
 		_, err = w.commitLocked(head, changes, w.agentSignature("blackboard-mcp"), msg, false)
 		return err
 	})

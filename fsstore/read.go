@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -117,6 +118,10 @@ type LogEntry struct {
 	Deleted bool
 	// MovedFrom is the address the note was moved from by this commit.
 	MovedFrom string
+	// ByProgram is set for the program's own commits (tool writes and
+	// people's edits it committed, which carry a Blackboard-Agent trailer);
+	// for a person's own git commit, Subject is their message.
+	ByProgram bool
 	// SameAs is an earlier version whose content this commit brought back
 	// (a person's `git checkout` of an old version), 0 when none. Only
 	// the versions listed are compared.
@@ -156,6 +161,11 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject, Deleted: e.NoteBlob == ""}
 		if e.MovedFrom != "" && v.c.CanRead(e.MovedFrom) {
 			le.MovedFrom = e.MovedFrom
+		}
+		if h, err := gitver.ParseHash(e.Hash); err == nil {
+			if c, err := w.repo.ReadCommit(h); err == nil {
+				le.ByProgram = strings.Contains(c.Message, "\n"+trailerAgent)
+			}
 		}
 		if !le.Deleted {
 			le.Digest = w.digestOf(e.NoteBlob)

@@ -386,12 +386,16 @@ func (w *Workspace) placeContent(f *noteFile, addr Address, content string, isTa
 	return changes, out, nil
 }
 
+// trailerAgent starts the trailer every commit of the program carries: who
+// wrote it. A commit without one is a person's own git commit.
+const trailerAgent = "Blackboard-Agent: "
+
 func commitMessage(op, key string, version int, digest, uri, agent string) string {
 	subject := digest
 	if r := []rune(subject); len(r) > 100 {
 		subject = string(r[:99]) + "…"
 	}
-	return fmt.Sprintf("%s %s v%d: %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+	return fmt.Sprintf("%s %s v%d: %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
 		op, key, version, subject, uri, version, agent)
 }
 
@@ -588,7 +592,7 @@ func (v *View) linkLocked(addr Address, rel string, targets []string, agent stri
 		return nil, err
 	}
 	version := cur.Version + 1
-	msg := fmt.Sprintf("link %s v%d: %s %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\nBlackboard-Agent: %s\n",
+	msg := fmt.Sprintf("link %s v%d: %s %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
 		key, version, rel, strings.Join(targets, " "), uri, version, agent)
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
 	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg, false); err != nil {

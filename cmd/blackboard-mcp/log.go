@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
@@ -45,10 +44,6 @@ from, and the digest it had after the change.`)
 		enc.SetIndent("", "  ")
 		return enc.Encode(entries)
 	}
-	key := pos[0]
-	if a, err := fsstore.ParseAddress(pos[0], w.Name()); err == nil {
-		key = a.Short()
-	}
 	for i, e := range entries {
 		var older *fsstore.LogEntry
 		if i+1 < len(entries) {
@@ -56,7 +51,7 @@ from, and the digest it had after the change.`)
 		}
 		line := fmt.Sprintf("%-5s %s  %s  %-12s %s", "v"+strconv.Itoa(e.Version), e.Commit[:7],
 			e.Time.Format("2006-01-02 15:04:05Z"), e.Author, describeChange(e, older))
-		if !strings.Contains(e.Subject, " "+key+" ") && !strings.HasSuffix(e.Subject, " by hand") {
+		if !e.ByProgram {
 			// A person's own git commit: their message tells why.
 			line += fmt.Sprintf("  (commit: %q)", e.Subject)
 		}

@@ -28,7 +28,7 @@ func BenchmarkUpdate(b *testing.B) {
 		k := i % len(versions)
 		body := "body " + strconv.Itoa(i)
 		last = time.Now()
-		res, err := w.Update(UpdateRequest{URI: "bench/n" + strconv.Itoa(k), Digest: "note " + strconv.Itoa(i), Body: &body, ExpectVersion: &versions[k]})
+		res, err := agentView(w).Update(UpdateRequest{URI: "bench/n" + strconv.Itoa(k), Digest: "note " + strconv.Itoa(i), Body: &body, ExpectVersion: &versions[k]})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -35,59 +35,23 @@ func (c *Caller) CanRead(key string) bool { return c.read.Allows(key) }
 // CanWrite reports whether the caller may write the note key.
 func (c *Caller) CanWrite(key string) bool { return c.write.Allows(key) }
 
-// View is the board as one caller sees it.
+// View is the board as one caller sees it: the one way to read and write
+// notes. Writes are authored by the caller's name.
 type View struct {
 	w *Workspace
 	c *Caller
 }
 
-// As returns the board as caller sees it.
+// As returns the board as caller sees it. A process without access control
+// (the CLI, a board without an access file) calls as
+// OpenCaller(w.Agent()).
 func (w *Workspace) As(c *Caller) *View { return &View{w: w, c: c} }
-
-// open is the unrestricted view the workspace's own methods use: the board
-// in open mode, authored by the workspace's agent.
-func (w *Workspace) open() *View { return w.As(OpenCaller(w.agent)) }
-
-// The workspace's methods are its open view's.
-
-// Update writes a note; see View.Update.
-func (w *Workspace) Update(req UpdateRequest) (*UpdateResult, error) { return w.open().Update(req) }
-
-// Link adds typed links; see View.Link.
-func (w *Workspace) Link(src, rel string, dsts []string, agent string) (*UpdateResult, error) {
-	v := w.open()
-	if agent != "" {
-		v.c.Name = agent
-	}
-	return v.Link(src, rel, dsts)
-}
-
-// Get reads one note; see View.Get.
-func (w *Workspace) Get(uri string, withContent bool) (*NoteView, error) {
-	return w.open().Get(uri, withContent)
-}
-
-// Log lists a note's commits; see View.Log.
-func (w *Workspace) Log(uri string, limit int) ([]LogEntry, error) { return w.open().Log(uri, limit) }
-
-// List lists notes; see View.List.
-func (w *Workspace) List(opts ListOptions) (*Listing, error) { return w.open().List(opts) }
-
-// Summaries reads many notes' summaries; see View.Summaries.
-func (w *Workspace) Summaries(uris []string) ([]SummaryResult, int, error) {
-	return w.open().Summaries(uris)
-}
-
-// Search finds notes; see View.Search.
-func (w *Workspace) Search(q, topic string, limit int) ([]Hit, int, error) {
-	return w.open().Search(q, topic, limit)
-}
 
 // readable keeps the addresses (canonical or short) the caller may read.
 func (v *View) readable(uris []string) []string {
 	var out []string
 	for _, u := range uris {
-		if a, err := ParseAddress(u, v.w.name); err == nil && v.c.CanRead(a.Short()) {
+		if a, err := v.w.parseAddress(u); err == nil && v.c.CanRead(a.Short()) {
 			out = append(out, u)
 		}
 	}

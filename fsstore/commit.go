@@ -4,7 +4,10 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"strings"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -33,10 +36,6 @@ type fileChange struct {
 	// recorded in git's index, a later save never looks committed.
 	info fs.FileInfo
 }
-
-// errBranchMoved tells a write to start over: somebody outside the program
-// (a person's git commit) moved the branch between its check and its commit.
-var errBranchMoved = errors.New("branch moved during the write")
 
 // commitLocked makes one commit of changes on top of parent and brings every
 // copy in step, in the order that makes a crash at any point recoverable:
@@ -71,7 +70,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	branchOnly := !onDisk && wt.Elsewhere != ""
 	blobs := make(map[string]gitver.Hash, len(changes))
 	var contents [][]byte
-	j := &journal{Old: parent.String(), Time: author.When, OnDisk: onDisk, BranchOnly: branchOnly}
+	j := &journal{Old: parent, Time: author.When, OnDisk: onDisk, BranchOnly: branchOnly}
 	paths := make([]string, len(changes))
 	for i, c := range changes {
 		paths[i] = c.path
@@ -87,14 +86,14 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			contents = append(contents, c.content)
 		}
 		blobs[c.path] = h
-		j.Files = append(j.Files, journalFile{Path: c.path, Old: olds[i], New: hashString(h)})
+		j.Files = append(j.Files, journalFile{Path: c.path, Old: olds[i], New: h})
 	}
 	pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
 	commit := pending.Hash
-	j.New = commit.String()
+	j.New = commit
 	// The journal is written first (a killed writer's temporary files are
 	// found through it), then the objects, the journal and the new files are
 	// made durable together: concurrent fsyncs share the file system's
@@ -113,13 +112,15 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			w.root.Remove(f.tmp)
 		}
 	}()
-	tasks := []func() error{pending.Write, w.syncJournal}
+	var durable errgroup.Group
+	durable.Go(pending.Write)
+	durable.Go(w.syncJournal)
 	if !onDisk && !branchOnly {
 		for _, c := range changes {
 			if c.deleted {
 				continue
 			}
-			tasks = append(tasks, func() error {
+			durable.Go(func() error {
 				tmp, fi, err := w.stageFile(c.path, c.content)
 				if err == nil {
 					stagedMu.Lock()
@@ -130,7 +131,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			})
 		}
 	}
-	if err := parallel(tasks); err != nil {
+	if err := durable.Wait(); err != nil {
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 	}
 	reach("objects")
@@ -147,7 +148,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
 		}
 	}
-	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+firstLine(message)); err != nil {
+	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+subject(message)); err != nil {
 		if gitIndex != nil {
 			gitIndex.Release()
 		}
@@ -164,8 +165,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	reach("branch")
 	hint := map[gitver.Hash][]gitver.PathChange{}
 	for _, jf := range j.Files {
-		old, _ := parseHashOrZero(jf.Old)
-		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: old, New: blobs[jf.Path]})
+		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: jf.Old, New: jf.New})
 	}
 	if branchOnly {
 		if _, _, err := w.catchUp(hint, nil); err != nil {
@@ -174,7 +174,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return commit, w.clearJournal()
 	}
 	entries := make([]gitver.IndexEntry, 0, len(changes))
-	stats := make(map[string]fileStat, len(changes))
+	stats := make(map[string]index.DiskStat, len(changes))
 	dirs := map[string]bool{}
 	for i, c := range changes {
 		e := gitver.IndexEntry{Path: c.path}
@@ -197,7 +197,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		if c.deleted {
 			placed, err = w.removeIf(c.path, olds[i])
 		} else {
-			placed, err = w.placeFile(sf.tmp, c.path, olds[i], blobs[c.path].String())
+			placed, err = w.placeFile(sf.tmp, c.path, olds[i], blobs[c.path])
 			delete(staged, c.path)
 		}
 		if err != nil {
@@ -238,7 +238,8 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	reach("gitindex")
 	if _, _, err := w.catchUp(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
-			if err := tx.SetDisk(p, blobs[p].String(), st.size, st.mtime, st.ino); err != nil {
+			st.Blob = blobs[p]
+			if err := tx.SetDisk(p, st); err != nil {
 				return err
 			}
 		}
@@ -263,10 +264,10 @@ type stagedFile struct {
 	info fs.FileInfo
 }
 
-// committedBlobs returns the blobs paths hold at the indexed head ("" for
+// committedBlobs returns the blobs paths hold at the indexed head (zero for
 // none), read at one point of history.
-func (w *Workspace) committedBlobs(paths []string) ([]string, error) {
-	out := make([]string, len(paths))
+func (w *Workspace) committedBlobs(paths []string) ([]gitver.Hash, error) {
+	out := make([]gitver.Hash, len(paths))
 	err := w.idx.Read(func(snap *index.Snapshot) error {
 		for i, p := range paths {
 			var err error
@@ -279,40 +280,8 @@ func (w *Workspace) committedBlobs(paths []string) ([]string, error) {
 	return out, err
 }
 
-func hashString(h gitver.Hash) string {
-	if h.IsZero() {
-		return ""
-	}
-	return h.String()
-}
-
-func parseHashOrZero(s string) (gitver.Hash, error) {
-	if s == "" {
-		return gitver.ZeroHash, nil
-	}
-	return gitver.ParseHash(s)
-}
-
-func firstLine(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
-}
-
-// parallel runs tasks concurrently and joins their errors.
-func parallel(tasks []func() error) error {
-	errs := make([]error, len(tasks))
-	var wg sync.WaitGroup
-	for i, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = t()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+// subject is a commit message's first line.
+func subject(message string) string {
+	line, _, _ := strings.Cut(message, "\n")
+	return line
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -187,13 +188,13 @@ func (w *Workspace) misnamedNote(p string) string {
 	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
 		return ""
 	}
-	if _, ok := noteKeyOf(p); ok {
+	if _, ok := note.KeyOf(p); ok {
 		return ""
 	}
 	if _, err := w.root.Lstat(p); err != nil {
 		return ""
 	}
-	a, err := ParseAddress(strings.TrimSuffix(p, ".md"), w.name)
+	a, err := w.parseAddress(strings.TrimSuffix(p, ".md"))
 	if err != nil {
 		return fmt.Sprintf("%s is not a note (%s)", p, errMsg(err))
 	}
@@ -212,7 +213,7 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 	err := w.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
 		for _, p := range paths {
-			if _, ok := noteKeyOf(p); !ok {
+			if _, ok := note.KeyOf(p); !ok {
 				continue
 			}
 			committed, err := s.FileBlob(p)
@@ -250,26 +251,27 @@ func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
 // The caller holds the write lock. On failure the edits stay pending.
 func (w *Workspace) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
 	paths, all := w.edits.take()
-	for range maxMoves {
-		head, rep, err := w.commitEditsOnce(keys, paths, all)
-		if errors.Is(err, errBranchMoved) {
-			continue // a person's git commit landed meanwhile: compare again
-		}
-		if err != nil {
-			w.edits.add(paths, all)
-		} else if rep.Commit != "" && w.onEdits != nil {
-			w.onEdits(rep)
-		}
-		return head, rep, err
+	var head gitver.Hash
+	var rep *EditReport
+	// A person's git commit landing meanwhile moves the branch: compare
+	// again.
+	err := whileBranchMoves("commit people's edits", "", func() error {
+		var err error
+		head, rep, err = w.commitEditsOnce(keys, paths, all)
+		return err
+	})
+	switch {
+	case err != nil:
+		w.edits.add(paths, all)
+	case rep.Commit != "" && w.onEdits != nil:
+		w.onEdits(rep)
 	}
-	w.edits.add(paths, all)
-	head, err := w.repo.Head()
-	return head, nil, errors.Join(err, fmt.Errorf("people's edits: the branch kept moving; they stay pending"))
+	return head, rep, err
 }
 
 // candidate is one path to compare: its committed blob and recorded stat.
 type candidate struct {
-	committed string
+	committed gitver.Hash
 	recorded  index.DiskStat
 	hasStat   bool
 	// walked is the file's stat as a walk of the work tree found it: its
@@ -291,7 +293,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	}
 	cands := map[string]*candidate{}
 	addNote := func(key string, strict bool) {
-		for _, p := range noteFiles(key) {
+		for _, p := range note.Files(key) {
 			if c, ok := cands[p]; ok {
 				c.strict = c.strict || strict
 			} else {
@@ -303,12 +305,12 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		addNote(k, true)
 	}
 	for _, p := range paths {
-		if key, ok := noteKeyOf(p); ok {
+		if key, ok := note.KeyOf(p); ok {
 			addNote(key, false)
 		}
 	}
 	if all {
-		found, problems, _ := w.walkNotes()
+		found, problems, _ := w.WalkNotes()
 		for _, p := range problems {
 			rep.Skipped = append(rep.Skipped, p.String())
 		}
@@ -319,7 +321,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	err = w.idx.Read(func(s *index.Snapshot) error {
-		var present map[string]string
+		var present map[string]gitver.Hash
 		var stats map[string]index.DiskStat
 		if all {
 			var err error
@@ -344,11 +346,8 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			}
 			if stats != nil {
 				c.recorded, c.hasStat = stats[p]
-			} else {
-				d := &c.recorded
-				if d.Blob, d.Size, d.MTime, d.Ino, c.hasStat, err = s.Disk(p); err != nil {
-					return err
-				}
+			} else if c.recorded, c.hasStat, err = s.Disk(p); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -358,8 +357,8 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	}
 
 	var changes []fileChange
-	unchanged := map[string]fileStat{}
-	for _, p := range sortedKeys(cands) {
+	unchanged := map[string]index.DiskStat{}
+	for _, p := range slices.Sorted(maps.Keys(cands)) {
 		c := cands[p]
 		ch, same, err := w.compare(p, c)
 		if err != nil {
@@ -398,7 +397,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		// these files again.
 		if _, _, err := w.catchUp(nil, func(tx *index.Tx) error {
 			for p, st := range unchanged {
-				if err := tx.SetDisk(p, cands[p].committed, st.size, st.mtime, st.ino); err != nil {
+				if err := tx.SetDisk(p, st); err != nil {
 					return err
 				}
 			}
@@ -410,14 +409,9 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	return head, rep, nil
 }
 
-// noteFiles are the files a note may have.
-func noteFiles(key string) []string {
-	return []string{key + ".md", key + ".blob.md", key + ".blob.tsv"}
-}
-
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
-func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, error) {
+func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
 	fi := c.walked
 	if fi == nil {
 		if err := w.checkNoLinks(p); err != nil {
@@ -426,7 +420,7 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 		var err error
 		fi, err = w.root.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			if c.committed != "" {
+			if !c.committed.IsZero() {
 				return &fileChange{path: p, deleted: true}, nil, nil
 			}
 			return nil, nil, nil
@@ -436,8 +430,8 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 		}
 	}
 	st := statOf(fi)
-	r := c.recorded
-	if c.hasStat && c.committed != "" && r.Blob == c.committed && (fileStat{r.Size, r.MTime, r.Ino}) == st {
+	st.Blob = c.committed
+	if c.hasStat && !c.committed.IsZero() && c.recorded == st {
 		return nil, nil, nil // unchanged since it last matched git
 	}
 	content, info, ok, err := w.readSettled(p, c.committed)
@@ -445,13 +439,14 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *fileStat, err
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
 	if !ok {
-		if c.committed != "" {
+		if !c.committed.IsZero() {
 			return &fileChange{path: p, deleted: true}, nil, nil
 		}
 		return nil, nil, nil
 	}
-	if gitver.BlobHash(content).String() == c.committed {
+	if gitver.BlobHash(content) == c.committed {
 		if st := statOf(info); trustworthy(st) {
+			st.Blob = c.committed
 			return nil, &st, nil
 		}
 		return nil, nil, nil
@@ -469,10 +464,10 @@ const settleTime = 50 * time.Millisecond
 // readSettled reads p; when it differs from the blob committed and was
 // modified within settleTime, it waits (a few times at most, holding the
 // write lock) until the file has been quiet that long, and reads it again.
-func (w *Workspace) readSettled(p, committed string) ([]byte, fs.FileInfo, bool, error) {
+func (w *Workspace) readSettled(p string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
 	for range 8 {
-		content, info, ok, err := w.readDisk(p, maxFileBytes)
-		if err != nil || !ok || gitver.BlobHash(content).String() == committed {
+		content, info, ok, err := w.ReadFile(p)
+		if err != nil || !ok || gitver.BlobHash(content) == committed {
 			return content, info, ok, err
 		}
 		young := settleTime - time.Since(info.ModTime())
@@ -481,7 +476,7 @@ func (w *Workspace) readSettled(p, committed string) ([]byte, fs.FileInfo, bool,
 		}
 		time.Sleep(young)
 	}
-	return w.readDisk(p, maxFileBytes)
+	return w.ReadFile(p)
 }
 
 // emptyGrace is how long a note file emptied in place is taken for a save
@@ -494,79 +489,8 @@ const emptyGrace = 2 * time.Second
 // longer than any debounce. Such a file is compared again later; emptied
 // for good, it is committed once emptyGrace has passed.
 func halfSaved(ch *fileChange, c *candidate) bool {
-	return !ch.deleted && len(ch.content) == 0 && c.committed != "" &&
+	return !ch.deleted && len(ch.content) == 0 && !c.committed.IsZero() &&
 		time.Since(ch.info.ModTime()) < emptyGrace
-}
-
-// treeProblem is a path of the work tree that cannot be read as a note's
-// file: what is wrong, and what to do.
-type treeProblem struct {
-	path, what, fix string
-}
-
-func (p treeProblem) String() string {
-	if p.path == "" {
-		return p.what + "; " + p.fix
-	}
-	return p.path + " is " + p.what + "; " + p.fix
-}
-
-// walkNotes finds every file of the work tree that belongs to a note, with
-// its stat, and the paths that would but cannot be read. It does not enter
-// directories whose name starts with a dot (.git, .blackboard, editors'
-// folders: no address names them) and does not follow links. ok is false
-// when the work tree itself cannot be listed.
-func (w *Workspace) walkNotes() (found map[string]fs.FileInfo, problems []treeProblem, ok bool) {
-	found = map[string]fs.FileInfo{}
-	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
-		p := w.relPath(abs)
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			problems = append(problems, treeProblem{p, "unreadable (" + errMsg(err) + ")", "fix its permissions"})
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if p != "." && strings.HasPrefix(d.Name(), ".") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if _, ok := noteKeyOf(p); !ok {
-			return nil
-		}
-		const fix = "replace it with a regular file, or remove it"
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			problems = append(problems, treeProblem{p, "a symbolic link, which the board does not follow", fix})
-		case !d.Type().IsRegular():
-			problems = append(problems, treeProblem{p, "not a regular file", fix})
-		default:
-			if fi, err := d.Info(); err == nil {
-				found[p] = fi
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		problems = append(problems, treeProblem{"", "the work tree cannot be listed: " + errMsg(err), "fix the workspace directory's permissions"})
-		return found, problems, false
-	}
-	return found, problems, true
-}
-
-// relPath turns a path under the workspace into its slash-separated
-// relative form.
-func (w *Workspace) relPath(abs string) string {
-	rel, err := filepath.Rel(w.dir, abs)
-	if err != nil {
-		return abs
-	}
-	return filepath.ToSlash(rel)
 }
 
 // commitPersonsEdits commits changes as one commit authored by the person
@@ -574,12 +498,12 @@ func (w *Workspace) relPath(abs string) string {
 func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport) (gitver.Hash, error) {
 	byNote := map[string][]fileChange{}
 	for _, c := range changes {
-		key, _ := noteKeyOf(c.path)
+		key, _ := note.KeyOf(c.path)
 		byNote[key] = append(byNote[key], c)
 	}
 	var edits []Edit
-	created := map[string]string{} // note blob -> key, to pair moves
-	for _, key := range sortedKeys(byNote) {
+	created := map[gitver.Hash]string{} // note blob -> key, to pair moves
+	for _, key := range slices.Sorted(maps.Keys(byNote)) {
 		cur, err := w.indexedNote(key)
 		if err != nil {
 			return head, err
@@ -595,7 +519,7 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 				e.Op, e.Digest, e.Problem = "delete", "", ""
 			case !cur.Present:
 				e.Op = "create"
-				created[gitver.BlobHash(c.content).String()] = key
+				created[gitver.BlobHash(c.content)] = key
 			}
 			if !c.deleted {
 				e.Digest, e.Problem = describeNote(c.content)
@@ -628,7 +552,7 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 	edits = slices.DeleteFunc(edits, func(e Edit) bool { return e.Op == "" })
 	w.warnMissingBlobs(byNote, edits)
 	who := w.personSignature()
-	commit, err := w.commitLocked(head, changes, who, w.editMessage(edits, who.Name), true)
+	commit, err := w.commitLocked(head, changes, who, w.editMessage(edits, who.Name).String(), true)
 	if err != nil {
 		return head, err
 	}
@@ -638,11 +562,11 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 
 // describeNote returns a note file's digest, or what is wrong with it.
 func describeNote(content []byte) (digest, problem string) {
-	f, err := parseNote(content)
+	f, err := note.Parse(content)
 	if err != nil {
 		return "", errMsg(err) + "; committed as it is"
 	}
-	digest = f.str(keyDigest)
+	digest = f.Str(note.KeyDigest)
 	if digest == "" {
 		return "", "the front matter has no digest"
 	}
@@ -668,8 +592,8 @@ func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edi
 		var named string // the blob file the note names after the commit
 		for _, c := range byNote[e.Key] {
 			if c.path == e.Key+".md" {
-				if f, err := parseNote(c.content); err == nil {
-					named = siblingBlobPath(e.Key, f.str(keyBlob))
+				if f, err := note.Parse(c.content); err == nil {
+					named = note.SiblingBlobPath(e.Key, f.Str(note.KeyBlob))
 				}
 			}
 		}
@@ -688,36 +612,26 @@ func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edi
 
 // editMessage is the commit message of a person's edits: like a tool
 // write's, with the digest in the subject, so `git log` reads the same.
-func (w *Workspace) editMessage(edits []Edit, who string) string {
+func (w *Workspace) editMessage(edits []Edit, who string) note.Message {
 	line := func(e Edit) string {
-		var s string
 		switch e.Op {
 		case "delete":
 			return fmt.Sprintf("delete %s by hand", e.Key)
 		case "move":
-			s = fmt.Sprintf("move %s to %s v%d by hand", e.From, e.Key, e.Version)
-		default:
-			s = fmt.Sprintf("%s %s v%d by hand", e.Op, e.Key, e.Version)
+			return note.Subject(fmt.Sprintf("move %s to %s v%d by hand", e.From, e.Key, e.Version), e.Digest)
 		}
-		if e.Digest != "" {
-			s += ": " + e.Digest
-		}
-		return s
+		return note.Subject(fmt.Sprintf("%s %s v%d by hand", e.Op, e.Key, e.Version), e.Digest)
 	}
-	if len(edits) == 1 {
+	switch len(edits) {
+	case 0:
+		return note.Message{Subject: "edit blob files by hand", Agent: who}
+	case 1:
 		e := edits[0]
-		return fmt.Sprintf("%s\n\nBlackboard-Uri: bb://%s/%s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
-			line(e), w.name, e.Key, e.Version, who)
+		return note.Message{Subject: line(e), URI: w.uri(e.Key), Version: e.Version, Agent: who}
 	}
-	var b strings.Builder
-	if len(edits) == 0 {
-		b.WriteString("edit blob files by hand\n\n")
-	} else {
-		fmt.Fprintf(&b, "edit %d notes by hand\n\n", len(edits))
-	}
+	m := note.Message{Subject: fmt.Sprintf("edit %d notes by hand", len(edits)), Agent: who}
 	for _, e := range edits {
-		b.WriteString(line(e) + "\n")
+		m.Lines = append(m.Lines, line(e))
 	}
-	fmt.Fprintf(&b, "\n"+trailerAgent+"%s\n", who)
-	return b.String()
+	return m
 }

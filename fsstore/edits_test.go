@@ -99,24 +99,24 @@ func TestPersonsEditsAreCommitted(t *testing.T) {
 		t.Errorf("moved = %+v", n)
 	}
 	for _, gone := range []string{"t/gone", "t/moved"} {
-		if _, err := w.Get(gone, false); !errors.Is(err, ErrNotFound) {
+		if _, err := agentView(w).Get(gone, false); !errors.Is(err, ErrNotFound) {
 			t.Errorf("get %s after it left: %v", gone, err)
 		}
 	}
-	if hits, _, err := w.Search("quagga", "", 5); err != nil || len(hits) != 1 || hits[0].URI != "bb://acme/t/deep/new/note" {
+	if hits, _, err := agentView(w).Search("quagga", "", 5); err != nil || len(hits) != 1 || hits[0].URI != "bb://acme/t/deep/new/note" {
 		t.Errorf("search = %+v, %v", hits, err)
 	}
 	// Unreadable front matter is committed as it is; reads say what is
 	// wrong, listing and search still show it.
-	n, err := w.Get("t/broken", true)
+	n, err := agentView(w).Get("t/broken", true)
 	if err != nil || !strings.Contains(n.Problem, "front matter") || n.Version != 1 {
 		t.Errorf("broken note = %+v, %v", n, err)
 	}
-	l, err := w.List(ListOptions{Topic: "t", ByName: true, Limit: 50})
+	l, err := agentView(w).List(ListOptions{Topic: "t", ByName: true, Limit: 50})
 	if err != nil || !listed(l, "bb://acme/t/broken") {
 		t.Errorf("listing misses the broken note: %+v, %v", l, err)
 	}
-	if hits, _, _ := w.Search("broken", "", 5); len(hits) == 0 {
+	if hits, _, _ := agentView(w).Search("broken", "", 5); len(hits) == 0 {
 		t.Error("search misses the broken note's address")
 	}
 	os.Remove(filepath.Join(w.Dir(), "t/notes.txt~"))
@@ -299,7 +299,7 @@ func TestCrashWhileCommittingEdits(t *testing.T) {
 					t.Errorf("HEAD:%s = %q", p, got)
 				}
 			}
-			if _, err := w.Get("t/gone", false); !errors.Is(err, ErrNotFound) {
+			if _, err := agentView(w).Get("t/gone", false); !errors.Is(err, ErrNotFound) {
 				t.Errorf("deleted note: %v", err)
 			}
 			if n := get(t, w, "t/a"); n.Version != 2 {
@@ -337,7 +337,7 @@ func TestWatchCommitsSaves(t *testing.T) {
 		mu.Unlock()
 	}})
 	waitFor(t, "the offline edit is committed", func() bool {
-		n, err := w.Get("t/offline", false)
+		n, err := agentView(w).Get("t/offline", false)
 		return err == nil && n.Version == 1
 	})
 	writeFile(t, w, "t/a.md", noteText("saved while watched", "b\n"))

@@ -3,6 +3,8 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // The closed set of failures callers branch on. Every error the store returns
@@ -10,28 +12,36 @@ import (
 // else is an internal failure (a disk or repository problem).
 var (
 	// ErrInvalid: the request is malformed (an address outside the grammar,
-	// a missing digest, two content forms at once). Nothing was written.
-	ErrInvalid = errors.New("invalid")
+	// a missing digest, two content forms at once). Nothing was written. It
+	// is note.ErrInvalid: the format's rules and the engine's share it.
+	ErrInvalid = note.ErrInvalid
 	// ErrNotFound: no such note, or the caller may not see it (the two look
 	// the same).
 	ErrNotFound = errors.New("not_found")
-	// ErrConflict: expect_version did not match the note's current version.
-	// Nothing was written; the error says what the note is now.
+	// ErrConflict: expect_version did not match the note's current version,
+	// or the branch kept moving under the write. Nothing was written; the
+	// error says what the note is now.
 	ErrConflict = errors.New("conflict")
 	// ErrForbidden: the caller may read the topic but not write it.
 	ErrForbidden = errors.New("forbidden")
 	// ErrTooLarge: content, a request or a note is over a documented limit.
-	ErrTooLarge = errors.New("too_large")
+	// It is note.ErrTooLarge.
+	ErrTooLarge = note.ErrTooLarge
+	// ErrNotWorkspace: the directory is not a workspace (it has no
+	// .blackboard/config.yaml); `blackboard-mcp init` makes it one.
+	ErrNotWorkspace = errors.New("not a workspace")
 )
 
 // Error is a failure of one operation on one address. It unwraps to one of
-// the sentinels above (Kind), so errors.Is works, and its message is written
-// for the agent or person who must act on it.
+// the sentinels above (Kind), so errors.Is works, and to its cause (Err),
+// when it has one; its message is written for the agent or person who must
+// act on it.
 type Error struct {
-	Op   string // "update", "get", "append", "link", "log"
+	Op   string // "update", "get", "append", "link", "log"; "" when the message says it all
 	URI  string // the canonical address, when there is one
 	Kind error  // one of the sentinels
 	Msg  string // what was wrong and what to do
+	Err  error  // the underlying cause, or nil
 	// Conflict carries the note's current state for ErrConflict.
 	Conflict *ConflictInfo
 }
@@ -44,13 +54,21 @@ type ConflictInfo struct {
 }
 
 func (e *Error) Error() string {
-	if e.URI == "" {
+	switch {
+	case e.Op == "":
+		return e.Msg
+	case e.URI == "":
 		return fmt.Sprintf("%s: %s", e.Op, e.Msg)
 	}
 	return fmt.Sprintf("%s %s: %s", e.Op, e.URI, e.Msg)
 }
 
-func (e *Error) Unwrap() error { return e.Kind }
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
 
 // errMsg is the reader-facing message of err, without the operation prefix.
 func errMsg(err error) string {
@@ -58,9 +76,58 @@ func errMsg(err error) string {
 	if errors.As(err, &e) {
 		return e.Msg
 	}
+	var ae *note.AddressError
+	if errors.As(err, &ae) {
+		return ae.Message()
+	}
 	return err.Error()
 }
 
 func errorf(op, uri string, kind error, format string, args ...any) *Error {
 	return &Error{Op: op, URI: uri, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// parseAddress reads s as an address of this workspace (note.ParseAddress);
+// a malformed one is an *Error of kind ErrInvalid that quotes the grammar.
+func (w *Workspace) parseAddress(s string) (note.Address, error) {
+	a, err := note.ParseAddress(s, w.name)
+	return a, fromFormat(err)
+}
+
+// parseTopic reads a topic or topic prefix (note.ParseTopic).
+func (w *Workspace) parseTopic(s string) ([]string, error) {
+	segs, err := note.ParseTopic(s, w.name)
+	return segs, fromFormat(err)
+}
+
+// fromFormat gives the format's address error the engine's one error type.
+func fromFormat(err error) error {
+	var ae *note.AddressError
+	if errors.As(err, &ae) {
+		return &Error{Op: ae.Op, URI: note.QuoteInput(ae.Input), Kind: ErrInvalid, Msg: ae.Message(), Err: ae}
+	}
+	return err
+}
+
+// errBranchMoved tells a write to start over: somebody outside the program
+// (a person's git commit) moved the branch between its check and its commit.
+var errBranchMoved = errors.New("branch moved during the write")
+
+// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
+// most maxMoves times; past that, the write is a conflict the caller may try
+// again.
+func whileBranchMoves(op, uri string, attempt func() error) error {
+	for range maxMoves {
+		if err := attempt(); !errors.Is(err, errBranchMoved) {
+			return err
+		}
+	}
+	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+}
+
+// because records the cause of e: errors.Is and errors.As see it, and the
+// message keeps its own words.
+func (e *Error) because(cause error) *Error {
+	e.Err = cause
+	return e
 }

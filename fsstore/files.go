@@ -9,26 +9,36 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
+
+// This file is the one room for the work tree's files: everything the
+// engine does to a note's file on disk (read it, stat it, walk the tree,
+// stage a new file, put it in place without losing a person's save, remove
+// it) is here, and goes through os.Root, so no link leads outside the
+// workspace.
 
 // tempMarker names the program's temporary files: a leading dot and this
 // infix. No address can name such a file (segments start with a letter or
 // digit), and recovery removes leftovers of a killed writer.
 const tempMarker = ".bb-tmp-"
 
-// fileStat is the part of a file's metadata that tells whether it changed.
-type fileStat struct {
-	size, mtime int64
-	ino         uint64
-}
-
-func statOf(fi fs.FileInfo) fileStat {
-	s := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+// statOf is the part of a file's metadata that tells whether it changed,
+// as the index records it (the blob left zero).
+func statOf(fi fs.FileInfo) index.DiskStat {
+	s := index.DiskStat{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
+		s.Ino = st.Ino
 	}
 	return s
 }
@@ -61,12 +71,13 @@ func (w *Workspace) checkNoLinks(p string) error {
 	return nil
 }
 
-// readDisk returns a workspace file's content and its stat, taken before the
-// content was read: a write that lands during the read changes the file's
+// ReadFile returns a workspace file's content (at most 64 MiB) and its
+// stat, taken before the content was read: a write that lands during the read changes the file's
 // stat afterwards, so a stat recorded with this content never hides it. ok
 // is false when the file does not exist. Reads go through os.Root: no link
 // leads outside.
-func (w *Workspace) readDisk(p string, limit int64) (content []byte, fi fs.FileInfo, ok bool, err error) {
+func (w *Workspace) ReadFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
+	const limit = maxFileBytes
 	// O_NONBLOCK: a FIFO put where a note was must not hang the reader; for
 	// a regular file it changes nothing.
 	f, err := w.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -191,7 +202,7 @@ func (w *Workspace) syncDir(dir string) error {
 // that the writer had swapped out of the way and not yet put back (see
 // placeFile). It goes back in place, unless the person saved again since.
 // A file that cannot be read, or put back, is left rather than deleted.
-func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
+func (w *Workspace) removeTemps(dir string, blobs map[string][]gitver.Hash) {
 	d, err := w.root.Open(dir)
 	if err != nil {
 		return
@@ -220,3 +231,239 @@ func (w *Workspace) removeTemps(dir string, blobs map[string][]string) {
 		w.root.Remove(tmp)
 	}
 }
+
+// TreeProblem is a path of the work tree that cannot be read as a note's
+// file: what is wrong, and what to do.
+type TreeProblem struct {
+	Path, What, Fix string
+}
+
+func (p TreeProblem) String() string {
+	if p.Path == "" {
+		return p.What + "; " + p.Fix
+	}
+	return p.Path + " is " + p.What + "; " + p.Fix
+}
+
+// WalkNotes finds every file of the work tree that belongs to a note, with
+// its stat, and the paths that would but cannot be read. It does not enter
+// directories whose name starts with a dot (.git, .blackboard, editors'
+// folders: no address names them) and does not follow links. ok is false
+// when the work tree itself cannot be listed.
+func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreeProblem, ok bool) {
+	found = map[string]fs.FileInfo{}
+	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
+		p := w.Rel(abs)
+		if err != nil {
+			if p == "." {
+				return err
+			}
+			problems = append(problems, TreeProblem{p, "unreadable (" + errMsg(err) + ")", "fix its permissions"})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != "." && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if _, ok := note.KeyOf(p); !ok {
+			return nil
+		}
+		const fix = "replace it with a regular file, or remove it"
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			problems = append(problems, TreeProblem{p, "a symbolic link, which the board does not follow", fix})
+		case !d.Type().IsRegular():
+			problems = append(problems, TreeProblem{p, "not a regular file", fix})
+		default:
+			if fi, err := d.Info(); err == nil {
+				found[p] = fi
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		problems = append(problems, TreeProblem{"", "the work tree cannot be listed: " + errMsg(err), "fix the workspace directory's permissions"})
+		return found, problems, false
+	}
+	return found, problems, true
+}
+
+// Rel turns a path under the workspace into its slash-separated
+// relative form.
+func (w *Workspace) Rel(abs string) string {
+	rel, err := filepath.Rel(w.dir, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.ToSlash(rel)
+}
+
+// A person may save a note at any moment, also in the few milliseconds
+// between a write comparing the file with git and putting its own content in
+// place. A plain rename would then replace their save unseen. placeFile
+// instead swaps the files atomically (renameat2 RENAME_EXCHANGE), looks at
+// what it swapped out, and when that is not what the write expected, swaps
+// the person's save back: their file stays, to be committed on top of the
+// write as their edit.
+
+// placeFile moves the staged file tmp, holding the blob ours, to dst,
+// provided dst still holds the blob expect ("" for no file). It reports
+// false when a person's save was found there instead and kept; tmp is gone
+// either way.
+func (w *Workspace) placeFile(tmp, dst string, expect, ours gitver.Hash) (bool, error) {
+	d, err := w.root.Open(path.Dir(dst))
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	fd := int(d.Fd())
+	from, to := path.Base(tmp), path.Base(dst)
+	flag := uint(unix.RENAME_EXCHANGE)
+	if expect.IsZero() {
+		flag = unix.RENAME_NOREPLACE
+	}
+	err = unix.Renameat2(fd, from, fd, to, flag)
+	switch {
+	case err == nil && expect.IsZero():
+		return true, nil
+	case err == nil:
+		// dst's former file is now at tmp.
+		reach("exchanged")
+	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOENT):
+		// A person created the file, or deleted it, since it was compared:
+		// their change stays.
+		w.root.Remove(tmp)
+		return false, nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+		return w.placeFileByRename(tmp, dst, expect)
+	default:
+		w.root.Remove(tmp)
+		return false, err
+	}
+	if w.holds(tmp, expect) {
+		w.root.Remove(tmp)
+		return true, nil
+	}
+	// A person saved dst after it was compared: give their save its place
+	// back. Each exchange puts the newest file back in dst; what comes out
+	// is what the previous exchange put there (the write's file, which is
+	// in git), unless the person saved again meanwhile: then that newer
+	// save goes back in, and the older one comes out, superseded like two
+	// saves within one debounce.
+	prev := ours
+	for range 8 {
+		displaced, _ := w.blobOf(tmp)
+		if err := unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE); err != nil {
+			return false, err
+		}
+		reach("swapped back")
+		out, ok := w.blobOf(tmp)
+		if !ok {
+			break // it cannot be told apart: better left than deleted
+		}
+		if out == prev {
+			w.root.Remove(tmp)
+			break
+		}
+		prev = displaced
+	}
+	return false, nil
+}
+
+// blobOf returns the blob name of the file at p.
+func (w *Workspace) blobOf(p string) (gitver.Hash, bool) {
+	content, _, ok, err := w.ReadFile(p)
+	if err != nil || !ok {
+		return gitver.ZeroHash, false
+	}
+	return gitver.BlobHash(content), true
+}
+
+// placeFileByRename is placeFile for file systems without renameat2 flags:
+// compare, then rename. A save landing between the two is replaced, but it
+// was made after the write began and the window is a system call wide.
+func (w *Workspace) placeFileByRename(tmp, dst string, expect gitver.Hash) (bool, error) {
+	if !w.holds(dst, expect) {
+		w.root.Remove(tmp)
+		return false, nil
+	}
+	if err := w.root.Rename(tmp, dst); err != nil {
+		w.root.Remove(tmp)
+		return false, err
+	}
+	return true, nil
+}
+
+// removeIf deletes p when it still holds the blob expect. It moves the file
+// aside first, so that a save made meanwhile can be put back rather than
+// deleted. It reports false when a person's save was kept.
+func (w *Workspace) removeIf(p string, expect gitver.Hash) (bool, error) {
+	aside, err := w.tempName(p)
+	if err != nil {
+		return false, err
+	}
+	if err := w.root.Rename(p, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return true, nil
+		}
+		return false, err
+	}
+	if w.holds(aside, expect) {
+		w.root.Remove(aside)
+		return true, nil
+	}
+	d, err := w.root.Open(path.Dir(p))
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	fd := int(d.Fd())
+	err = unix.Renameat2(fd, path.Base(aside), fd, path.Base(p), unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		// The person saved the file again: their newest save stays.
+		err = nil
+	}
+	w.root.Remove(aside)
+	return false, err
+}
+
+// holds reports whether the file at p has the blob expect (zero for no file).
+func (w *Workspace) holds(p string, expect gitver.Hash) bool {
+	content, _, ok, err := w.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	if !ok {
+		return expect.IsZero()
+	}
+	return gitver.BlobHash(content) == expect
+}
+
+// racyWindow is how recently a file may have been modified for its stat to
+// be worth nothing: a file system's clock is coarse (a few milliseconds on
+// Linux), so a second write within the same tick can leave size, time and
+// inode unchanged. Files younger than this are compared by content.
+const racyWindow = time.Second
+
+// trustworthy reports whether st may stand for the content read with it.
+func trustworthy(st index.DiskStat) bool {
+	return time.Since(time.Unix(0, st.MTime)) >= racyWindow
+}
+
+// staleInfo is a stat that matches no file: recorded in git's index for a
+// path whose file is not the committed content (a person's save kept by
+// placeFile), it makes git compare the content instead of trusting the
+// entry.
+type staleInfo struct{}
+
+func (staleInfo) Name() string       { return "" }
+func (staleInfo) Size() int64        { return 0 }
+func (staleInfo) Mode() fs.FileMode  { return 0o644 }
+func (staleInfo) ModTime() time.Time { return time.Unix(0, 0) }
+func (staleInfo) IsDir() bool        { return false }
+func (staleInfo) Sys() any           { return nil }

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // FuzzSearchQuery: whatever a model types as a query, search_keys answers
 // (Search's contract: a query FTS5 would reject is searched as words, never
-// an error). Each input runs through parseQuery and ftsQuery and then through
-// a real workspace's Search, on its SQLite FTS5 index; a topic that is not a
-// topic is the only error, and it is ErrInvalid.
+// an error). Each input runs through a real workspace's Search, on its
+// SQLite FTS5 index; a topic that is not a topic is the only error, and it
+// is ErrInvalid. (index.FuzzParseQuery checks the query syntax built.)
 func FuzzSearchQuery(f *testing.F) {
 	for _, q := range []string{
 		"deploy-v2.4.7-hotfix", "ERR_CONN_RESET", "cache_test.go", `"cache latency"`, "cache*", "lat*ency*", "*", "**", "-", "^x",
@@ -37,7 +38,7 @@ func FuzzSearchQuery(f *testing.F) {
 	for _, n := range notes {
 		put(f, w, n.uri, 0, n.digest, n.body)
 	}
-	if _, err := w.Link("research/cache/latency", "supersedes", []string{"research/cache/old"}, ""); err != nil {
+	if _, err := agentView(w).Link("research/cache/latency", "supersedes", []string{"research/cache/old"}); err != nil {
 		f.Fatal(err)
 	}
 	present := map[string]bool{"bb://acme/run/state/current": true}
@@ -46,19 +47,7 @@ func FuzzSearchQuery(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, q, topic string) {
-		terms := parseQuery(q)
-		if len(terms) > maxQueryTerms {
-			t.Fatalf("parseQuery(%q) = %d terms, over %d", q, len(terms), maxQueryTerms)
-		}
-		for _, term := range terms {
-			if term.text == "" || strings.IndexFunc(term.text, unicode.IsControl) >= 0 {
-				t.Fatalf("parseQuery(%q): term %q is empty or holds a control character", q, term.text)
-			}
-		}
-		if expr := ftsQuery(terms, "AND"); strings.Count(expr, `"`)%2 != 0 {
-			t.Fatalf("ftsQuery(%q) = %q: unbalanced quotes", q, expr)
-		}
-		hits, cursor, err := w.Search(q, topic, 10)
+		hits, cursor, err := agentView(w).Search(q, topic, 10)
 		if err != nil {
 			if topic != "" && errors.Is(err, ErrInvalid) {
 				return
@@ -69,7 +58,7 @@ func FuzzSearchQuery(f *testing.F) {
 			t.Fatalf("Search(%q): cursor %d, %d hits", q, cursor, len(hits))
 		}
 		scope := ""
-		if segs, err := ParseTopic(topic, "acme"); err == nil && segs != nil {
+		if segs, err := note.ParseTopic(topic, "acme"); err == nil && segs != nil {
 			scope = strings.Join(segs, "/")
 		}
 		for _, h := range hits {

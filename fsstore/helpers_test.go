@@ -3,40 +3,20 @@ package fsstore
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
-// gitEnv makes the C git CLI independent of the machine's configuration, as
-// a person with a configured identity would run it.
-func gitEnv() []string {
-	return append(os.Environ(),
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Ada Person", "GIT_AUTHOR_EMAIL=ada@example.com",
-		"GIT_COMMITTER_NAME=Ada Person", "GIT_COMMITTER_EMAIL=ada@example.com")
-}
-
-// git runs the C git CLI in dir and returns its trimmed output.
+// git runs the C git CLI in dir as a person would, and returns its trimmed
+// output.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return fixtures.Git(t, dir, args...)
 }
 
-func requireGit(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("the C git CLI is not installed")
-	}
-}
+func requireGit(t testing.TB) { fixtures.RequireGit(t) }
 
 // newWorkspace initializes a workspace named "acme" in a temporary directory
 // and opens it. Durability is off unless durable: fsync proves nothing a
@@ -65,7 +45,7 @@ func ptr[T any](v T) *T { return &v }
 // put writes a body with compare-and-swap and fails the test on error.
 func put(t testing.TB, w *Workspace, uri string, expect int, digest, body string) *UpdateResult {
 	t.Helper()
-	res, err := w.Update(UpdateRequest{URI: uri, Digest: digest, Body: &body, ExpectVersion: &expect})
+	res, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: digest, Body: &body, ExpectVersion: &expect})
 	if err != nil {
 		t.Fatalf("update %s (expect %d): %v", uri, expect, err)
 	}
@@ -74,7 +54,7 @@ func put(t testing.TB, w *Workspace, uri string, expect int, digest, body string
 
 func get(t testing.TB, w *Workspace, uri string) *NoteView {
 	t.Helper()
-	n, err := w.Get(uri, true)
+	n, err := agentView(w).Get(uri, true)
 	if err != nil {
 		t.Fatalf("get %s: %v", uri, err)
 	}
@@ -116,3 +96,7 @@ func assertClean(t testing.TB, w *Workspace) {
 		t.Fatalf("git status is not clean:\n%s", st)
 	}
 }
+
+// agentView is the board as the workspace's agent sees it in open mode: what
+// the CLI and a server without an access file use.
+func agentView(w *Workspace) *View { return w.As(OpenCaller(w.Agent())) }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // initCommit commits the workspace's own files and the state note, in one
@@ -15,13 +17,13 @@ func (w *Workspace) initCommit() error {
 			return err
 		}
 		var changes []fileChange
-		own := []string{configFile, gitignoreFile}
+		own := []string{note.ConfigFile, note.GitignoreFile}
 		blobs, err := w.committedBlobs(own)
 		if err != nil {
 			return err
 		}
 		for i, p := range own {
-			if blobs[i] != "" {
+			if !blobs[i].IsZero() {
 				continue
 			}
 			content, err := os.ReadFile(filepath.Join(w.dir, filepath.FromSlash(p)))
@@ -30,37 +32,23 @@ func (w *Workspace) initCommit() error {
 			}
 			changes = append(changes, fileChange{path: p, content: content})
 		}
-		state, err := w.indexedNote(StateNote)
+		state, err := w.indexedNote(note.StateNote)
 		if err != nil {
 			return err
 		}
 		if state.Version == 0 {
-			if _, err := os.Stat(filepath.Join(w.dir, filepath.FromSlash(StateNote+".md"))); os.IsNotExist(err) {
-				f := newNoteFile()
-				for _, kv := range [][2]string{
-					{keyDigest, "Board state: nothing recorded yet. Keep this note to what a newcomer needs first."},
-					{keyKind, "state"}, {keyAuthor, "blackboard-mcp"},
-				} {
-					if err := f.set(kv[0], kv[1]); err != nil {
-						return err
-					}
-				}
-				if err := f.set(keyUpdated, time.Now().UTC().Truncate(time.Second)); err != nil {
-					return err
-				}
-				f.body = []byte("# Current state\n\nThe team's catch-me-up note: what is going on, what is decided, where to look.\n")
-				content, err := f.render()
+			if _, err := os.Stat(filepath.Join(w.dir, filepath.FromSlash(note.StateNote+".md"))); os.IsNotExist(err) {
+				content, err := note.StateNoteFile(time.Now())
 				if err != nil {
 					return err
 				}
-				changes = append(changes, fileChange{path: StateNote + ".md", content: content})
+				changes = append(changes, fileChange{path: note.StateNote + ".md", content: content})
 			}
 		}
 		if len(changes) == 0 {
 			return nil
 		}
-		msg := "init workspace " + w.name + "\n\nBlackboard-Uri: bb://" + w.name + "/" + StateNote + "\nBlackboard-Version: 1\n" + trailerAgent + "blackboard-mcp\n"
-		_, err = w.commitLocked(head, changes, w.agentSignature("blackboard-mcp"), msg, false)
+		_, err = w.commitLocked(head, changes, w.agentSignature(note.InitAgent), note.InitMessage(w.name).String(), false)
 		return err
 	})
 }

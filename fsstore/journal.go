@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -24,8 +25,8 @@ import (
 // write is in progress. Truncating it is not synced: a journal that survives a
 // power failure describes a finished write, and finishing it again is a no-op.
 type journal struct {
-	Old   string        `json:"old"`
-	New   string        `json:"new"`
+	Old   gitver.Hash   `json:"old"`
+	New   gitver.Hash   `json:"new"`
 	Time  time.Time     `json:"time"`
 	Files []journalFile `json:"files"`
 	// OnDisk is set when the files already hold the new content: a
@@ -38,9 +39,9 @@ type journal struct {
 }
 
 type journalFile struct {
-	Path string `json:"path"`
-	Old  string `json:"old"` // blob before, "" when the file was absent
-	New  string `json:"new"` // blob after, "" when the file is deleted
+	Path string      `json:"path"`
+	Old  gitver.Hash `json:"old"` // blob before, zero when the file was absent
+	New  gitver.Hash `json:"new"` // blob after, zero when the file is deleted
 }
 
 // writeJournal records j. A process killed after it still leaves the journal
@@ -51,7 +52,7 @@ func (w *Workspace) writeJournal(j *journal) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(w.dir, journalPath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(filepath.Join(w.dir, note.JournalFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (w *Workspace) syncJournal() error {
 	if !w.repo.Durable() {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(w.dir, journalPath))
+	f, err := os.Open(filepath.Join(w.dir, note.JournalFile))
 	if err != nil {
 		return err
 	}
@@ -76,13 +77,13 @@ func (w *Workspace) syncJournal() error {
 }
 
 func (w *Workspace) clearJournal() error {
-	return os.Truncate(filepath.Join(w.dir, journalPath), 0)
+	return os.Truncate(filepath.Join(w.dir, note.JournalFile), 0)
 }
 
 // recover finishes or drops the write a killed process left in the journal.
 // It runs under the write lock, before every write.
 func (w *Workspace) recover() error {
-	f, err := os.Open(filepath.Join(w.dir, journalPath))
+	f, err := os.Open(filepath.Join(w.dir, note.JournalFile))
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -99,8 +100,8 @@ func (w *Workspace) recover() error {
 		// Torn while being written: the writer died before the commit point.
 		return w.clearJournal()
 	}
-	newHash, err := gitver.ParseHash(j.New)
-	if err != nil {
+	newHash := j.New
+	if newHash.IsZero() {
 		return w.clearJournal()
 	}
 	if _, err := w.repo.RemoveStaleLock(newHash); err != nil {
@@ -145,29 +146,25 @@ func (w *Workspace) recover() error {
 // changed it since (then their content stays, to be committed as their edit).
 // It returns the git index entry to record, or nil.
 func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, error) {
-	content, _, exists, err := w.readDisk(f.Path, maxFileBytes)
+	content, _, exists, err := w.ReadFile(f.Path)
 	if err != nil {
 		return nil, err
 	}
-	var disk string
+	var disk gitver.Hash
 	if exists {
-		disk = gitver.BlobHash(content).String()
+		disk = gitver.BlobHash(content)
 	}
 	switch {
 	case disk == f.New:
 		// already in place
 	case !onDisk && disk == f.Old:
-		if f.New == "" {
+		if f.New.IsZero() {
 			if err := w.removeFile(f.Path); err != nil {
 				return nil, err
 			}
 			break
 		}
-		h, err := gitver.ParseHash(f.New)
-		if err != nil {
-			return nil, err
-		}
-		blob, err := w.repo.ReadBlob(h)
+		blob, err := w.repo.ReadBlob(f.New)
 		if err != nil {
 			return nil, err
 		}
@@ -182,34 +179,26 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 		// compares the content and sees the edit.
 		w.edits.add([]string{f.Path}, false)
 		entry := &gitver.IndexEntry{Path: f.Path}
-		if f.New != "" {
-			h, err := gitver.ParseHash(f.New)
-			if err != nil {
-				return nil, err
-			}
-			entry.Blob, entry.Info = h, staleInfo{}
+		if !f.New.IsZero() {
+			entry.Blob, entry.Info = f.New, staleInfo{}
 		}
 		return entry, nil
 	}
 	entry := &gitver.IndexEntry{Path: f.Path}
-	if f.New != "" {
-		h, err := gitver.ParseHash(f.New)
-		if err != nil {
-			return nil, err
-		}
+	if !f.New.IsZero() {
 		fi, err := w.root.Lstat(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
 		}
-		entry.Blob, entry.Info = h, fi
+		entry.Blob, entry.Info = f.New, fi
 	}
 	return entry, nil
 }
 
 func (w *Workspace) dropTemps(j *journal) {
-	blobs := map[string][]string{}
+	blobs := map[string][]gitver.Hash{}
 	for _, f := range j.Files {
-		blobs[f.Path] = []string{f.Old, f.New} // New last: see removeTemps
+		blobs[f.Path] = []gitver.Hash{f.Old, f.New} // New last: see removeTemps
 	}
 	seen := map[string]bool{}
 	for _, f := range j.Files {

@@ -1,11 +1,10 @@
 package fsstore
 
 import (
-	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // Summary is what the index knows of a note without reading it: enough to
@@ -92,7 +91,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 func (v *View) scope(topic string) (index.Scope, error) {
 	prefix := ""
 	if topic != "" {
-		segs, err := ParseTopic(topic, v.w.name)
+		segs, err := v.w.parseTopic(topic)
 		if err != nil {
 			return index.Scope{}, err
 		}
@@ -148,7 +147,7 @@ func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
 	return sum
 }
 
-func (w *Workspace) uri(key string) string { return scheme + w.name + "/" + key }
+func (w *Workspace) uri(key string) string { return note.URI(w.name, key) }
 
 // SummaryResult is one address of a batch: its summary, or why there is none.
 type SummaryResult struct {
@@ -169,11 +168,11 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	err = w.idx.Read(func(s *index.Snapshot) error {
 		keys := make([]string, 0, len(uris))
 		for i, u := range uris {
-			a, err := ParseAddress(u, w.name)
+			a, err := w.parseAddress(u)
 			if err != nil {
 				// The input as given, cut short: a megabyte of garbage does
 				// not come back in full.
-				out[i] = SummaryResult{URI: clip(u), Err: err}
+				out[i] = SummaryResult{URI: note.Clip(u), Err: err}
 				continue
 			}
 			out[i].URI = a.String()
@@ -212,77 +211,4 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		return nil
 	})
 	return out, cursor, err
-}
-
-// Hit is one search result.
-type Hit struct {
-	URI    string
-	Digest string
-	Score  float64
-}
-
-// Search finds notes by full text over digests, bodies, front-matter values
-// and addresses, best first (BM25, the digest weighted above the body, an
-// exact identifier above both); superseded notes come after the others.
-// Every word must match; when that finds nothing, any word may. A query
-// FTS5 would reject is searched as words: it never fails for its syntax.
-func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
-	w := v.w
-	scope, err := v.scope(topic)
-	if err != nil {
-		return nil, 0, err
-	}
-	if limit <= 0 {
-		limit = 10
-	}
-	if limit > MaxSearchLimit {
-		limit = MaxSearchLimit
-	}
-	_, cursor, err := w.catchUp(nil, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	terms := parseQuery(q)
-	if len(terms) == 0 {
-		return nil, cursor, nil
-	}
-	var hits []index.Hit
-	err = w.idx.Read(func(s *index.Snapshot) error {
-		var err error
-		hits, err = s.Search(ftsQuery(terms, "AND"), scope, limit)
-		if err == nil && len(hits) == 0 && len(terms) > 1 {
-			hits, err = s.Search(ftsQuery(terms, "OR"), scope, limit)
-		}
-		if err != nil || v.c.read.All {
-			return err
-		}
-		// A successor the caller may not read does not demote a note:
-		// the ranking must not tell that it exists.
-		keys := make([]string, len(hits))
-		for i, h := range hits {
-			keys[i] = h.Key
-		}
-		back, err := s.BacklinksTo(keys, "supersedes")
-		for i := range hits {
-			hits[i].Superseded = false
-			for _, b := range back[hits[i].Key] {
-				hits[i].Superseded = hits[i].Superseded || v.c.CanRead(b.Src)
-			}
-		}
-		sort.SliceStable(hits, func(i, j int) bool {
-			if hits[i].Superseded != hits[j].Superseded {
-				return !hits[i].Superseded
-			}
-			return hits[i].Score > hits[j].Score
-		})
-		return err
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("search %q: %w", q, err)
-	}
-	out := make([]Hit, len(hits))
-	for i, h := range hits {
-		out[i] = Hit{URI: w.uri(h.Key), Digest: h.Digest, Score: h.Score}
-	}
-	return out, cursor, nil
 }

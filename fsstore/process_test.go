@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // The tests in this file run several real OS processes on one workspace:
@@ -76,7 +79,7 @@ func runWorker(role string) error {
 	case "create":
 		for i := range envInt("BB_N", 10) {
 			uri := fmt.Sprintf("t/p%s-%d", os.Getenv("BB_ID"), i)
-			if _, err := w.Update(UpdateRequest{URI: uri, Digest: "created", Body: ptr("x"), ExpectVersion: ptr(0)}); err != nil {
+			if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "created", Body: ptr("x"), ExpectVersion: ptr(0)}); err != nil {
 				return err
 			}
 		}
@@ -103,11 +106,11 @@ func runWorker(role string) error {
 				select {}
 			}
 		}
-		_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
+		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
 	case "onewrite":
 		killAt(os.Getenv("BB_CRASH_AT"))
-		_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
+		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
 	}
 	return fmt.Errorf("unknown worker role %q", role)
@@ -128,7 +131,7 @@ func killAt(step string) {
 // compare-and-swap against the version it read, retrying on conflict.
 func counterWorker(w *Workspace, n int) error {
 	for done := 0; done < n; {
-		cur, err := w.Get("t/counter", true)
+		cur, err := agentView(w).Get("t/counter", true)
 		if err != nil {
 			return err
 		}
@@ -137,7 +140,7 @@ func counterWorker(w *Workspace, n int) error {
 			return fmt.Errorf("counter holds %q", cur.Content)
 		}
 		next := strconv.Itoa(v + 1)
-		_, err = w.Update(UpdateRequest{URI: "t/counter", Digest: "counter at " + next, Body: &next, ExpectVersion: &cur.Version})
+		_, err = agentView(w).Update(UpdateRequest{URI: "t/counter", Digest: "counter at " + next, Body: &next, ExpectVersion: &cur.Version})
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
@@ -223,7 +226,7 @@ func historyWorker(w *Workspace, id, n int, out string) error {
 		op := histOp{Client: id, Key: key}
 		op.Call = time.Now().UnixNano()
 		if rng.IntN(2) == 0 {
-			nv, err := w.Get(key, true)
+			nv, err := agentView(w).Get(key, true)
 			op.Return = time.Now().UnixNano()
 			switch {
 			case errors.Is(err, ErrNotFound):
@@ -240,7 +243,7 @@ func historyWorker(w *Workspace, id, n int, out string) error {
 				op.Expect-- // sometimes deliberately stale
 			}
 			op.Value = fmt.Sprintf("c%d-%d", id, i)
-			res, err := w.Update(UpdateRequest{URI: key, Digest: "d", Body: ptr(op.Value), ExpectVersion: ptr(op.Expect)})
+			res, err := agentView(w).Update(UpdateRequest{URI: key, Digest: "d", Body: ptr(op.Value), ExpectVersion: ptr(op.Expect)})
 			op.Return = time.Now().UnixNano()
 			switch {
 			case errors.Is(err, ErrConflict):
@@ -365,7 +368,7 @@ func crashWorker(w *Workspace, ackPath, crashAt string) error {
 	for i := 0; ; i++ {
 		key := "c/k" + strconv.Itoa(rng.IntN(4))
 		expect := 0
-		if n, err := w.Get(key, false); err == nil {
+		if n, err := agentView(w).Get(key, false); err == nil {
 			expect = n.Version
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
@@ -374,7 +377,7 @@ func crashWorker(w *Workspace, ackPath, crashAt string) error {
 		if rng.IntN(5) == 0 {
 			body += "\n" + strings.Repeat("large ", 2000) // out of line, two files per write
 		}
-		res, err := w.Update(UpdateRequest{URI: key, Digest: "write " + strconv.Itoa(i), Body: &body, ExpectVersion: &expect})
+		res, err := agentView(w).Update(UpdateRequest{URI: key, Digest: "write " + strconv.Itoa(i), Body: &body, ExpectVersion: &expect})
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
@@ -435,7 +438,7 @@ func TestCrashLoop(t *testing.T) {
 	// The next writer must start and write at once: no stale lock.
 	start := time.Now()
 	w = openWorkspace(t, dir, true)
-	if _, err := w.Update(UpdateRequest{URI: "c/after", Digest: "after the crashes", Body: ptr("ok")}); err != nil {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "c/after", Digest: "after the crashes", Body: ptr("ok")}); err != nil {
 		t.Fatalf("write after the crash loop: %v", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -463,7 +466,7 @@ func TestCrashLoop(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if _, err := parseNote(b); err != nil {
+			if _, err := note.Parse(b); err != nil {
 				t.Errorf("half-written note %s: %v", p, err)
 			}
 		}
@@ -488,7 +491,7 @@ func TestCrashLoop(t *testing.T) {
 		if _, err := fmt.Sscanf(line, "%s %d %q", &key, &version, &body); err != nil {
 			t.Fatalf("ack line %q: %v", line, err)
 		}
-		log, err := w.Log(key, 100000)
+		log, err := agentView(w).Log(key, 100000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -555,11 +558,11 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 			}
 			for try := 0; ; try++ {
 				cmd := exec.Command("git", "add", "people/n"+strconv.Itoa(i)+".txt")
-				cmd.Dir, cmd.Env = w.Dir(), gitEnv()
+				cmd.Dir, cmd.Env = w.Dir(), fixtures.PersonEnv()
 				out, err := cmd.CombinedOutput()
 				if err == nil {
 					cmd = exec.Command("git", "commit", "-qm", "person "+strconv.Itoa(i))
-					cmd.Dir, cmd.Env = w.Dir(), gitEnv()
+					cmd.Dir, cmd.Env = w.Dir(), fixtures.PersonEnv()
 					out, err = cmd.CombinedOutput()
 				}
 				if err == nil {

@@ -2,10 +2,10 @@ package fsstore
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -45,7 +45,7 @@ func (w *Workspace) Cursor() (int, error) {
 // or table. A missing note is ErrNotFound.
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
-	addr, err := ParseAddress(uri, w.name)
+	addr, err := w.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +83,13 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		nv.Problem = err.Error()
 		return nv, nil
 	}
-	if c, ok := f.confidence(); ok {
+	if c, ok := f.Confidence(); ok {
 		nv.Confidence = &c
 	}
 	// Addresses the caller may not read are not shown, even as targets.
-	nv.Sources = v.readable(f.strs(keySources))
-	nv.Columns = f.strs(keyColumns)
-	if rels, targets := f.links(); len(rels) > 0 {
+	nv.Sources = v.readable(f.Strs(note.KeySources))
+	nv.Columns = f.Strs(note.KeyColumns)
+	if rels, targets := f.Links(); len(rels) > 0 {
 		for rel, t := range targets {
 			if t = v.readable(t); len(t) > 0 {
 				if nv.Links == nil {
@@ -132,7 +132,7 @@ type LogEntry struct {
 // digest after each, and what the commit says.
 func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	w := v.w
-	addr, err := ParseAddress(uri, w.name)
+	addr, err := w.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -154,18 +154,13 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
 	out := make([]LogEntry, len(events))
-	firstWith := map[string]int{} // note blob -> the oldest listed version holding it
+	firstWith := map[gitver.Hash]int{} // note blob -> the oldest listed version holding it
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
-		le := LogEntry{Version: e.Version, Commit: e.Hash, Author: e.Author,
-			Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject, Deleted: e.NoteBlob == ""}
+		le := LogEntry{Version: e.Version, Commit: e.Hash.String(), Author: e.Author,
+			Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject, Deleted: e.NoteBlob.IsZero(), ByProgram: e.ByProgram}
 		if e.MovedFrom != "" && v.c.CanRead(e.MovedFrom) {
 			le.MovedFrom = e.MovedFrom
-		}
-		if h, err := gitver.ParseHash(e.Hash); err == nil {
-			if c, err := w.repo.ReadCommit(h); err == nil {
-				le.ByProgram = strings.Contains(c.Message, "\n"+trailerAgent)
-			}
 		}
 		if !le.Deleted {
 			le.Digest = w.digestOf(e.NoteBlob)
@@ -181,20 +176,16 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 }
 
 // digestOf reads the digest of a note file's blob, "" when unreadable.
-func (w *Workspace) digestOf(blob string) string {
-	h, err := gitver.ParseHash(blob)
+func (w *Workspace) digestOf(blob gitver.Hash) string {
+	raw, err := w.repo.ReadBlob(blob)
 	if err != nil {
 		return ""
 	}
-	raw, err := w.repo.ReadBlob(h)
+	f, err := note.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	f, err := parseNote(raw)
-	if err != nil {
-		return ""
-	}
-	return f.str(keyDigest)
+	return f.Str(note.KeyDigest)
 }
 
 // FormatConfidence renders a confidence for people.

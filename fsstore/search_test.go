@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func uris(hits []Hit) []string {
 
 func search(t *testing.T, w *Workspace, q, topic string) []string {
 	t.Helper()
-	hits, _, err := w.Search(q, topic, 10)
+	hits, _, err := agentView(w).Search(q, topic, 10)
 	if err != nil {
 		t.Fatalf("search %q: %v", q, err)
 	}
@@ -51,14 +52,14 @@ func TestSearchFindsIdentifiers(t *testing.T) {
 			t.Errorf("search %q = %v, want ops/deploys/hotfix first", q, got)
 		}
 	}
-	if got := search(t, w, "hotfix", ""); !contains(got, "ops/deploys/hotfix") {
+	if got := search(t, w, "hotfix", ""); !slices.Contains(got, "ops/deploys/hotfix") {
 		t.Errorf("search hotfix = %v, want the hotfix note among them", got)
 	}
 	if got := search(t, w, "ERR_CONN_RESET", ""); len(got) == 0 || got[0] != "research/net/errors" {
 		t.Errorf("search ERR_CONN_RESET = %v, want research/net/errors first", got)
 	}
 	// The scattered parts of the identifier do not make a match.
-	if got := search(t, w, "deploy-v2.4.7-hotfix", ""); contains(got, "ops/deploys/history") {
+	if got := search(t, w, "deploy-v2.4.7-hotfix", ""); slices.Contains(got, "ops/deploys/history") {
 		t.Errorf("search deploy-v2.4.7-hotfix = %v: matched scattered parts", got)
 	}
 }
@@ -95,7 +96,7 @@ func TestSearchRanking(t *testing.T) {
 	if got := search(t, w, "memo", ""); len(got) == 0 || got[0] != "research/cache/memo" {
 		t.Errorf("search by address word = %v", got)
 	}
-	if _, err := w.Update(UpdateRequest{URI: "research/cache/memo", Digest: "Memo", Body: ptr("x"), Kind: "staffing"}); err != nil {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "research/cache/memo", Digest: "Memo", Body: ptr("x"), Kind: "staffing"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := search(t, w, "staffing", ""); len(got) == 0 || got[0] != "research/cache/memo" {
@@ -114,7 +115,7 @@ func TestSupersededRanksBelowSuccessor(t *testing.T) {
 	if got := search(t, w, "cache sizing", ""); len(got) != 2 || got[0] != "r/old" {
 		t.Fatalf("before the link: %v, want r/old first (more matches)", got)
 	}
-	if _, err := w.Link("r/new", "supersedes", []string{"r/old"}, ""); err != nil {
+	if _, err := agentView(w).Link("r/new", "supersedes", []string{"r/old"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := search(t, w, "cache sizing", ""); len(got) != 2 || got[0] != "r/new" {
@@ -124,10 +125,10 @@ func TestSupersededRanksBelowSuccessor(t *testing.T) {
 	if strings.Join(n.SupersededBy, ",") != "bb://acme/r/new" {
 		t.Errorf("superseded_by = %v", n.SupersededBy)
 	}
-	if _, err := w.Link("r/new", "contradicts", []string{"r/old"}, ""); err != nil {
+	if _, err := agentView(w).Link("r/new", "contradicts", []string{"r/old"}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := w.Summaries([]string{"r/old", "r/none", "../bad"})
+	res, _, err := agentView(w).Summaries([]string{"r/old", "r/none", "../bad"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestHostileQueries(t *testing.T) {
 	for _, q := range []string{`"`, `"unbalanced`, "AND", "OR", "NOT", "-", "*", "**", "NEAR(a b)", "()", "col:x",
 		"digest:cache", "a AND", `"" ""`, "^", "{ids}", "'; DROP TABLE notes; --", strings.Repeat("x ", 500),
 		"\x00", "é", "漢字", "cache OR", "+cache", "-cache", "cache*", "c*", "NEAR", "hotfix\"", `\`} {
-		if _, _, err := w.Search(q, "", 10); err != nil {
+		if _, _, err := agentView(w).Search(q, "", 10); err != nil {
 			t.Errorf("search %q: %v", q, err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestListing(t *testing.T) {
 	requireGit(t)
 	w := newWorkspace(t, false)
 	for i, uri := range []string{"research/b", "research/a", "research/cache/x", "ops/z", "researchers/y"} {
-		if _, err := w.Update(UpdateRequest{URI: uri, Digest: "note " + strconv.Itoa(i), Body: ptr("x"), Kind: []string{"finding", "plan"}[i%2]}); err != nil {
+		if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "note " + strconv.Itoa(i), Body: ptr("x"), Kind: []string{"finding", "plan"}[i%2]}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +177,7 @@ func TestListing(t *testing.T) {
 	}
 	list := func(o ListOptions) *Listing {
 		t.Helper()
-		l, err := w.List(o)
+		l, err := agentView(w).List(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +205,7 @@ func TestListing(t *testing.T) {
 	if keys(l) != "research/a" || l.Cursor != cursor+1 {
 		t.Errorf("since %d = %q at cursor %d", cursor, keys(l), l.Cursor)
 	}
-	if _, err := w.List(ListOptions{Topic: "../x"}); err == nil {
+	if _, err := agentView(w).List(ListOptions{Topic: "../x"}); err == nil {
 		t.Error("a hostile topic was accepted")
 	}
 }
@@ -218,7 +219,7 @@ func TestSearchSeesOtherWriters(t *testing.T) {
 		t.Fatalf("unexpected %v", got)
 	}
 	runWorkers(t, []*exec.Cmd{worker(t, "create", w.Dir(), "BB_ID=9", "BB_N=1")})
-	l, err := w.List(ListOptions{Topic: "t"})
+	l, err := agentView(w).List(ListOptions{Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,25 +239,5 @@ func TestSearchSeesOtherWriters(t *testing.T) {
 	git(t, w.Dir(), "reset", "-q", "--hard", before)
 	if got := search(t, w, "zanzibar", ""); len(got) != 0 {
 		t.Errorf("after reset --hard: %v", got)
-	}
-}
-
-func TestIdentifiers(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"shipped deploy-v2.4.7-hotfix on Monday", "deploy-v2.4.7-hotfix"},
-		{"ERR_CONN_RESET, then cache_test.go.", "ERR_CONN_RESET cache_test.go"},
-		{"v2.4.7", "v2.4.7"},
-		{"plain words only", ""},
-		{"trailing. dot-", ""},
-		{"a--b a-b-", "a-b"},
-		{"bb://acme/r/old", "acme/r/old"},
-		{"é-漢字 x", "é-漢字"},
-	}
-	for _, tt := range tests {
-		var got []string
-		identifiers(tt.in, func(id string) { got = append(got, id) })
-		if g := strings.Join(got, " "); g != tt.want {
-			t.Errorf("identifiers(%q) = %q, want %q", tt.in, g, tt.want)
-		}
 	}
 }

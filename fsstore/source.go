@@ -13,13 +13,15 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // readSource reads a file an agent named by source_path, so its content goes
 // onto the board without passing through the agent's context. The file must
 // lie under one of the source roots once every symbolic link is resolved; it
 // must be a regular file (a FIFO would block, a device never ends) and at most
-// MaxContentBytes, checked before and while reading.
+// note.MaxContentBytes, checked before and while reading.
 func (w *Workspace) readSource(op, uri, p string) (content []byte, summary string, err error) {
 	bad := func(kind error, format string, args ...any) ([]byte, string, error) {
 		return nil, "", errorf(op, uri, kind, format, args...)
@@ -62,15 +64,15 @@ func (w *Workspace) readSource(op, uri, p string) (content []byte, summary strin
 	if err != nil || !fi.Mode().IsRegular() {
 		return bad(ErrInvalid, "source_path %s is not a regular file", p)
 	}
-	if fi.Size() > MaxContentBytes {
-		return bad(ErrTooLarge, "source_path %s is %d bytes; a note holds at most %d", p, fi.Size(), MaxContentBytes)
+	if fi.Size() > note.MaxContentBytes {
+		return bad(ErrTooLarge, "source_path %s is %d bytes; a note holds at most %d", p, fi.Size(), note.MaxContentBytes)
 	}
-	content, err = io.ReadAll(io.LimitReader(f, MaxContentBytes+1))
+	content, err = io.ReadAll(io.LimitReader(f, note.MaxContentBytes+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", real, err)
 	}
-	if len(content) > MaxContentBytes {
-		return bad(ErrTooLarge, "source_path %s grew past %d bytes while being read", p, MaxContentBytes)
+	if len(content) > note.MaxContentBytes {
+		return bad(ErrTooLarge, "source_path %s grew past %d bytes while being read", p, note.MaxContentBytes)
 	}
 	if !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
 		return bad(ErrInvalid, "source_path %s is not text (UTF-8); the board stores text", p)

@@ -2,9 +2,9 @@ package fsstore
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -26,7 +26,7 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 	if err != nil {
 		return gitver.ZeroHash, 0, err
 	}
-	if indexed == hashString(head) && extra == nil {
+	if indexed == head && extra == nil {
 		return head, seq, nil
 	}
 	err = w.idx.Update(func(tx *index.Tx) error {
@@ -39,7 +39,7 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 		if err != nil {
 			return err
 		}
-		if indexed != hashString(head) {
+		if indexed != head {
 			if seq, err = w.syncIndex(tx, head, seq, hint, nil); err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 	base := 0
 	h := target
 	for !h.IsZero() {
-		seq, ok, err := tx.SeqOf(h.String())
+		seq, ok, err := tx.SeqOf(h)
 		if err != nil {
 			return 0, err
 		}
@@ -111,12 +111,12 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 		seq++
 		rows := make([]index.Change, 0, len(changes))
 		for _, ch := range changes {
-			key, _ := noteKeyOf(ch.Path)
-			rows = append(rows, index.Change{Path: ch.Path, Note: key, Old: hashString(ch.Old), New: hashString(ch.New)})
+			key, _ := note.KeyOf(ch.Path)
+			rows = append(rows, index.Change{Path: ch.Path, Note: key, Old: ch.Old, New: ch.New})
 		}
 		touched, err := tx.AddCommit(index.Commit{
-			Seq: seq, Hash: c.Hash.String(), Author: c.Author.Name, Email: c.Author.Email,
-			Time: c.Author.When.Unix(), Subject: c.Subject(),
+			Seq: seq, Hash: c.Hash, Author: c.Author.Name, Email: c.Author.Email,
+			Time: c.Author.When.Unix(), Subject: c.Subject(), ByProgram: note.ByProgram(c.Message),
 		}, rows)
 		if err != nil {
 			return 0, err
@@ -138,7 +138,7 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 	if progress != nil {
 		progress("notes", len(refresh), len(refresh))
 	}
-	return seq, tx.SetHead(target.String())
+	return seq, tx.SetHead(target)
 }
 
 // refreshNote reads a note's current fields, search text and links from git
@@ -149,29 +149,24 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	if err != nil {
 		return err
 	}
-	if noteBlob == "" {
+	if noteBlob.IsZero() {
 		return tx.SetNoteState(n, index.Text{}, nil)
 	}
 	n.Present, n.NoteBlob = true, noteBlob
-	for _, ext := range []string{"md", "tsv"} {
-		p := key + ".blob." + ext
+	for _, p := range note.BlobFiles(key) {
 		b, err := tx.FileBlob(p)
 		if err != nil {
 			return err
 		}
-		if b != "" {
+		if !b.IsZero() {
 			n.ContentBlob, n.ContentPath = b, p
 		}
 	}
-	h, err := gitver.ParseHash(noteBlob)
+	raw, err := w.repo.ReadBlob(noteBlob)
 	if err != nil {
 		return err
 	}
-	raw, err := w.repo.ReadBlob(h)
-	if err != nil {
-		return err
-	}
-	f, err := parseNote(raw)
+	f, err := note.Parse(raw)
 	if err != nil {
 		// Unreadable front matter: the address stays listed and searchable,
 		// and reads say what is wrong.
@@ -180,27 +175,23 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 		n.EstTokens = EstimateTokens(len(raw))
 		return tx.SetNoteState(n, index.Text{Addr: key, Body: string(raw)}, nil)
 	}
-	n.Digest = f.str(keyDigest)
-	n.Kind = f.str(keyKind)
+	n.Digest = f.Str(note.KeyDigest)
+	n.Kind = f.Str(note.KeyKind)
 	if n.Kind == "" {
 		n.Kind = "note"
 	}
-	n.Author = f.str(keyAuthor)
-	n.Updated = f.str(keyUpdated)
-	content := string(f.body)
-	if blob := f.str(keyBlob); blob != "" {
-		want := siblingBlobPath(key, blob)
+	n.Author = f.Str(note.KeyAuthor)
+	n.Updated = f.Str(note.KeyUpdated)
+	content := string(f.Body)
+	if blob := f.Str(note.KeyBlob); blob != "" {
+		want := note.SiblingBlobPath(key, blob)
 		switch {
 		case want != "" && n.ContentPath == "":
 			n.Problem = "its blob file " + want + " is missing, so its content cannot be read; restore it from history (git log -- " + want + ")"
 		case want == "" || want != n.ContentPath:
 			n.Problem = "the front matter names blob " + strconv.Quote(blob) + ", which is not this note's blob file"
 		default:
-			bh, err := gitver.ParseHash(n.ContentBlob)
-			if err != nil {
-				return err
-			}
-			b, err := w.repo.ReadBlob(bh)
+			b, err := w.repo.ReadBlob(n.ContentBlob)
 			if err != nil {
 				return err
 			}
@@ -213,55 +204,15 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	}
 	n.EstTokens = EstimateTokens(n.Bytes)
 	var links []index.Link
-	rels, targets := f.links()
+	rels, targets := f.Links()
 	for _, rel := range rels {
 		for _, t := range targets[rel] {
-			if a, err := ParseAddress(t, w.name); err == nil {
+			if a, err := w.parseAddress(t); err == nil {
 				links = append(links, index.Link{Rel: rel, Dst: a.Short()})
 			}
 		}
 	}
-	return tx.SetNoteState(n, searchText(key, f, content), links)
-}
-
-// siblingBlobPath returns the path of the blob file a note's `blob:` field
-// names, or "" when the name is not one of the note's own two blob names: a
-// person's `blob: ../../secret` never leads elsewhere.
-func siblingBlobPath(key, blob string) string {
-	base := key[strings.LastIndexByte(key, '/')+1:]
-	for _, ext := range []string{"md", "tsv"} {
-		if blob == base+".blob."+ext {
-			return key + ".blob." + ext
-		}
-	}
-	return ""
-}
-
-// noteKeyOf maps a repository path to the note it belongs to: "t/a/b.md",
-// "t/a/b.blob.md" and "t/a/b.blob.tsv" all belong to "t/a/b". Paths that no
-// address can name (README.md at the root, .blackboard/, upper case, spaces)
-// belong to no note.
-func noteKeyOf(p string) (string, bool) {
-	key, ok := strings.CutSuffix(p, ".blob.md")
-	if !ok {
-		key, ok = strings.CutSuffix(p, ".blob.tsv")
-	}
-	if !ok {
-		key, ok = strings.CutSuffix(p, ".md")
-	}
-	if !ok {
-		return "", false
-	}
-	segs := strings.Split(key, "/")
-	if len(segs) < MinSegments || len(segs) > MaxSegments {
-		return "", false
-	}
-	for _, s := range segs {
-		if folded, bad := foldSegment(s); bad != "" || folded != s {
-			return "", false
-		}
-	}
-	return key, true
+	return tx.SetNoteState(n, index.Text(note.TextOf(key, f, content)), links)
 }
 
 // EstimateTokens is the index's estimate of what reading n bytes of content

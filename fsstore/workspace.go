@@ -6,36 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
-
-// Layout of the program's own directory in a workspace.
-const (
-	metaDir       = ".blackboard"
-	configFile    = ".blackboard/config.yaml"
-	gitignoreFile = ".blackboard/.gitignore"
-	indexFile     = ".blackboard/index.db"
-	lockFile      = ".blackboard/write.lock"
-	journalPath   = ".blackboard/journal"
-	// StateNote is the well-known "catch me up" note that init creates.
-	StateNote = "run/state/current"
-	// DefaultBranch is the branch a new workspace repository starts on.
-	DefaultBranch = "main"
-)
-
-const gitignoreContent = `# Derived and runtime files of blackboard-mcp: never the source of truth.
-/index.db*
-/write.lock
-/journal
-`
 
 // Options configure an opened workspace. The zero value is durable, in open
 // mode, with the author "agent".
@@ -77,10 +56,6 @@ type Workspace struct {
 	onEdits func(*EditReport)
 }
 
-type config struct {
-	Workspace string `yaml:"workspace"`
-}
-
 // Name is the workspace name that full addresses carry.
 func (w *Workspace) Name() string { return w.name }
 
@@ -102,26 +77,25 @@ func Init(dir, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := gitver.Init(abs, DefaultBranch); err != nil {
+	if err := gitver.Init(abs, note.DefaultBranch); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(abs, metaDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, note.MetaDir), 0o755); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(abs, configFile)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(abs, note.ConfigFile)); errors.Is(err, fs.ErrNotExist) {
 		if name == "" {
-			name = WorkspaceNameFor(abs)
+			name = note.WorkspaceNameFor(abs)
 		}
-		if _, bad := foldSegment(name); bad != "" {
+		if _, bad := note.FoldSegment(name); bad != "" {
 			return fmt.Errorf("workspace name %q: %s", name, bad)
 		}
-		cfg := fmt.Sprintf("# blackboard-mcp workspace settings\nworkspace: %s\n", name)
-		if err := os.WriteFile(filepath.Join(abs, configFile), []byte(cfg), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(abs, note.ConfigFile), []byte(note.ConfigText(name)), 0o644); err != nil {
 			return err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(abs, gitignoreFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(filepath.Join(abs, gitignoreFile), []byte(gitignoreContent), 0o644); err != nil {
+	if _, err := os.Stat(filepath.Join(abs, note.GitignoreFile)); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(filepath.Join(abs, note.GitignoreFile), []byte(note.GitignoreText), 0o644); err != nil {
 			return err
 		}
 	}
@@ -133,42 +107,20 @@ func Init(dir, name string) error {
 	return w.initCommit()
 }
 
-// WorkspaceNameFor turns a directory's name into a valid workspace name.
-func WorkspaceNameFor(dir string) string {
-	b := []byte(strings.ToLower(filepath.Base(dir)))
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok {
-			b[i] = '-'
-		}
-	}
-	name := strings.Trim(string(b), "-_.")
-	if len(name) > MaxSegmentBytes {
-		name = name[:MaxSegmentBytes]
-	}
-	if _, bad := foldSegment(name); bad != "" {
-		return "board"
-	}
-	return name
-}
-
 // Open opens an initialized workspace.
 func Open(dir string, opts Options) (*Workspace, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(filepath.Join(abs, configFile))
+	raw, err := os.ReadFile(filepath.Join(abs, note.ConfigFile))
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a blackboard workspace (no %s): run `blackboard-mcp init %s`", abs, configFile, dir)
+		return nil, &Error{Kind: ErrNotWorkspace, Err: err,
+			Msg: fmt.Sprintf("%s is not a blackboard workspace (no %s): run `blackboard-mcp init %s`", abs, note.ConfigFile, dir)}
 	}
-	var cfg config
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", configFile, err)
-	}
-	name, bad := foldSegment(cfg.Workspace)
-	if bad != "" {
-		return nil, fmt.Errorf("%s: workspace name: %s", configFile, bad)
+	name, err := note.ParseConfig(raw)
+	if err != nil {
+		return nil, err
 	}
 	repo, err := gitver.Open(abs, gitver.Options{NoSync: opts.NoSync})
 	if err != nil {
@@ -178,12 +130,12 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(abs, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(abs, note.LockFile), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		root.Close()
 		return nil, err
 	}
-	idx, err := index.Open(filepath.Join(abs, indexFile))
+	idx, err := index.Open(filepath.Join(abs, note.IndexFile))
 	if err != nil {
 		root.Close()
 		lock.Close()
@@ -197,7 +149,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits}
-	if fi, err := os.Stat(filepath.Join(abs, journalPath)); err == nil && fi.Size() > 0 {
+	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
 		if err := w.withWriteLock(func() error { return nil }); err != nil {
@@ -227,7 +179,7 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 			break
 		}
 		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("lock %s: %w", lockFile, err)
+			return fmt.Errorf("lock %s: %w", note.LockFile, err)
 		}
 	}
 	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func TestInitIsIdempotent(t *testing.T) {
@@ -42,10 +44,10 @@ func TestCompareAndSwap(t *testing.T) {
 	if res := put(t, w, uri, 0, "first", "one"); res.Version != 1 || res.URI != "bb://acme/research/cache/latency" {
 		t.Fatalf("create = %+v", res)
 	}
-	_, err := w.Update(UpdateRequest{URI: uri, Digest: "again", Body: ptr("x"), ExpectVersion: ptr(0)})
+	_, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "again", Body: ptr("x"), ExpectVersion: ptr(0)})
 	assertKind(t, err, ErrConflict)
 	put(t, w, uri, 1, "second", "two")
-	_, err = w.Update(UpdateRequest{URI: uri, Digest: "stale", Body: ptr("x"), ExpectVersion: ptr(1)})
+	_, err = agentView(w).Update(UpdateRequest{URI: uri, Digest: "stale", Body: ptr("x"), ExpectVersion: ptr(1)})
 	assertKind(t, err, ErrConflict)
 	var e *Error
 	if !errors.As(err, &e) || e.Conflict == nil || e.Conflict.Version != 2 || e.Conflict.Author != "tester" || e.Conflict.Digest != "second" {
@@ -54,10 +56,10 @@ func TestCompareAndSwap(t *testing.T) {
 	if !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "second") {
 		t.Errorf("conflict message %q does not name version and digest", err)
 	}
-	_, err = w.Update(UpdateRequest{URI: "research/none", Digest: "d", Body: ptr("x"), ExpectVersion: ptr(3)})
+	_, err = agentView(w).Update(UpdateRequest{URI: "research/none", Digest: "d", Body: ptr("x"), ExpectVersion: ptr(3)})
 	assertKind(t, err, ErrConflict)
 
-	res, err := w.Update(UpdateRequest{URI: uri, Digest: "blind", Body: ptr("three")})
+	res, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "blind", Body: ptr("three")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +108,12 @@ func TestInvalidWritesWriteNothing(t *testing.T) {
 		{"kind with spaces", UpdateRequest{URI: "t/k", Digest: "d", Body: ptr("x"), Kind: "two words"}, ErrInvalid},
 		{"ragged table", UpdateRequest{URI: "t/k", Digest: "d", Columns: []string{"a", "b"}, Rows: [][]string{{"1"}}}, ErrInvalid},
 		{"append rows to nothing", UpdateRequest{URI: "t/k", Digest: "d", AppendRows: [][]string{{"1"}}}, ErrInvalid},
-		{"huge body", UpdateRequest{URI: "t/k", Digest: "d", Body: ptr(strings.Repeat("x", MaxContentBytes+1))}, ErrTooLarge},
-		{"huge digest", UpdateRequest{URI: "t/k", Digest: strings.Repeat("d", MaxDigestBytes+1), Body: ptr("x")}, ErrTooLarge},
+		{"huge body", UpdateRequest{URI: "t/k", Digest: "d", Body: ptr(strings.Repeat("x", note.MaxContentBytes+1))}, ErrTooLarge},
+		{"huge digest", UpdateRequest{URI: "t/k", Digest: strings.Repeat("d", note.MaxDigestBytes+1), Body: ptr("x")}, ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := w.Update(tt.req)
+			_, err := agentView(w).Update(tt.req)
 			assertKind(t, err, tt.kind)
 			if len(err.Error()) > 600 {
 				t.Errorf("error message is %d bytes long", len(err.Error()))
@@ -134,10 +136,10 @@ func TestBlobBoundaries(t *testing.T) {
 		body    string
 		outside bool
 	}{
-		{"exactly the threshold", strings.Repeat("a", BlobThreshold), false},
-		{"one byte over", strings.Repeat("a", BlobThreshold+1), true},
-		{"multi-byte rune across the line", strings.Repeat("a", BlobThreshold-1) + "é", true},
-		{"multi-byte rune ending on the line", strings.Repeat("a", BlobThreshold-2) + "é", false},
+		{"exactly the threshold", strings.Repeat("a", note.BlobThreshold), false},
+		{"one byte over", strings.Repeat("a", note.BlobThreshold+1), true},
+		{"multi-byte rune across the line", strings.Repeat("a", note.BlobThreshold-1) + "é", true},
+		{"multi-byte rune ending on the line", strings.Repeat("a", note.BlobThreshold-2) + "é", false},
 		{"large", strings.Repeat("line of text ✓\n", 5000), true},
 	}
 	for i, tt := range tests {
@@ -180,12 +182,12 @@ func TestBlobBoundaries(t *testing.T) {
 func TestTablesAndAppends(t *testing.T) {
 	requireGit(t)
 	w := newWorkspace(t, false)
-	_, err := w.Update(UpdateRequest{URI: "ops/deploys", Digest: "deploys", Columns: []string{"version", "status"},
+	_, err := agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "deploys", Columns: []string{"version", "status"},
 		Rows: [][]string{{"2.4.6", "ok"}}, ExpectVersion: ptr(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.Update(UpdateRequest{URI: "ops/deploys", Digest: "deploys", AppendRows: [][]string{{"2.4.7", "rolled\tback"}}})
+	res, err := agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "deploys", AppendRows: [][]string{{"2.4.7", "rolled\tback"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +201,13 @@ func TestTablesAndAppends(t *testing.T) {
 	if strings.Join(n.Columns, ",") != "version,status" {
 		t.Errorf("columns = %v", n.Columns)
 	}
-	_, err = w.Update(UpdateRequest{URI: "ops/deploys", Digest: "d", AppendRows: [][]string{{"only one cell"}}})
+	_, err = agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "d", AppendRows: [][]string{{"only one cell"}}})
 	assertKind(t, err, ErrInvalid)
-	_, err = w.Update(UpdateRequest{URI: "ops/deploys", Digest: "d", AppendText: ptr("text")})
+	_, err = agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "d", AppendText: ptr("text")})
 	assertKind(t, err, ErrInvalid)
 
 	put(t, w, "ops/log", 0, "log", "first line")
-	if _, err := w.Update(UpdateRequest{URI: "ops/log", Digest: "log", AppendText: ptr("second line\n")}); err != nil {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "ops/log", Digest: "log", AppendText: ptr("second line\n")}); err != nil {
 		t.Fatal(err)
 	}
 	if n := get(t, w, "ops/log"); n.Content != "first line\nsecond line\n" || n.Version != 2 {
@@ -216,7 +218,7 @@ func TestTablesAndAppends(t *testing.T) {
 	for i := range rows {
 		rows[i] = []string{"v" + strconv.Itoa(i), "status of a deploy"}
 	}
-	if _, err := w.Update(UpdateRequest{URI: "ops/deploys", Digest: "many", AppendRows: rows}); err != nil {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "many", AppendRows: rows}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(w.Dir(), "ops", "deploys.blob.tsv")); err != nil {
@@ -263,7 +265,7 @@ func TestHandCommitAdvancesVersion(t *testing.T) {
 	if n.Version != 2 || n.Digest != "person's" {
 		t.Fatalf("after the hand commit: v%d %q", n.Version, n.Digest)
 	}
-	_, err := w.Update(UpdateRequest{URI: "t/k", Digest: "late", Body: ptr("x"), ExpectVersion: ptr(1)})
+	_, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "late", Body: ptr("x"), ExpectVersion: ptr(1)})
 	assertKind(t, err, ErrConflict)
 	if !strings.Contains(err.Error(), "Ada Person") {
 		t.Errorf("conflict %q does not name the person who wrote it", err)
@@ -284,7 +286,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "agent's", "agent body")
 	writeFile(t, w, "t/k.md", "---\ndigest: edited in an editor\n---\nperson body\n")
-	_, err := w.Update(UpdateRequest{URI: "t/k", Digest: "agent 2", Body: ptr("x"), ExpectVersion: ptr(1)})
+	_, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "agent 2", Body: ptr("x"), ExpectVersion: ptr(1)})
 	assertKind(t, err, ErrConflict)
 	n := get(t, w, "t/k")
 	if n.Version != 2 || n.Content != "person body\n" {
@@ -295,7 +297,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	}
 	// An unconditional write still commits the person's text first.
 	writeFile(t, w, "t/k.md", "---\ndigest: edited again\n---\nsecond edit\n")
-	res, err := w.Update(UpdateRequest{URI: "t/k", Digest: "agent 3", Body: ptr("z")})
+	res, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "agent 3", Body: ptr("z")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +311,9 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	if err := os.Remove(filepath.Join(w.Dir(), "t", "k.md")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = w.Update(UpdateRequest{URI: "t/k", Digest: "d", Body: ptr("x"), ExpectVersion: ptr(4)})
+	_, err = agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "d", Body: ptr("x"), ExpectVersion: ptr(4)})
 	assertKind(t, err, ErrConflict)
-	if _, err := w.Get("t/k", false); !errors.Is(err, ErrNotFound) {
+	if _, err := agentView(w).Get("t/k", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("deleted note: get = %v, want not_found", err)
 	}
 	if res := put(t, w, "t/k", 0, "reborn", "again"); res.Version != 6 {
@@ -357,7 +359,7 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 	if n := get(t, w, "t/k"); n.Version != 1 || n.Digest != "one" {
 		t.Errorf("after reset: v%d %q, want v1 one", n.Version, n.Digest)
 	}
-	if _, err := w.Get("t/other", false); !errors.Is(err, ErrNotFound) {
+	if _, err := agentView(w).Get("t/other", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("note created after the reset point still found: %v", err)
 	}
 	put(t, w, "t/k", 1, "two again", "2")
@@ -372,10 +374,10 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 	w.Close()
 	for _, corrupt := range []bool{false, true} {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(filepath.Join(dir, indexFile+suffix))
+			os.Remove(filepath.Join(dir, note.IndexFile+suffix))
 		}
 		if corrupt {
-			if err := os.WriteFile(filepath.Join(dir, indexFile), []byte("not a database at all, just garbage bytes"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, note.IndexFile), []byte("not a database at all, just garbage bytes"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -403,9 +405,9 @@ func TestSymlinkedNoteIsRefused(t *testing.T) {
 	if err := os.Symlink(filepath.Dir(outside), filepath.Join(w.Dir(), "linkdir")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := w.Update(UpdateRequest{URI: "t/k", Digest: "d", Body: ptr("overwrite")})
+	_, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "d", Body: ptr("overwrite")})
 	assertKind(t, err, ErrInvalid)
-	_, err = w.Update(UpdateRequest{URI: "linkdir/secret", Digest: "d", Body: ptr("overwrite")})
+	_, err = agentView(w).Update(UpdateRequest{URI: "linkdir/secret", Digest: "d", Body: ptr("overwrite")})
 	assertKind(t, err, ErrInvalid)
 	if b, _ := os.ReadFile(outside); string(b) != "secret" {
 		t.Errorf("file outside the workspace changed: %q", b)
@@ -417,7 +419,7 @@ func TestLinks(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "r/new", 0, "new finding", "x")
 	put(t, w, "r/old", 0, "old finding", "y")
-	res, err := w.Link("r/new", "supersedes", []string{"r/old", "bb://acme/r/old", "r/missing"}, "")
+	res, err := agentView(w).Link("r/new", "supersedes", []string{"r/old", "bb://acme/r/old", "r/missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,13 +430,13 @@ func TestLinks(t *testing.T) {
 	if got := strings.Join(n.Links["supersedes"], " "); got != "bb://acme/r/old bb://acme/r/missing" {
 		t.Errorf("links = %q", got)
 	}
-	res, err = w.Link("r/new", "supersedes", []string{"r/old"}, "")
+	res, err = agentView(w).Link("r/new", "supersedes", []string{"r/old"})
 	if err != nil || res.Version != 2 {
 		t.Errorf("repeated link = %+v, %v; want no new version", res, err)
 	}
-	_, err = w.Link("r/new", "likes", []string{"r/old"}, "")
+	_, err = agentView(w).Link("r/new", "likes", []string{"r/old"})
 	assertKind(t, err, ErrInvalid)
-	_, err = w.Link("r/nothing", "cites", []string{"r/old"}, "")
+	_, err = agentView(w).Link("r/nothing", "cites", []string{"r/old"})
 	assertKind(t, err, ErrNotFound)
 	assertClean(t, w)
 }
@@ -457,7 +459,7 @@ func TestBackgroundMaintenancePacksObjects(t *testing.T) {
 			t.Fatal("no pack after 4,000 writes: maintenance never ran")
 		}
 		uri := "m/n" + strconv.Itoa(i%400)
-		if _, err := w.Update(UpdateRequest{URI: uri, Digest: "d" + strconv.Itoa(i), Body: ptr("body " + strconv.Itoa(i))}); err != nil {
+		if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "d" + strconv.Itoa(i), Body: ptr("body " + strconv.Itoa(i))}); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}

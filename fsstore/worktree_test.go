@@ -2,8 +2,11 @@ package fsstore
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // People use git in the workspace: they check out other branches, merge,
@@ -59,18 +62,18 @@ func TestWriteDuringMergeIsRefused(t *testing.T) {
 	writeFile(t, w, "t/a.md", noteText("main", "main\n"))
 	git(t, d, "commit", "-qam", "main")
 	cmd := exec.Command("git", "merge", "side")
-	cmd.Dir, cmd.Env = d, gitEnv()
+	cmd.Dir, cmd.Env = d, fixtures.PersonEnv()
 	_, _ = cmd.CombinedOutput() // a conflict: exit status 1
 	unmerged := git(t, d, "ls-files", "-u")
 	if unmerged == "" {
 		t.Fatal("no conflict to test with")
 	}
-	_, err := w.Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
+	_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 	assertKind(t, err, ErrConflict)
 	if !strings.Contains(err.Error(), "a merge is in progress") {
 		t.Errorf("error = %v", err)
 	}
-	if _, err := w.Update(UpdateRequest{URI: "t/other", Digest: "agent", Body: ptr("x")}); err == nil {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/other", Digest: "agent", Body: ptr("x")}); err == nil {
 		t.Error("a write to another note went through during the merge")
 	}
 	if got := git(t, d, "ls-files", "-u"); got != unmerged {
@@ -100,19 +103,19 @@ func TestCheckoutDuringComparisons(t *testing.T) {
 		n = 300
 	}
 	for i := range n {
-		writeFile(t, w, "t/n"+itoa(i)+".md", noteText("main "+itoa(i), "main\n"))
+		writeFile(t, w, "t/n"+strconv.Itoa(i)+".md", noteText("main "+strconv.Itoa(i), "main\n"))
 	}
 	commitEdits(t, w)
 	git(t, d, "checkout", "-q", "-b", "other")
 	for i := range n {
-		writeFile(t, w, "t/n"+itoa(i)+".md", noteText("other "+itoa(i), "other\n"))
+		writeFile(t, w, "t/n"+strconv.Itoa(i)+".md", noteText("other "+strconv.Itoa(i), "other\n"))
 	}
 	git(t, d, "commit", "-qam", "other's version")
 	git(t, d, "checkout", "-q", "main")
 	mainBefore := git(t, d, "rev-parse", "main")
 	for round := range 3 {
 		cmd := exec.Command("git", "checkout", "-q", "other")
-		cmd.Dir, cmd.Env = d, gitEnv()
+		cmd.Dir, cmd.Env = d, fixtures.PersonEnv()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

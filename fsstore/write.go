@@ -1,37 +1,25 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
-// Write limits.
+// Write limits the engine adds to the format's (note's).
 const (
-	// MaxContentBytes is the largest body or table a note may hold.
-	MaxContentBytes = 16 << 20
-	// MaxDigestBytes bounds the one-line summary; DigestWarnChars is where
-	// a digest stops being cheap and a warning says so.
-	MaxDigestBytes  = 2000
-	DigestWarnChars = 300
-	maxSources      = 100
-	maxKindBytes    = 64
+	maxSources   = 100
+	maxKindBytes = 64
 	// maxMoves bounds how often a write starts over because a person's git
 	// commit moved the branch under it.
 	maxMoves = 20
 )
-
-// Relations are the link types link_state accepts.
-var Relations = []string{"depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"}
 
 // UpdateRequest is one write of a note. Exactly one content form is set:
 // Body, Columns with Rows, AppendText, or AppendRows.
@@ -55,8 +43,6 @@ type UpdateRequest struct {
 	Sources       []string
 	Confidence    *float64
 	Kind          string
-	// Agent overrides the workspace's author for this write.
-	Agent string
 }
 
 // UpdateResult is what a write reports.
@@ -89,7 +75,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	if req.isAppend() {
 		op = "append"
 	}
-	addr, err := ParseAddress(req.URI, w.name)
+	addr, err := w.parseAddress(req.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -106,15 +92,13 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var sources []string
 	for _, s := range req.Sources {
-		a, err := ParseAddress(s, w.name)
+		a, err := w.parseAddress(s)
 		if err != nil {
-			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err))
+			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).because(err)
 		}
-		sources = appendUnique(sources, a.String())
-	}
-	agent := req.Agent
-	if agent == "" {
-		agent = v.c.Name
+		if !slices.Contains(sources, a.String()) {
+			sources = append(sources, a.String())
+		}
 	}
 	summary := ""
 	if req.SourcePath != "" {
@@ -127,13 +111,10 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
-		for range maxMoves {
-			res, err = v.updateLocked(op, addr, digest, sources, agent, summary, &req)
-			if !errors.Is(err, errBranchMoved) {
-				return err
-			}
-		}
-		return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+		return whileBranchMoves(op, uri, func() error {
+			res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
+			return err
+		})
 	})
 	return res, err
 }
@@ -164,11 +145,11 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 	if req.AppendText != nil {
 		size = len(*req.AppendText)
 	}
-	if size > MaxContentBytes {
-		return errorf(op, uri, ErrTooLarge, "content is %d bytes; a note holds at most %d", size, MaxContentBytes)
+	if size > note.MaxContentBytes {
+		return errorf(op, uri, ErrTooLarge, "content is %d bytes; a note holds at most %d", size, note.MaxContentBytes)
 	}
 	if req.Columns != nil || req.Rows != nil {
-		if why, kind := checkTable(req.Columns, req.Rows); kind != nil {
+		if why, kind := note.CheckTable(req.Columns, req.Rows); kind != nil {
 			return errorf(op, uri, kind, "%s", why)
 		}
 	}
@@ -176,8 +157,8 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 		switch {
 		case len(req.AppendRows) == 0:
 			return errorf(op, uri, ErrInvalid, "append at least one row")
-		case len(req.AppendRows) > MaxRows:
-			return errorf(op, uri, ErrTooLarge, "append at most %d rows; a table has at most %d", MaxRows, MaxRows)
+		case len(req.AppendRows) > note.MaxRows:
+			return errorf(op, uri, ErrTooLarge, "append at most %d rows; a table has at most %d", note.MaxRows, note.MaxRows)
 		}
 	}
 	return nil
@@ -195,15 +176,15 @@ func cleanDigest(op, uri, d string) (string, error) {
 	if d == "" {
 		return "", errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")
 	}
-	if len(d) > MaxDigestBytes {
-		return "", errorf(op, uri, ErrTooLarge, "the digest is %d bytes; keep it to one line of at most %d characters", len(d), DigestWarnChars)
+	if len(d) > note.MaxDigestBytes {
+		return "", errorf(op, uri, ErrTooLarge, "the digest is %d bytes; keep it to one line of at most %d characters", len(d), note.DigestWarnChars)
 	}
 	return d, nil
 }
 
-func (v *View) updateLocked(op string, addr Address, digest string, sources []string, agent, summary string,
+func (v *View) updateLocked(op string, addr note.Address, digest string, sources []string, summary string,
 	req *UpdateRequest) (*UpdateResult, error) {
-	w := v.w
+	w, agent := v.w, v.c.Name
 	uri, key := addr.String(), addr.Short()
 	head, err := w.adoptEdits(key)
 	if err != nil {
@@ -232,24 +213,24 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 		}
 	}
 
-	f := newNoteFile()
+	f := note.New()
 	var content string
 	var isTable bool
 	if cur.Present {
 		old, oldContent, err := w.loadNote(cur)
 		switch {
 		case err == nil:
-			f, content, isTable = old, oldContent, len(old.strs(keyColumns)) > 0
+			f, content, isTable = old, oldContent, len(old.Strs(note.KeyColumns)) > 0
 		case req.isAppend():
-			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err)
+			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err).because(err)
 		}
 	}
 	switch {
 	case req.Body != nil:
 		content, isTable = *req.Body, false
-		f.remove(keyColumns)
+		f.Remove(note.KeyColumns)
 	case req.Columns != nil || req.Rows != nil:
-		content, isTable = encodeTable(req.Columns, req.Rows), true
+		content, isTable = note.EncodeTable(req.Columns, req.Rows), true
 	case req.AppendText != nil:
 		if isTable {
 			return nil, errorf(op, uri, ErrInvalid, "the note is a table: append rows, not text")
@@ -262,8 +243,8 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 		if !cur.Present || !isTable {
 			return nil, errorf(op, uri, ErrInvalid, "append rows needs an existing table note; create it with columns and rows first")
 		}
-		cols := f.strs(keyColumns)
-		if why, kind := checkTable(cols, req.AppendRows); kind != nil {
+		cols := f.Strs(note.KeyColumns)
+		if why, kind := note.CheckTable(cols, req.AppendRows); kind != nil {
 			return nil, errorf(op, uri, kind, "%s", why)
 		}
 		var b strings.Builder
@@ -271,15 +252,15 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 		if content != "" && !strings.HasSuffix(content, "\n") {
 			b.WriteByte('\n')
 		}
-		encodeRows(&b, req.AppendRows)
+		note.EncodeRows(&b, req.AppendRows)
 		content = b.String()
 	}
-	if len(content) > MaxContentBytes {
-		return nil, errorf(op, uri, ErrTooLarge, "the note would hold %d bytes; at most %d", len(content), MaxContentBytes)
+	if len(content) > note.MaxContentBytes {
+		return nil, errorf(op, uri, ErrTooLarge, "the note would hold %d bytes; at most %d", len(content), note.MaxContentBytes)
 	}
 	if isTable {
-		if _, rows := decodeTable(content); len(rows) > MaxRows {
-			return nil, errorf(op, uri, ErrTooLarge, "a table has at most %d rows", MaxRows)
+		if _, rows := note.DecodeTable(content); len(rows) > note.MaxRows {
+			return nil, errorf(op, uri, ErrTooLarge, "a table has at most %d rows", note.MaxRows)
 		}
 	}
 
@@ -287,31 +268,31 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 	now := time.Now().UTC().Truncate(time.Second)
 	// New notes get their keys in the documented order: digest, kind,
 	// author, updated, then the optional ones.
-	fields := [][2]any{{keyDigest, digest}}
+	fields := [][2]any{{note.KeyDigest, digest}}
 	switch {
 	case req.Kind != "":
-		fields = append(fields, [2]any{keyKind, req.Kind})
-	case f.str(keyKind) == "":
-		fields = append(fields, [2]any{keyKind, "note"})
+		fields = append(fields, [2]any{note.KeyKind, req.Kind})
+	case f.Str(note.KeyKind) == "":
+		fields = append(fields, [2]any{note.KeyKind, "note"})
 	}
-	fields = append(fields, [2]any{keyAuthor, agent}, [2]any{keyUpdated, now})
+	fields = append(fields, [2]any{note.KeyAuthor, agent}, [2]any{note.KeyUpdated, now})
 	if req.Confidence != nil {
-		fields = append(fields, [2]any{keyConfidence, *req.Confidence})
+		fields = append(fields, [2]any{note.KeyConfidence, *req.Confidence})
 	}
 	if len(sources) > 0 {
-		fields = append(fields, [2]any{keySources, sources})
+		fields = append(fields, [2]any{note.KeySources, sources})
 	}
 	if req.Columns != nil || req.Rows != nil {
-		fields = append(fields, [2]any{keyColumns, req.Columns})
+		fields = append(fields, [2]any{note.KeyColumns, req.Columns})
 	}
 	switch {
 	case summary != "":
-		fields = append(fields, [2]any{keySummary, summary})
+		fields = append(fields, [2]any{note.KeySummary, summary})
 	case !req.isAppend():
-		f.remove(keySummary) // it described content that is now replaced
+		f.Remove(note.KeySummary) // it described content that is now replaced
 	}
 	for _, kv := range fields {
-		if err := f.set(kv[0].(string), kv[1]); err != nil {
+		if err := f.Set(kv[0].(string), kv[1]); err != nil {
 			return nil, err
 		}
 	}
@@ -319,22 +300,22 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := f.render()
+	rendered, err := f.Render()
 	if err != nil {
 		return nil, err
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
 
-	msg := commitMessage(op, key, version, digest, uri, agent)
-	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg, false); err != nil {
+	msg := note.WriteMessage(op, addr, version, digest, agent)
+	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
 		return nil, err
 	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
 		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", version))
 	}
-	if n := len([]rune(digest)); n > DigestWarnChars {
-		warnings = append(warnings, fmt.Sprintf("the digest is %d characters; under %d keeps every read cheap", n, DigestWarnChars))
+	if n := len([]rune(digest)); n > note.DigestWarnChars {
+		warnings = append(warnings, fmt.Sprintf("the digest is %d characters; under %d keeps every read cheap", n, note.DigestWarnChars))
 	}
 	if outOfLine != "" {
 		warnings = append(warnings, fmt.Sprintf("content is %d bytes, stored out of line in %s; reads return it inline", len(content), outOfLine))
@@ -350,9 +331,9 @@ func (v *View) updateLocked(op string, addr Address, digest string, sources []st
 }
 
 // placeContent decides where content lives: inline in the note's body, or,
-// over BlobThreshold bytes, in the sibling blob file committed with the note.
+// over note.BlobThreshold bytes, in the sibling blob file committed with the note.
 // It returns the blob-file changes and the blob's name when out of line.
-func (w *Workspace) placeContent(f *noteFile, addr Address, content string, isTable bool,
+func (w *Workspace) placeContent(f *note.File, addr note.Address, content string, isTable bool,
 	cur index.Note) ([]fileChange, string, error) {
 	ext := "md"
 	if isTable {
@@ -361,20 +342,20 @@ func (w *Workspace) placeContent(f *noteFile, addr Address, content string, isTa
 	var changes []fileChange
 	blobPath := addr.BlobPath(ext)
 	out := ""
-	if len(content) > BlobThreshold {
-		out = addr.Segments[len(addr.Segments)-1] + ".blob." + ext
-		if err := f.set(keyBlob, out); err != nil {
+	if len(content) > note.BlobThreshold {
+		out = addr.BlobName(ext)
+		if err := f.Set(note.KeyBlob, out); err != nil {
 			return nil, "", err
 		}
-		if err := f.set(keyBytes, len(content)); err != nil {
+		if err := f.Set(note.KeyBytes, len(content)); err != nil {
 			return nil, "", err
 		}
-		f.body = nil
+		f.Body = nil
 		changes = append(changes, fileChange{path: blobPath, content: []byte(content)})
 	} else {
-		f.remove(keyBlob)
-		f.remove(keyBytes)
-		f.body = []byte(content)
+		f.Remove(note.KeyBlob)
+		f.Remove(note.KeyBytes)
+		f.Body = []byte(content)
 	}
 	// A blob file the note no longer uses goes, in the same commit.
 	for _, e := range []string{"md", "tsv"} {
@@ -384,19 +365,6 @@ func (w *Workspace) placeContent(f *noteFile, addr Address, content string, isTa
 		}
 	}
 	return changes, out, nil
-}
-
-// trailerAgent starts the trailer every commit of the program carries: who
-// wrote it. A commit without one is a person's own git commit.
-const trailerAgent = "Blackboard-Agent: "
-
-func commitMessage(op, key string, version int, digest, uri, agent string) string {
-	subject := digest
-	if r := []rune(subject); len(r) > 100 {
-		subject = string(r[:99]) + "…"
-	}
-	return fmt.Sprintf("%s %s v%d: %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
-		op, key, version, subject, uri, version, agent)
 }
 
 func conflict(op, uri string, cur index.Note, why string) *Error {
@@ -425,31 +393,23 @@ func (w *Workspace) indexedNote(key string) (index.Note, error) {
 }
 
 // loadNote reads a note's file and content from git.
-func (w *Workspace) loadNote(n index.Note) (*noteFile, string, error) {
-	h, err := gitver.ParseHash(n.NoteBlob)
+func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
+	raw, err := w.repo.ReadBlob(n.NoteBlob)
 	if err != nil {
 		return nil, "", err
 	}
-	raw, err := w.repo.ReadBlob(h)
+	f, err := note.Parse(raw)
 	if err != nil {
 		return nil, "", err
 	}
-	f, err := parseNote(raw)
-	if err != nil {
-		return nil, "", err
-	}
-	if n.ContentBlob != "" && f.str(keyBlob) != "" {
-		bh, err := gitver.ParseHash(n.ContentBlob)
-		if err != nil {
-			return nil, "", err
-		}
-		b, err := w.repo.ReadBlob(bh)
+	if !n.ContentBlob.IsZero() && f.Str(note.KeyBlob) != "" {
+		b, err := w.repo.ReadBlob(n.ContentBlob)
 		if err != nil {
 			return nil, "", err
 		}
 		return f, string(b), nil
 	}
-	return f, string(f.body), nil
+	return f, string(f.Body), nil
 }
 
 // missing returns the addresses among uris that name no present note the
@@ -459,7 +419,7 @@ func (v *View) missing(uris []string) ([]string, error) {
 	var out []string
 	err := w.idx.Read(func(s *index.Snapshot) error {
 		for _, u := range uris {
-			a, err := ParseAddress(u, w.name)
+			a, err := w.parseAddress(u)
 			if err != nil {
 				out = append(out, u)
 				continue
@@ -477,21 +437,12 @@ func (v *View) missing(uris []string) ([]string, error) {
 	return out, err
 }
 
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
-}
-
 // Link adds typed links from src to each of dsts, stored in src's front
 // matter (deduplicated) as one commit. A missing dst is a warning.
 func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	w := v.w
 	const op = "link"
-	addr, err := ParseAddress(src, w.name)
+	addr, err := w.parseAddress(src)
 	if err != nil {
 		return nil, err
 	}
@@ -499,44 +450,34 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	if !v.c.CanWrite(addr.Short()) {
 		return nil, errorf(op, uri, ErrForbidden, "you may not write topic %s", addr.Topic())
 	}
-	if !validRelation(rel) {
-		return nil, errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(Relations, ", "))
+	if !note.ValidRelation(rel) {
+		return nil, errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(note.Relations, ", "))
 	}
 	if len(dsts) == 0 || len(dsts) > maxSources {
 		return nil, errorf(op, uri, ErrInvalid, "give 1 to %d destinations", maxSources)
 	}
 	var targets []string
 	for _, d := range dsts {
-		a, err := ParseAddress(d, w.name)
+		a, err := w.parseAddress(d)
 		if err != nil {
-			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err))
+			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).because(err)
 		}
-		targets = appendUnique(targets, a.String())
+		if !slices.Contains(targets, a.String()) {
+			targets = append(targets, a.String())
+		}
 	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
-		for range maxMoves {
-			res, err = v.linkLocked(addr, rel, targets, v.c.Name)
-			if !errors.Is(err, errBranchMoved) {
-				return err
-			}
-		}
-		return errorf(op, uri, ErrConflict, "the branch kept moving under the write; try again")
+		return whileBranchMoves(op, uri, func() error {
+			res, err = v.linkLocked(addr, rel, targets)
+			return err
+		})
 	})
 	return res, err
 }
 
-func validRelation(rel string) bool {
-	for _, r := range Relations {
-		if r == rel {
-			return true
-		}
-	}
-	return false
-}
-
-func (v *View) linkLocked(addr Address, rel string, targets []string, agent string) (*UpdateResult, error) {
-	w := v.w
+func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*UpdateResult, error) {
+	w, agent := v.w, v.c.Name
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
 	head, err := w.adoptEdits(key)
@@ -552,12 +493,12 @@ func (v *View) linkLocked(addr Address, rel string, targets []string, agent stri
 	}
 	f, _, err := w.loadNote(cur)
 	if err != nil {
-		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err)
+		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).because(err)
 	}
-	rels, existing := f.links()
+	rels, existing := f.Links()
 	added := false
 	for _, t := range targets {
-		if !contains(existing[rel], t) {
+		if !slices.Contains(existing[rel], t) {
 			existing[rel] = append(existing[rel], t)
 			added = true
 		}
@@ -574,40 +515,21 @@ func (v *View) linkLocked(addr Address, rel string, targets []string, agent stri
 		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
 			Warnings: append(warnings, "every link already existed: nothing written")}, nil
 	}
-	if !contains(rels, rel) {
+	if !slices.Contains(rels, rel) {
 		rels = append(rels, rel)
 	}
-	links := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	for _, r := range rels {
-		var seq yaml.Node
-		if err := seq.Encode(existing[r]); err != nil {
-			return nil, err
-		}
-		seq.Style = yaml.FlowStyle
-		links.Content = append(links.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r}, &seq)
+	if err := f.SetLinks(rels, existing); err != nil {
+		return nil, err
 	}
-	f.setNode(keyLinks, links)
-	rendered, err := f.render()
+	rendered, err := f.Render()
 	if err != nil {
 		return nil, err
 	}
 	version := cur.Version + 1
-	msg := fmt.Sprintf("link %s v%d: %s %s\n\nBlackboard-Uri: %s\nBlackboard-Version: %d\n"+trailerAgent+"%s\n",
-		key, version, rel, strings.Join(targets, " "), uri, version, agent)
+	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
-	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg, false); err != nil {
+	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
 		return nil, err
 	}
 	return &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}, nil
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }

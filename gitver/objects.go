@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sync/errgroup"
 )
 
 // objectWriter collects the new objects of one commit in memory, then writes
@@ -145,20 +146,11 @@ func writeLooseObject(dir, kind string, content []byte) (string, error) {
 // syncAll fsyncs files or directories concurrently: the file system gathers
 // concurrent syncs into one journal commit.
 func syncAll(paths []string) error {
-	if len(paths) == 0 {
-		return nil
+	var g errgroup.Group
+	for _, p := range paths {
+		g.Go(func() error { return syncPath(p) })
 	}
-	errs := make([]error, len(paths))
-	var wg sync.WaitGroup
-	for i, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = syncPath(p)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 func syncPath(p string) error {

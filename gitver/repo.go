@@ -3,6 +3,7 @@ package gitver
 import (
 	"bytes"
 	"crypto/sha1" //nolint:gosec // git object names are SHA-1; this is addressing, not security.
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,6 +47,48 @@ func ParseHash(s string) (Hash, error) {
 	}
 	return h, nil
 }
+
+// Value stores a hash in a database as its hexadecimal form, and the zero
+// hash (no object) as "" (database/sql's driver.Valuer).
+func (h Hash) Value() (driver.Value, error) {
+	if h.IsZero() {
+		return "", nil
+	}
+	return h.String(), nil
+}
+
+// Scan reads what Value stored (database/sql's Scanner).
+func (h *Hash) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	case nil:
+	default:
+		return fmt.Errorf("cannot read a git object name from %T", src)
+	}
+	if s == "" {
+		*h = ZeroHash
+		return nil
+	}
+	var err error
+	*h, err = ParseHash(s)
+	return err
+}
+
+// MarshalText writes the hexadecimal form, "" for the zero hash: JSON and
+// other text encodings carry a hash as a string.
+func (h Hash) MarshalText() ([]byte, error) {
+	if h.IsZero() {
+		return []byte{}, nil
+	}
+	return []byte(h.String()), nil
+}
+
+// UnmarshalText reads what MarshalText wrote.
+func (h *Hash) UnmarshalText(b []byte) error { return h.Scan(b) }
 
 // BlobHash is the object name git gives to content stored as a blob.
 func BlobHash(content []byte) Hash {

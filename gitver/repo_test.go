@@ -2,6 +2,7 @@ package gitver_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -391,4 +392,35 @@ func TestReflog(t *testing.T) {
 		}
 	}
 	fsck(t, dir)
+}
+
+// A hash goes through a database and JSON as its hexadecimal form, the zero
+// hash as "", and comes back the same.
+func TestHashEncodings(t *testing.T) {
+	h := gitver.BlobHash([]byte("x"))
+	for _, want := range []gitver.Hash{h, gitver.ZeroHash} {
+		v, err := want.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got gitver.Hash
+		if err := got.Scan(v); err != nil || got != want {
+			t.Errorf("Scan(Value(%s)) = %s, %v", want, got, err)
+		}
+		b, err := json.Marshal(struct{ H gitver.Hash }{want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct{ H gitver.Hash }
+		if err := json.Unmarshal(b, &back); err != nil || back.H != want {
+			t.Errorf("JSON %s came back as %s, %v", b, back.H, err)
+		}
+	}
+	if v, _ := gitver.ZeroHash.Value(); v != "" {
+		t.Errorf("the zero hash is stored as %q, want \"\"", v)
+	}
+	var got gitver.Hash
+	if err := got.Scan("not a hash"); err == nil {
+		t.Error("Scan accepted a string that is no object name")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -31,7 +32,7 @@ func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wri
 		return err
 	}
 	defer w.Close()
-	n, err := w.Get(pos[0], *full)
+	n, err := asAgent(w).Get(pos[0], *full)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wri
 	if len(n.Sources) > 0 {
 		fmt.Fprintf(stdout, "sources: %s\n", strings.Join(n.Sources, " "))
 	}
-	for _, rel := range fsstore.Relations {
+	for _, rel := range note.Relations {
 		if t := n.Links[rel]; len(t) > 0 {
 			fmt.Fprintf(stdout, "%s: %s\n", rel, strings.Join(t, " "))
 		}

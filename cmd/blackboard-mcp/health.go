@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/health"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
@@ -48,10 +49,12 @@ func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return usagef("health takes no arguments; name the workspace with --dir")
 	}
 	dir := c.workspaceDir()
-	rep := fsstore.CheckHealth(dir, fsstore.HealthOptions{
-		Open:  fsstore.Options{NoSync: c.noSync, Agent: agentName()},
-		Extra: checkSurface,
-	})
+	open := fsstore.Options{NoSync: c.noSync, Agent: agentName()}
+	rep := health.Check(dir, health.Options{Open: open})
+	if w, err := fsstore.Open(dir, open); err == nil {
+		checkSurface(w, rep)
+		w.Close()
+	}
 	if *asJSON {
 		out := healthJSON{OK: rep.OK(), Findings: []findingJSON{}, Info: rep.Info}
 		if out.Info == nil {
@@ -90,7 +93,7 @@ func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 
 // findingLine is one finding on one line: severity, check, what is wrong,
 // and the fix.
-func findingLine(f fsstore.Finding) string {
+func findingLine(f health.Finding) string {
 	what := f.Check
 	if f.Path != "" {
 		what += " " + f.Path
@@ -100,12 +103,13 @@ func findingLine(f fsstore.Finding) string {
 }
 
 // checkSurface measures the tool surface every model reads on every turn,
-// from a server built on the workspace exactly as serve builds it.
-func checkSurface(w *fsstore.Workspace, r *fsstore.HealthReport) {
+// from a server built on the workspace exactly as serve builds it. It is
+// cmd's own check: health knows the workspace, not MCP.
+func checkSurface(w *fsstore.Workspace, r *health.Report) {
 	srv := tools.NewServer(w, slog.New(slog.NewTextHandler(io.Discard, nil)), version)
 	costs, err := tools.SurfaceCost(srv)
 	if err != nil {
-		r.Add(fsstore.Finding{Check: "tool_surface", Severity: fsstore.SeverityError,
+		r.Add(health.Finding{Check: "tool_surface", Severity: health.SeverityError,
 			Message: "the tool surface cannot be measured: " + err.Error(),
 			Fix:     "run go test ./tools to see what tools/list returns"})
 		return
@@ -115,7 +119,7 @@ func checkSurface(w *fsstore.Workspace, r *fsstore.HealthReport) {
 
 // surfaceFindings reports a surface over budget, naming the dearest tools
 // first: they are where shortening pays.
-func surfaceFindings(costs []tools.ToolTokens, budget int, r *fsstore.HealthReport) {
+func surfaceFindings(costs []tools.ToolTokens, budget int, r *health.Report) {
 	total := 0
 	for _, c := range costs {
 		total += c.Tokens
@@ -130,7 +134,7 @@ func surfaceFindings(costs []tools.ToolTokens, budget int, r *fsstore.HealthRepo
 	for i, c := range sorted {
 		parts[i] = fmt.Sprintf("%s %d", c.Name, c.Tokens)
 	}
-	r.Add(fsstore.Finding{Check: "tool_surface", Severity: fsstore.SeverityError,
+	r.Add(health.Finding{Check: "tool_surface", Severity: health.SeverityError,
 		Message: fmt.Sprintf("the tool surface costs %d tokens on every turn, over the budget of %d (%s)", total, budget, strings.Join(parts, ", ")),
 		Fix:     "shorten the dearest tools' descriptions and parameter descriptions (tools/*.go), then go test ./tools -run Snapshots -update"})
 }

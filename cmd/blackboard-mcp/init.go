@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func runInit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -37,6 +38,6 @@ func runInit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	}
 	defer w.Close()
 	abs, _ := filepath.Abs(dir)
-	fmt.Fprintf(stdout, "workspace %s ready in %s (read bb://%s/%s first)\n", w.Name(), abs, w.Name(), fsstore.StateNote)
+	fmt.Fprintf(stdout, "workspace %s ready in %s (read bb://%s/%s first)\n", w.Name(), abs, w.Name(), note.StateNote)
 	return nil
 }

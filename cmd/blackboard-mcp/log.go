@@ -35,7 +35,7 @@ from, and the digest it had after the change.`)
 		return err
 	}
 	defer w.Close()
-	entries, err := w.Log(pos[0], *limit)
+	entries, err := asAgent(w).Log(pos[0], *limit)
 	if err != nil {
 		return err
 	}

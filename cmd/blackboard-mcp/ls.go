@@ -36,7 +36,7 @@ func runLs(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	defer w.Close()
-	l, err := w.List(opts)
+	l, err := asAgent(w).List(opts)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // stringList is a repeatable flag.
@@ -50,7 +51,7 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 				return usagef("give the body with --body or on stdin (put ADDRESS --digest D < file)")
 			}
 		}
-		b, err := io.ReadAll(io.LimitReader(stdin, fsstore.MaxContentBytes+1))
+		b, err := io.ReadAll(io.LimitReader(stdin, note.MaxContentBytes+1))
 		if err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return err
 	}
 	defer w.Close()
-	res, err := w.Update(req)
+	res, err := asAgent(w).Update(req)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func TestReadBenchmark(t *testing.T) {
 		hits := 0
 		for range 30 {
 			start := time.Now()
-			h, _, err := w.Search(q.q, "", 10)
+			h, _, err := asAgent(w).Search(q.q, "", 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,12 +108,12 @@ func TestReadBenchmark(t *testing.T) {
 	}
 	for range 50 {
 		start := time.Now()
-		if _, err := w.List(fsstore.ListOptions{Topic: topic, Limit: 20}); err != nil {
+		if _, err := asAgent(w).List(fsstore.ListOptions{Topic: topic, Limit: 20}); err != nil {
 			t.Fatal(err)
 		}
 		list = append(list, time.Since(start))
 		start = time.Now()
-		if _, _, err := w.Summaries(uris); err != nil {
+		if _, _, err := asAgent(w).Summaries(uris); err != nil {
 			t.Fatal(err)
 		}
 		digests = append(digests, time.Since(start))

@@ -52,7 +52,6 @@ func verbs() map[string]verb {
 		"put":     runPut,
 		"get":     runGet,
 		"log":     runLog,
-		"bench":   runBench,
 		"ls":      runLs,
 		"search":  runSearch,
 		"link":    runLink,
@@ -161,6 +160,10 @@ func (c *commonFlags) open() (*fsstore.Workspace, error) {
 			}
 		}})
 }
+
+// asAgent is the board as this process's agent sees it: the command line
+// has no access control (the files are the person's own).
+func asAgent(w *fsstore.Workspace) *fsstore.View { return w.As(fsstore.OpenCaller(w.Agent())) }
 
 // agentName is the author of writes made from this process.
 func agentName() string {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
@@ -125,7 +126,7 @@ func isTerminal(r io.Reader) bool {
 
 // maxRequestBytes bounds an HTTP request: the largest note, escaped as JSON,
 // and its arguments.
-const maxRequestBytes = 2*fsstore.MaxContentBytes + 1<<20
+const maxRequestBytes = 2*note.MaxContentBytes + 1<<20
 
 // callerKey carries an HTTP request's caller to the tools.
 type callerKey struct{}

@@ -86,3 +86,51 @@ func TestScope(t *testing.T) {
 		t.Error("* admits everything")
 	}
 }
+
+// Lint reports every problem with its line, and holds topics to the address
+// grammar: what no address can name cannot be granted.
+func TestLint(t *testing.T) {
+	hash := strings.Repeat("a", 64)
+	file := "agents:\n" +
+		"  - name: a\n" +
+		"    token_sha256: " + hash + "\n" +
+		"    read: [con, x.md, " + strings.Repeat("k", 65) + ", Research, ok/topic/, \"*\"]\n" +
+		"    write: []\n" +
+		"    tokens: 1\n" +
+		"  - name: a\n" +
+		"    token_sha256: " + hash + "\n" +
+		"    read: []\n"
+	n, problems := Lint([]byte(file))
+	if n != 2 {
+		t.Errorf("Lint counted %d agents, want 2", n)
+	}
+	want := []string{
+		`line 4: agent "a": read topic "con" is not a topic prefix`,
+		`line 4: agent "a": read topic "x.md" is not a topic prefix`,
+		`line 4: agent "a": read topic "` + strings.Repeat("k", 65) + `" is not a topic prefix: segment longer than 64 bytes`,
+		`line 4: agent "a": read topic "Research" must be lower case`,
+		"line 6: agent 1 has an unknown key `tokens`",
+		`line 7: agent "a" appears twice (first at line 2)`,
+		`line 8: agent "a" has the same token_sha256 as agent "a"`,
+		"line 7: agent \"a\" has no `write:` list",
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w) }) {
+			t.Errorf("no problem starts with %q; got:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	if _, err := Parse([]byte(file)); err == nil || !strings.Contains(err.Error(), "line 4") {
+		t.Errorf("Parse = %v, want the first problem, at line 4", err)
+	}
+	var f File
+	if _, err := f.Add("b", []string{"con"}, nil); err == nil {
+		t.Error("Add granted the topic con, which no address can name")
+	}
+}

@@ -4,8 +4,10 @@
 // on the workspace (SQLite's own locking, WAL mode) and is never the source of
 // truth: git is. Deleting the database loses nothing; the store rebuilds it.
 //
-// The package knows rows, not git or notes: fsstore decides what a commit
-// changed and what a note's fields are, and records them here.
+// The package knows rows, not how to read git or notes: fsstore decides what
+// a commit changed and what a note's fields are, and records them here.
+// Object names are gitver.Hash values (stored as hex); search terms follow
+// the identifier rules of the board's format (fsstore/note).
 package index
 
 import (
@@ -17,11 +19,13 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 2
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -32,7 +36,8 @@ CREATE TABLE commits(
 	author TEXT NOT NULL,
 	email TEXT NOT NULL,
 	time INTEGER NOT NULL,
-	subject TEXT NOT NULL
+	subject TEXT NOT NULL,
+	by_program INTEGER NOT NULL -- 1 when the message has the Blackboard-Agent trailer
 );
 -- Every file a commit changed relative to its first parent.
 CREATE TABLE changes(
@@ -211,9 +216,9 @@ func (d *DB) Close() error {
 // Path is the database file.
 func (d *DB) Path() string { return d.path }
 
-// Head returns the commit the index reflects and its cursor ("" and 0 for an
+// Head returns the commit the index reflects and its cursor (zero and 0 for an
 // empty index).
-func (d *DB) Head() (string, int, error) {
+func (d *DB) Head() (gitver.Hash, int, error) {
 	return head(d.read)
 }
 
@@ -221,18 +226,18 @@ type querier interface {
 	QueryRow(query string, args ...any) *sql.Row
 }
 
-func head(q querier) (string, int, error) {
-	var h string
+func head(q querier) (gitver.Hash, int, error) {
+	var h gitver.Hash
 	err := q.QueryRow("SELECT value FROM meta WHERE key='head'").Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, nil
+		return gitver.ZeroHash, 0, nil
 	}
 	if err != nil {
-		return "", 0, err
+		return gitver.ZeroHash, 0, err
 	}
 	var seq int
 	if err := q.QueryRow("SELECT coalesce(max(seq),0) FROM commits").Scan(&seq); err != nil {
-		return "", 0, err
+		return gitver.ZeroHash, 0, err
 	}
 	return h, seq, nil
 }

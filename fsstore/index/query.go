@@ -1,9 +1,6 @@
 package index
 
 import (
-	"database/sql"
-	"errors"
-	"sort"
 	"strings"
 )
 
@@ -83,101 +80,6 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 		out = append(out, n)
 	}
 	return out, total, rows.Err()
-}
-
-// Hit is one search result.
-type Hit struct {
-	Key        string
-	Digest     string
-	Score      float64 // higher is better
-	Superseded bool
-}
-
-// Column weights for BM25: the digest is what an author chose to say, so it
-// outweighs the body; an exact identifier outweighs both.
-const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0)"
-
-// Search runs an FTS5 MATCH expression and returns the best hits, superseded
-// notes after the others.
-//
-// FTS5 ranks the matches alone first and only the best candidates are joined
-// with the notes: joining every match of a common word (and checking each for
-// a successor) cost ten times the ranking. Candidates outside the scope are
-// dropped; when too few remain, the search widens.
-func (s *Snapshot) Search(match string, scope Scope, limit int) ([]Hit, error) {
-	for want := max(4*limit, 40); ; want *= 8 {
-		hits, exhausted, err := s.searchCandidates(match, scope, limit, want)
-		if err != nil || len(hits) >= limit || exhausted {
-			return hits, err
-		}
-	}
-}
-
-func (s *Snapshot) searchCandidates(match string, scope Scope, limit, want int) ([]Hit, bool, error) {
-	rows, err := s.t.Query(`SELECT rowid, -`+bm25Weights+` AS score FROM fts WHERE fts MATCH ?
-		ORDER BY score DESC LIMIT ?`, match, want)
-	if err != nil {
-		return nil, false, err
-	}
-	type cand struct {
-		id    int64
-		score float64
-	}
-	var cands []cand
-	for rows.Next() {
-		var c cand
-		if err := rows.Scan(&c.id, &c.score); err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		cands = append(cands, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	exhausted := len(cands) < want
-	var hits []Hit
-	for _, c := range cands {
-		var h Hit
-		err := s.t.QueryRow(`SELECT n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
-			WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id = ? AND n.present = 1`, c.id).
-			Scan(&h.Key, &h.Digest, &h.Superseded)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if !scope.contains(h.Key) {
-			continue
-		}
-		h.Score = c.score
-		hits = append(hits, h)
-	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Superseded != hits[j].Superseded {
-			return !hits[i].Superseded
-		}
-		return hits[i].Score > hits[j].Score
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
-	return hits, exhausted, nil
-}
-
-// contains reports whether key is under one of the scope's prefixes.
-func (s Scope) contains(key string) bool {
-	if s.Prefixes == nil {
-		return true
-	}
-	for _, p := range s.Prefixes {
-		if key == p || strings.HasPrefix(key, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // Backlink is a present note linking to another.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Snapshot is a consistent read of the index: every query sees the same
@@ -23,10 +25,10 @@ func (d *DB) Read(fn func(s *Snapshot) error) error {
 }
 
 // Head is the commit the snapshot reflects and its cursor.
-func (s *Snapshot) Head() (string, int, error) { return head(s.t) }
+func (s *Snapshot) Head() (gitver.Hash, int, error) { return head(s.t) }
 
 // Note returns a note by its short address.
-func (s *Snapshot) Note(key string) (Note, bool, error) { return note(s.t, key) }
+func (s *Snapshot) Note(key string) (Note, bool, error) { return noteRow(s.t, key) }
 
 // Event is one commit that changed a note, for provenance.
 type Event struct {
@@ -35,7 +37,7 @@ type Event struct {
 	// NoteBlob is the note file's blob after the commit (the latest at or
 	// before it, when the commit changed only the note's blob file), ""
 	// when the note file was deleted.
-	NoteBlob string
+	NoteBlob gitver.Hash
 	// MovedFrom is the note whose file this commit deleted with the same
 	// content, when it created this one: a move.
 	MovedFrom string
@@ -44,7 +46,7 @@ type Event struct {
 // History lists the commits that changed a note, newest first, with the
 // note's version after each.
 func (s *Snapshot) History(key string, limit int) ([]Event, error) {
-	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject,
+	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program,
 			coalesce((SELECT x.new FROM changes x WHERE x.path = ?1 || '.md' AND x.seq <= c.seq
 			          ORDER BY x.seq DESC LIMIT 1), ''),
 			coalesce((SELECT m.note FROM changes x JOIN changes m ON m.seq = x.seq AND m.new = '' AND m.old = x.new
@@ -59,7 +61,7 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.NoteBlob, &e.MovedFrom); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.ByProgram, &e.NoteBlob, &e.MovedFrom); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -79,38 +81,41 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 
 // FileBlob returns the blob a path holds at the snapshot's head ("" when
 // absent).
-func (s *Snapshot) FileBlob(path string) (string, error) {
-	var b string
+func (s *Snapshot) FileBlob(path string) (gitver.Hash, error) {
+	var b gitver.Hash
 	err := s.t.QueryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return gitver.ZeroHash, nil
 	}
 	return b, err
 }
 
 // Disk returns what was recorded of a file's stat when it last matched its
 // blob.
-func (s *Snapshot) Disk(path string) (blob string, size, mtime int64, ino uint64, ok bool, err error) {
-	var i int64
-	err = s.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
+func (s *Snapshot) Disk(path string) (DiskStat, bool, error) {
+	var d DiskStat
+	var ino int64
+	err := s.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&d.Blob, &d.Size, &d.MTime, &ino)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, 0, 0, false, nil
+		return DiskStat{}, false, nil
 	}
-	return blob, size, mtime, uint64(i), err == nil, err
+	d.Ino = uint64(ino)
+	return d, err == nil, err
 }
 
 // PresentFiles returns the note and blob files of every present note, with
 // their blobs at the snapshot's head: what a scan of the work tree compares
 // the disk with.
-func (s *Snapshot) PresentFiles() (map[string]string, error) {
+func (s *Snapshot) PresentFiles() (map[string]gitver.Hash, error) {
 	rows, err := s.t.Query("SELECT key, note_blob, content_path, content_blob FROM notes WHERE present")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	out := map[string]gitver.Hash{}
 	for rows.Next() {
-		var key, noteBlob, contentPath, contentBlob string
+		var key, contentPath string
+		var noteBlob, contentBlob gitver.Hash
 		if err := rows.Scan(&key, &noteBlob, &contentPath, &contentBlob); err != nil {
 			return nil, err
 		}
@@ -124,7 +129,7 @@ func (s *Snapshot) PresentFiles() (map[string]string, error) {
 
 // DiskStat is what was recorded of a file's stat when it last matched Blob.
 type DiskStat struct {
-	Blob        string
+	Blob        gitver.Hash
 	Size, MTime int64
 	Ino         uint64
 }

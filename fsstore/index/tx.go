@@ -3,6 +3,8 @@ package index
 import (
 	"database/sql"
 	"errors"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Tx is one write transaction on the index.
@@ -94,11 +96,15 @@ func (x *Tx) flushFTS() error {
 // Commit is a commit of the branch's first-parent history.
 type Commit struct {
 	Seq     int
-	Hash    string
+	Hash    gitver.Hash
 	Author  string
 	Email   string
 	Time    int64 // Unix seconds
 	Subject string
+	// ByProgram is set for a commit the program made (a tool write, people's
+	// edits it committed, init): its message has the Blackboard-Agent
+	// trailer. A person's own git commit has not.
+	ByProgram bool
 }
 
 // Change is one file a commit changed. Note is the short address of the note
@@ -106,7 +112,7 @@ type Commit struct {
 type Change struct {
 	Path     string
 	Note     string
-	Old, New string
+	Old, New gitver.Hash // zero when created, when deleted
 }
 
 // Note is what the index knows of a note at the head it reflects.
@@ -116,8 +122,8 @@ type Note struct {
 	Version     int
 	LastSeq     int
 	Present     bool
-	NoteBlob    string
-	ContentBlob string
+	NoteBlob    gitver.Hash // zero when the note is deleted
+	ContentBlob gitver.Hash // the sibling blob file's blob, zero for none
 	ContentPath string
 	Digest      string
 	Kind        string
@@ -131,10 +137,10 @@ type Note struct {
 }
 
 // Head is the commit the index reflects, inside the transaction.
-func (x *Tx) Head() (string, int, error) { return head(x.t) }
+func (x *Tx) Head() (gitver.Hash, int, error) { return head(x.t) }
 
 // SetHead records the commit the index now reflects.
-func (x *Tx) SetHead(hash string) error {
+func (x *Tx) SetHead(hash gitver.Hash) error {
 	_, err := x.exec("INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", hash)
 	return err
 }
@@ -152,7 +158,7 @@ func (x *Tx) Reset() error {
 }
 
 // SeqOf returns the cursor of a commit on the indexed first-parent history.
-func (x *Tx) SeqOf(hash string) (int, bool, error) {
+func (x *Tx) SeqOf(hash gitver.Hash) (int, bool, error) {
 	var seq int
 	err := x.queryRow("SELECT seq FROM commits WHERE hash=?", hash).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -164,8 +170,8 @@ func (x *Tx) SeqOf(hash string) (int, bool, error) {
 // AddCommit appends a commit and its changes, and counts a version for every
 // note it touched. It returns those notes' keys.
 func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
-	if _, err := x.exec("INSERT INTO commits(seq,hash,author,email,time,subject) VALUES(?,?,?,?,?,?)",
-		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject); err != nil {
+	if _, err := x.exec("INSERT INTO commits(seq,hash,author,email,time,subject,by_program) VALUES(?,?,?,?,?,?,?)",
+		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject, c.ByProgram); err != nil {
 		return nil, err
 	}
 	var touched []string
@@ -247,11 +253,11 @@ func (x *Tx) Truncate(seq int) ([]string, error) {
 
 // FileBlob returns the blob a path holds at the indexed head ("" when absent):
 // the New side of its latest change.
-func (x *Tx) FileBlob(path string) (string, error) {
-	var b string
+func (x *Tx) FileBlob(path string) (gitver.Hash, error) {
+	var b gitver.Hash
 	err := x.queryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return gitver.ZeroHash, nil
 	}
 	return b, err
 }
@@ -317,24 +323,14 @@ func (x *Tx) forget(key string) error {
 }
 
 // Note reads a note inside the transaction.
-func (x *Tx) Note(key string) (Note, bool, error) { return note(x.t, key) }
+func (x *Tx) Note(key string) (Note, bool, error) { return noteRow(x.t, key) }
 
-// SetDisk records that the file at path, with this stat, holds blob.
-func (x *Tx) SetDisk(path, blob string, size, mtime int64, ino uint64) error {
+// SetDisk records that the file at path, with the stat d, holds d.Blob.
+func (x *Tx) SetDisk(path string, d DiskStat) error {
 	_, err := x.exec(`INSERT INTO disk(path,blob,size,mtime,ino) VALUES(?,?,?,?,?)
 		ON CONFLICT(path) DO UPDATE SET blob=excluded.blob,size=excluded.size,mtime=excluded.mtime,ino=excluded.ino`,
-		path, blob, size, mtime, int64(ino))
+		path, d.Blob, d.Size, d.MTime, int64(d.Ino))
 	return err
-}
-
-// Disk returns what SetDisk recorded for path.
-func (x *Tx) Disk(path string) (blob string, size, mtime int64, ino uint64, ok bool, err error) {
-	var i int64
-	err = x.queryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&blob, &size, &mtime, &i)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, 0, 0, false, nil
-	}
-	return blob, size, mtime, uint64(i), err == nil, err
 }
 
 const noteColumns = `key,topic,version,last_seq,present,note_blob,content_blob,content_path,digest,kind,author,
@@ -347,7 +343,7 @@ func scanNote(row interface{ Scan(...any) error }) (Note, error) {
 	return n, err
 }
 
-func note(q querier, key string) (Note, bool, error) {
+func noteRow(q querier, key string) (Note, bool, error) {
 	n, err := scanNote(q.QueryRow("SELECT "+noteColumns+" FROM notes WHERE key=?", key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, false, nil

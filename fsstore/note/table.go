@@ -1,6 +1,7 @@
-package fsstore
+package note
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -18,8 +19,8 @@ var (
 	tsvUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\r`, "\r")
 )
 
-// encodeRows renders rows as tab-separated lines, each ending in a newline.
-func encodeRows(b *strings.Builder, rows [][]string) {
+// EncodeRows renders rows as tab-separated lines, each ending in a newline.
+func EncodeRows(b *strings.Builder, rows [][]string) {
 	for _, row := range rows {
 		for i, cell := range row {
 			if i > 0 {
@@ -31,16 +32,16 @@ func encodeRows(b *strings.Builder, rows [][]string) {
 	}
 }
 
-// encodeTable renders a header line and the rows.
-func encodeTable(columns []string, rows [][]string) string {
+// EncodeTable renders a header line and the rows.
+func EncodeTable(columns []string, rows [][]string) string {
 	var b strings.Builder
-	encodeRows(&b, [][]string{columns})
-	encodeRows(&b, rows)
+	EncodeRows(&b, [][]string{columns})
+	EncodeRows(&b, rows)
 	return b.String()
 }
 
-// decodeTable splits a TSV body into its header and rows.
-func decodeTable(body string) (columns []string, rows [][]string) {
+// DecodeTable splits a TSV body into its header and rows.
+func DecodeTable(body string) (columns []string, rows [][]string) {
 	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
 	if len(lines) == 0 || (len(lines) == 1 && lines[0] == "") {
 		return nil, nil
@@ -59,9 +60,9 @@ func decodeTable(body string) (columns []string, rows [][]string) {
 	return columns, rows
 }
 
-// checkTable validates a table's shape against the limits; it returns the
-// reason, or "".
-func checkTable(columns []string, rows [][]string) (string, error) {
+// CheckTable validates a table's shape against the limits; it returns the
+// reason and its kind (ErrInvalid or ErrTooLarge), or "" and nil.
+func CheckTable(columns []string, rows [][]string) (string, error) {
 	if len(columns) == 0 {
 		return "a table needs at least one column", ErrInvalid
 	}
@@ -83,7 +84,8 @@ func checkTable(columns []string, rows [][]string) (string, error) {
 	}
 	for i, r := range rows {
 		if len(r) != len(columns) {
-			return "row " + itoa(i+1) + " has " + itoa(len(r)) + " cells for " + itoa(len(columns)) + " columns", ErrInvalid
+			return "row " + strconv.Itoa(i+1) + " has " + strconv.Itoa(len(r)) + " cells for " +
+				strconv.Itoa(len(columns)) + " columns", ErrInvalid
 		}
 	}
 	return "", nil

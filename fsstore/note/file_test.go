@@ -1,7 +1,8 @@
-package fsstore
+package note
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestParseNoteShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, err := parseNote([]byte(tt.in))
+			n, err := Parse([]byte(tt.in))
 			if tt.bad != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.bad) {
 					t.Fatalf("parseNote error = %v, want one containing %q", err, tt.bad)
@@ -38,7 +39,7 @@ func TestParseNoteShapes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseNote: %v", err)
 			}
-			if got := string(n.body); got != tt.body {
+			if got := string(n.Body); got != tt.body {
 				t.Errorf("body = %q, want %q", got, tt.body)
 			}
 		})
@@ -50,17 +51,17 @@ func TestParseNoteRefusesYAMLBomb(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("---\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
 	for i := 1; i < 10; i++ {
-		b.WriteString("a" + itoa(i) + ": &a" + itoa(i) + " [")
+		b.WriteString("a" + strconv.Itoa(i) + ": &a" + strconv.Itoa(i) + " [")
 		for j := 0; j < 9; j++ {
 			if j > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("*a" + itoa(i-1))
+			b.WriteString("*a" + strconv.Itoa(i-1))
 		}
 		b.WriteString("]\n")
 	}
 	b.WriteString("---\n")
-	if _, err := parseNote([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "anchors") {
+	if _, err := Parse([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "anchors") {
 		t.Fatalf("parseNote of a YAML bomb = %v, want the anchors error", err)
 	}
 }
@@ -79,27 +80,27 @@ func TestFrontMatterSurvivesRewrite(t *testing.T) {
 		"owner:   Ada   # aligned by hand\n" +
 		"tags: [a, b]\n" +
 		"---\nbody\n"
-	n, err := parseNote([]byte(in))
+	n, err := Parse([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := n.render()
+	out, err := n.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(out) != in {
 		t.Errorf("unchanged note rendered differently:\n%s\nwant:\n%s", out, in)
 	}
-	if err := n.set(keyDigest, "old"); err != nil {
+	if err := n.Set(KeyDigest, "old"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := n.render(); string(out) != in {
+	if out, _ := n.Render(); string(out) != in {
 		t.Errorf("setting a field to its own value rewrote the front matter:\n%s", out)
 	}
-	if err := n.set(keyDigest, "new digest"); err != nil {
+	if err := n.Set(KeyDigest, "new digest"); err != nil {
 		t.Fatal(err)
 	}
-	out, err = n.render()
+	out, err = n.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +110,11 @@ func TestFrontMatterSurvivesRewrite(t *testing.T) {
 			t.Errorf("rewritten front matter lacks %q:\n%s", want, out)
 		}
 	}
-	again, err := parseNote(out)
+	again, err := Parse(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.str("ticket"); got != "08" {
+	if got := again.Str("ticket"); got != "08" {
 		t.Errorf("ticket = %q after the rewrite, want 08", got)
 	}
 }
@@ -122,19 +123,19 @@ func TestFrontMatterSurvivesRewrite(t *testing.T) {
 // as the same string.
 func TestSetQuotesAmbiguousStrings(t *testing.T) {
 	for _, v := range []string{"yes", "08", "1.10", "null", "2026-11-29", "a: b", "#x", "- item", "'q'", "line\nbreak"} {
-		n := newNoteFile()
-		if err := n.set(keyDigest, v); err != nil {
+		n := New()
+		if err := n.Set(KeyDigest, v); err != nil {
 			t.Fatal(err)
 		}
-		out, err := n.render()
+		out, err := n.Render()
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := parseNote(out)
+		back, err := Parse(out)
 		if err != nil {
 			t.Fatalf("render of %q does not parse: %v\n%s", v, err, out)
 		}
-		if got := back.str(keyDigest); got != v {
+		if got := back.Str(KeyDigest); got != v {
 			t.Errorf("digest %q came back as %q:\n%s", v, got, out)
 		}
 	}
@@ -143,11 +144,11 @@ func TestSetQuotesAmbiguousStrings(t *testing.T) {
 func TestTableRoundTrip(t *testing.T) {
 	cols := []string{"name", "value"}
 	rows := [][]string{{"tab\there", "new\nline"}, {`back\slash`, "cr\rx"}, {"", "é 漢字"}}
-	body := encodeTable(cols, rows)
+	body := EncodeTable(cols, rows)
 	if strings.Count(body, "\n") != 4 {
 		t.Fatalf("table body is not one line per row:\n%q", body)
 	}
-	gotCols, gotRows := decodeTable(body)
+	gotCols, gotRows := DecodeTable(body)
 	if strings.Join(gotCols, ",") != "name,value" || len(gotRows) != len(rows) {
 		t.Fatalf("decodeTable = %v %v", gotCols, gotRows)
 	}
@@ -168,24 +169,24 @@ func FuzzParseNote(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, err := parseNote(data)
+		n, err := Parse(data)
 		if err != nil {
 			return
 		}
 		n.dirty = true
-		out, err := n.render()
+		out, err := n.Render()
 		if err != nil {
 			return // yaml.v3 refuses to encode some decoded trees; nothing is written then
 		}
-		m, err := parseNote(out)
+		m, err := Parse(out)
 		if err != nil {
 			t.Fatalf("rendered note does not parse: %v\nin:  %q\nout: %q", err, data, out)
 		}
-		if !bytes.Equal(m.body, n.body) {
-			t.Fatalf("body changed: %q -> %q", n.body, m.body)
+		if !bytes.Equal(m.Body, n.Body) {
+			t.Fatalf("body changed: %q -> %q", n.Body, m.Body)
 		}
-		if m.str(keyDigest) != n.str(keyDigest) {
-			t.Fatalf("digest changed: %q -> %q", n.str(keyDigest), m.str(keyDigest))
+		if m.Str(KeyDigest) != n.Str(KeyDigest) {
+			t.Fatalf("digest changed: %q -> %q", n.Str(KeyDigest), m.Str(KeyDigest))
 		}
 	})
 }

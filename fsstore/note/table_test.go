@@ -1,4 +1,4 @@
-package fsstore
+package note
 
 import (
 	"slices"
@@ -39,12 +39,12 @@ func FuzzTable(f *testing.F) {
 		f.Add(s.body, s.cells, s.ncols)
 	}
 	f.Fuzz(func(t *testing.T, body, cells string, ncols uint8) {
-		cols, rows := decodeTable(body)
-		if _, kind := checkTable(cols, rows); kind == nil {
+		cols, rows := DecodeTable(body)
+		if _, kind := CheckTable(cols, rows); kind == nil {
 			tableRoundTrip(t, cols, rows)
 		}
 		cols, rows = layoutTable(cells, int(ncols))
-		if why, kind := checkTable(cols, rows); kind != nil {
+		if why, kind := CheckTable(cols, rows); kind != nil {
 			t.Fatalf("layoutTable made a table checkTable refuses (%s): %q %q", why, cols, rows)
 		}
 		tableRoundTrip(t, cols, rows)
@@ -83,18 +83,18 @@ func layoutTable(cells string, n int) ([]string, [][]string) {
 // again yields the rows twice.
 func tableRoundTrip(t *testing.T, cols []string, rows [][]string) {
 	t.Helper()
-	body := encodeTable(cols, rows)
+	body := EncodeTable(cols, rows)
 	if lines := strings.Count(body, "\n"); lines != 1+len(rows) {
-		t.Fatalf("encodeTable(%q, %q) = %q: %d lines, want %d", cols, rows, body, lines, 1+len(rows))
+		t.Fatalf("EncodeTable(%q, %q) = %q: %d lines, want %d", cols, rows, body, lines, 1+len(rows))
 	}
-	gotCols, gotRows := decodeTable(body)
+	gotCols, gotRows := DecodeTable(body)
 	if !sameTable(gotCols, gotRows, cols, rows) {
 		t.Fatalf("round trip of %q %q\nbody %q\ngot  %q %q", cols, rows, body, gotCols, gotRows)
 	}
 	var b strings.Builder
 	b.WriteString(body)
-	encodeRows(&b, rows)
-	gotCols, gotRows = decodeTable(b.String())
+	EncodeRows(&b, rows)
+	gotCols, gotRows = DecodeTable(b.String())
 	if !sameTable(gotCols, gotRows, cols, append(slices.Clone(rows), rows...)) {
 		t.Fatalf("appending %q to %q: got %q %q", rows, body, gotCols, gotRows)
 	}

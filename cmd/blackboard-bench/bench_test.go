@@ -12,16 +12,18 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
-// runBinary runs the real binary and returns its stdout; a failure is fatal.
-func runBinary(t *testing.T, args ...string) string {
+// runBinary runs one of the real binaries and returns its stdout; a failure
+// is fatal.
+func runBinary(t *testing.T, binary string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(testBinary, args...)
+	cmd := exec.Command(binary, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("blackboard-mcp %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(binary), strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
 }
@@ -70,21 +72,21 @@ func checkLatencies(t *testing.T, line string, m []string) {
 	}
 }
 
-// benchWriteRun runs bench write and checks its output: a catch-up line, a
-// line per worker when there are several, and the total, which must have
-// lost nothing. It returns the history the run started from.
+// benchWriteRun runs blackboard-bench write and checks its output: a
+// catch-up line, a line per worker when there are several, and the total,
+// which must have lost nothing. It returns the history the run started from.
 func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...string) (history int, out string) {
 	t.Helper()
-	args := append([]string{"bench", "write", "--dir", dir, "--procs", strconv.Itoa(procs),
+	args := append([]string{"write", "--dir", dir, "--procs", strconv.Itoa(procs),
 		"--writes", strconv.Itoa(writes), "--notes", strconv.Itoa(notes)}, extra...)
-	out = runBinary(t, args...)
+	out = runBinary(t, benchBinary, args...)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	want := 2
 	if procs > 1 {
 		want += procs
 	}
 	if len(lines) != want {
-		t.Fatalf("bench write --procs %d printed %d lines, want %d:\n%s", procs, len(lines), want, out)
+		t.Fatalf("write --procs %d printed %d lines, want %d:\n%s", procs, len(lines), want, out)
 	}
 	if catchupLine.FindStringSubmatch(lines[0]) == nil {
 		t.Errorf("catch-up line %q", lines[0])
@@ -115,18 +117,18 @@ func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...
 	return atoi(t, m[3]), out
 }
 
-// TestBenchVerb runs bench generate and bench write at tiny sizes, so the
+// TestGenerateAndWrite runs generate and write at tiny sizes, so the
 // maintainers' measurement cannot rot, and checks the generated workspace
-// against init and against fsstore's reading of it.
-func TestBenchVerb(t *testing.T) {
+// against blackboard-mcp's init and against fsstore's reading of it.
+func TestGenerateAndWrite(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs the git command")
 	}
 	dir := filepath.Join(t.TempDir(), "gen")
 	opts := fixtures.Options{Workspace: "acme", Notes: 200, Commits: 500, Seed: 3}
-	out := runBinary(t, "bench", "generate", dir, "--notes", "200", "--commits", "500", "--name", "acme", "--seed", "3")
+	out := runBinary(t, benchBinary, "generate", dir, "--notes", "200", "--commits", "500", "--name", "acme", "--seed", "3")
 	if m := generateLine.FindStringSubmatch(strings.TrimSpace(out)); m == nil || m[1] != "200" || m[2] != "500" || m[3] != "501" {
-		t.Fatalf("bench generate printed %q", out)
+		t.Fatalf("generate printed %q", out)
 	}
 	checkLikeInit(t, dir)
 	checkReadable(t, dir, opts)
@@ -151,9 +153,9 @@ func TestBenchVerb(t *testing.T) {
 	// On a workspace with fewer notes than asked for, the bench creates its
 	// own; --no-sync is passed on to the workers.
 	fresh := filepath.Join(t.TempDir(), "fresh")
-	runBinary(t, "init", fresh)
+	runBinary(t, mcpBinary, "init", fresh)
 	benchWriteRun(t, fresh, 2, 6, 3, "--no-sync")
-	if got := runBinary(t, "get", "--dir", fresh, "bench/note-5"); !strings.HasPrefix(got, "bb://fresh/bench/note-5 v2\n") {
+	if got := runBinary(t, mcpBinary, "get", "--dir", fresh, "bench/note-5"); !strings.HasPrefix(got, "bb://fresh/bench/note-5 v2\n") {
 		t.Errorf("get bench/note-5 after 2 writes:\n%s", got)
 	}
 }
@@ -163,9 +165,9 @@ func TestBenchVerb(t *testing.T) {
 func checkLikeInit(t *testing.T, dir string) {
 	t.Helper()
 	ref := filepath.Join(t.TempDir(), "ref")
-	runBinary(t, "init", ref, "--name", "acme")
+	runBinary(t, mcpBinary, "init", ref, "--name", "acme")
 	for _, p := range []string{".blackboard/config.yaml", ".blackboard/.gitignore", ".git/HEAD", ".git/config", ".git/description",
-		fsstore.StateNote + ".md"} {
+		note.StateNote + ".md"} {
 		want, err := os.ReadFile(filepath.Join(ref, filepath.FromSlash(p)))
 		if err != nil {
 			t.Fatal(err)
@@ -189,8 +191,8 @@ func checkLikeInit(t *testing.T, dir string) {
 
 // checkReadable opens the generated workspace with fsstore (which builds
 // its derived index from the history) and reads every note, expecting the
-// versions and digests the generator says it wrote; the real binary reads a
-// few too.
+// versions and digests the generator says it wrote; the real blackboard-mcp
+// reads a few too.
 func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 	t.Helper()
 	notes, err := fixtures.Manifest(dir, opts)
@@ -207,7 +209,7 @@ func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 	}
 	var probes []fixtures.Note
 	for i, n := range notes {
-		v, err := w.Get(n.Key, true)
+		v, err := w.As(fsstore.OpenCaller("checker")).Get(n.Key, true)
 		if err != nil {
 			t.Errorf("get %s: %v", n.Key, err)
 			continue
@@ -218,7 +220,7 @@ func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 		if n.Table != (len(v.Columns) > 0) || n.Table && !strings.HasPrefix(v.Content, strings.Join(v.Columns, "\t")+"\n") {
 			t.Errorf("get %s: columns %q, content %.60q; table=%v", n.Key, v.Columns, v.Content, n.Table)
 		}
-		if n.Blob != "" && (v.Bytes <= fsstore.BlobThreshold || len(v.Content) != v.Bytes) {
+		if n.Blob != "" && (v.Bytes <= note.BlobThreshold || len(v.Content) != v.Bytes) {
 			t.Errorf("get %s: out of line, %d bytes read of %d", n.Key, len(v.Content), v.Bytes)
 		}
 		if i < 3 || n.Blob != "" && len(probes) < 6 {
@@ -226,7 +228,7 @@ func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 		}
 	}
 	for _, n := range probes {
-		got, _, _ := strings.Cut(runBinary(t, "get", "--dir", dir, n.Key), "\n")
+		got, _, _ := strings.Cut(runBinary(t, mcpBinary, "get", "--dir", dir, n.Key), "\n")
 		if want := "bb://acme/" + n.Key + " v" + strconv.Itoa(n.Version); got != want {
 			t.Errorf("blackboard-mcp get %s: %q, want %q", n.Key, got, want)
 		}
@@ -235,7 +237,7 @@ func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 
 // TestBenchFull is the full write measurement. It runs only with
 // BLACKBOARD_BENCH=1, takes many minutes, and prints numbers without judging
-// them (go test -v -run TestBenchFull -timeout 90m ./cmd/blackboard-mcp):
+// them (go test -v -run TestBenchFull -timeout 90m ./cmd/blackboard-bench):
 // boards of 1,000 notes with 1,000 and 100,000 commits of history, and the
 // SPEC's 100,000 notes with 100,000 commits, each written by 1, 4 and 8
 // processes.
@@ -246,7 +248,7 @@ func TestBenchFull(t *testing.T) {
 	const total = 1000 // writes per run, shared among its processes
 	for _, board := range []struct{ notes, commits int }{{1000, 1000}, {1000, 100000}, {100000, 100000}} {
 		dir := filepath.Join(t.TempDir(), "board")
-		out := runBinary(t, "bench", "generate", dir, "--notes", strconv.Itoa(board.notes),
+		out := runBinary(t, benchBinary, "generate", dir, "--notes", strconv.Itoa(board.notes),
 			"--commits", strconv.Itoa(board.commits), "--name", "acme")
 		t.Log(strings.TrimSpace(out))
 		for _, procs := range []int{1, 4, 8} {

@@ -1,25 +1,25 @@
-package fsstore
+package health
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-	"golang.org/x/sys/unix"
-
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -47,31 +47,31 @@ type Finding struct {
 	Fix     string // what to do about it
 }
 
-// HealthReport is what health found. A workspace is sound when there are no
+// Report is what health found. A workspace is sound when there are no
 // findings; Info says what was checked or skipped and is never a problem.
-type HealthReport struct {
+type Report struct {
 	Findings []Finding
 	Info     []string
 }
 
 // OK reports whether the workspace is sound.
-func (r *HealthReport) OK() bool { return len(r.Findings) == 0 }
+func (r *Report) OK() bool { return len(r.Findings) == 0 }
 
 // Add records a finding.
-func (r *HealthReport) Add(f Finding) { r.Findings = append(r.Findings, f) }
+func (r *Report) Add(f Finding) { r.Findings = append(r.Findings, f) }
 
 // Infof records what was checked or skipped.
-func (r *HealthReport) Infof(format string, args ...any) {
+func (r *Report) Infof(format string, args ...any) {
 	r.Info = append(r.Info, fmt.Sprintf(format, args...))
 }
 
-// HealthOptions tune the checks. The zero value checks the last 200 commits'
+// Options tune the checks. The zero value checks the last 200 commits'
 // objects, 200 notes' versions against up to 100,000 commits of history,
 // calls a git lock file stale after 5 seconds, and runs `git fsck` (when the
 // git CLI is installed) for at most a minute.
-type HealthOptions struct {
-	// Open configures the workspace CheckHealth opens.
-	Open Options
+type Options struct {
+	// Open configures the workspace Check opens.
+	Open fsstore.Options
 	// RecentCommits is how many first-parent commits, newest first, have
 	// every commit and tree object read. 0 means 200.
 	RecentCommits int
@@ -87,13 +87,9 @@ type HealthOptions struct {
 	// FsckTimeout bounds `git fsck --connectivity-only`. 0 means one minute;
 	// negative skips it.
 	FsckTimeout time.Duration
-	// Extra runs after the workspace's own checks, on the opened workspace,
-	// for checks that belong to other packages (the tool surface). Only
-	// CheckHealth calls it, and only when the workspace opened.
-	Extra func(w *Workspace, r *HealthReport)
 }
 
-func (o *HealthOptions) defaults() {
+func (o *Options) defaults() {
 	if o.RecentCommits <= 0 {
 		o.RecentCommits = 200
 	}
@@ -126,14 +122,40 @@ const (
 	fixJournalLater = "open the workspace once (any blackboard-mcp verb, e.g. `blackboard-mcp ls`) or make any write (`blackboard-mcp put`): either finishes it from the journal"
 )
 
-// CheckHealth checks the workspace at dir and reports every problem it finds,
+// Workspace is what health reads of an open workspace; *fsstore.Workspace
+// has it. Health only reads: it never takes the write lock.
+type Workspace interface {
+	Dir() string
+	Repo() *gitver.Repo
+	// IndexHead is the commit the derived index reflects, and its cursor.
+	IndexHead() (commit gitver.Hash, cursor int, err error)
+	// ReadIndex reads the derived index at one point of history.
+	ReadIndex(fn func(*index.Snapshot) error) error
+	// WalkNotes lists the work tree's note and blob files, with their stat,
+	// and the paths that would be but cannot be read.
+	WalkNotes() (found map[string]fs.FileInfo, problems []fsstore.TreeProblem, ok bool)
+	// ReadFile reads a workspace file (not following links); ok is false
+	// when it does not exist.
+	ReadFile(p string) (content []byte, info fs.FileInfo, ok bool, err error)
+	// Rel is a path under the workspace relative to it, slash-separated.
+	Rel(abs string) string
+}
+
+// checker runs the checks on one workspace.
+type checker struct {
+	ws   Workspace
+	dir  string
+	repo *gitver.Repo
+}
+
+// Check checks the workspace at dir and reports every problem it finds,
 // each with its fix. It looks at the journal of an interrupted write before
 // opening the workspace, because opening finishes that write; the other
 // checks see the workspace as opened. A workspace that does not open is
 // reported, not returned as an error.
-func CheckHealth(dir string, opts HealthOptions) *HealthReport {
+func Check(dir string, opts Options) *Report {
 	opts.defaults()
-	r := &HealthReport{}
+	r := &Report{}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		r.Add(Finding{Check: "repository", Severity: SeverityError, Message: err.Error(),
@@ -141,7 +163,7 @@ func CheckHealth(dir string, opts HealthOptions) *HealthReport {
 		return r
 	}
 	journalBefore := inspectJournal(abs)
-	w, err := Open(abs, opts.Open)
+	w, err := fsstore.Open(abs, opts.Open)
 	if err != nil {
 		r.Add(openFinding(abs, err))
 		if journalBefore != nil {
@@ -163,35 +185,33 @@ func CheckHealth(dir string, opts HealthOptions) *HealthReport {
 		}
 		r.Add(f)
 	}
-	w.health(opts, r, false)
-	if opts.Extra != nil {
-		opts.Extra(w, r)
-	}
+	newChecker(w).run(opts, r, false)
 	r.finish()
 	return r
 }
 
-// Health checks an open workspace: the same checks as CheckHealth, except
-// that an interrupted write is only seen while no process has finished it.
-func (w *Workspace) Health(opts HealthOptions) *HealthReport {
+// CheckOpen checks an open workspace: the same checks as Check, except that
+// an interrupted write is only seen while no process has finished it.
+func CheckOpen(w Workspace, opts Options) *Report {
 	opts.defaults()
-	r := &HealthReport{}
-	w.health(opts, r, true)
-	if opts.Extra != nil {
-		opts.Extra(w, r)
-	}
+	r := &Report{}
+	newChecker(w).run(opts, r, true)
 	r.finish()
 	return r
+}
+
+func newChecker(w Workspace) *checker {
+	return &checker{ws: w, dir: w.Dir(), repo: w.Repo()}
 }
 
 func openFinding(dir string, err error) Finding {
 	f := Finding{Check: "repository", Severity: SeverityError, Message: "the workspace does not open: " + err.Error()}
 	switch {
 	case errors.Is(err, gitver.ErrDetached):
-		f.Fix = "check out the workspace's branch: git switch " + DefaultBranch
+		f.Fix = "check out the workspace's branch: git switch " + note.DefaultBranch
 	case errors.Is(err, gitver.ErrNotRepository):
 		f.Fix = "make it a workspace with `blackboard-mcp init`, or point --dir at the workspace"
-	case strings.Contains(err.Error(), "not a blackboard workspace"):
+	case errors.Is(err, fsstore.ErrNotWorkspace):
 		f.Fix = "make it a workspace with `blackboard-mcp init " + filepath.Base(dir) + "`, or point --dir at the workspace"
 	default:
 		f.Fix = "fix what the message names; if it is the derived index, delete .blackboard/index.db (it is rebuilt from git)"
@@ -199,35 +219,35 @@ func openFinding(dir string, err error) Finding {
 	return f
 }
 
-// health runs the checks in the order a person would fix things: the
+// run runs the checks in the order a person would fix things: the
 // repository first, the derived index last.
-func (w *Workspace) health(opts HealthOptions, r *HealthReport, journal bool) {
-	files, head, ok := w.checkRepository(r)
+func (c *checker) run(opts Options, r *Report, journal bool) {
+	files, head, ok := c.checkRepository(r)
 	if ok {
-		w.checkObjects(head, opts.RecentCommits, r)
+		c.checkObjects(head, opts.RecentCommits, r)
 	}
-	w.checkFsck(opts.FsckTimeout, r)
-	w.checkLocks(opts.LockAge, r)
+	c.checkFsck(opts.FsckTimeout, r)
+	c.checkLocks(opts.LockAge, r)
 	if journal {
-		if f := inspectJournal(w.dir); f != nil {
+		if f := inspectJournal(c.dir); f != nil {
 			f.Fix = fixJournalLater
 			r.Add(*f)
 		}
 	}
 	if ok {
-		notes := w.readHeadNotes(files, r)
-		disk := w.checkDisk(files, notes, r)
-		w.checkStaged(r)
+		notes := c.readHeadNotes(files, r)
+		disk := c.checkDisk(files, notes, r)
+		c.checkStaged(r)
 		checkNotes(notes, disk, files, r)
-		w.checkIndex(head, files, opts, r)
+		c.checkIndex(head, files, opts, r)
 	} else {
-		w.checkIndex(head, nil, opts, r)
+		c.checkIndex(head, nil, opts, r)
 	}
-	checkAccess(w.dir, r)
+	checkAccess(c.dir, r)
 }
 
 // finish orders the findings by check and path and caps each check's count.
-func (r *HealthReport) finish() {
+func (r *Report) finish() {
 	order := map[string]int{}
 	for i, c := range []string{"repository", "objects", "locks", "journal", "files", "uncommitted",
 		"front_matter", "digest", "blob", "index", "access"} {
@@ -261,7 +281,7 @@ func (r *HealthReport) finish() {
 			capped = append(capped, f)
 		}
 	}
-	for _, c := range sortedKeys(count) {
+	for _, c := range slices.Sorted(maps.Keys(count)) {
 		if n := count[c]; n > maxFindingsPerCheck {
 			capped = append(capped, Finding{Check: c, Severity: SeverityWarning,
 				Message: fmt.Sprintf("%d more %s findings not shown", n-maxFindingsPerCheck, c),
@@ -273,13 +293,13 @@ func (r *HealthReport) finish() {
 
 // checkRepository reads the branch, its commit and that commit's whole tree.
 // It returns the tree's files (path -> blob) and whether they could be read.
-func (w *Workspace) checkRepository(r *HealthReport) (map[string]gitver.Hash, gitver.Hash, bool) {
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
-	head, err := w.repo.Head()
+func (c *checker) checkRepository(r *Report) (map[string]gitver.Hash, gitver.Hash, bool) {
+	branch := strings.TrimPrefix(c.repo.Branch(), "refs/heads/")
+	head, err := c.repo.Head()
 	if err != nil {
-		r.Add(Finding{Check: "repository", Severity: SeverityError, Path: ".git/" + w.repo.Branch(),
+		r.Add(Finding{Check: "repository", Severity: SeverityError, Path: ".git/" + c.repo.Branch(),
 			Message: fmt.Sprintf("the branch %s cannot be read: %v", branch, err),
-			Fix:     "restore the branch: point it at its last good commit (git reflog " + branch + ", then git update-ref " + w.repo.Branch() + " COMMIT)"})
+			Fix:     "restore the branch: point it at its last good commit (git reflog " + branch + ", then git update-ref " + c.repo.Branch() + " COMMIT)"})
 		return nil, head, false
 	}
 	if head.IsZero() {
@@ -288,14 +308,14 @@ func (w *Workspace) checkRepository(r *HealthReport) (map[string]gitver.Hash, gi
 			Fix:     "run `blackboard-mcp init` in the workspace, which makes the first commit"})
 		return nil, head, false
 	}
-	c, err := w.repo.ReadCommit(head)
+	commit, err := c.repo.ReadCommit(head)
 	if err != nil {
 		r.Add(Finding{Check: "repository", Severity: SeverityError,
 			Message: fmt.Sprintf("the branch %s names commit %s, which cannot be read: %v", branch, head.Short(), err),
 			Fix:     fixObjects})
 		return nil, head, false
 	}
-	changes, err := w.repo.DiffTrees(gitver.ZeroHash, c.Tree)
+	changes, err := c.repo.DiffTrees(gitver.ZeroHash, commit.Tree)
 	if err != nil {
 		r.Add(Finding{Check: "repository", Severity: SeverityError,
 			Message: fmt.Sprintf("the tree of the last commit %s cannot be read: %v", head.Short(), err),
@@ -312,26 +332,26 @@ func (w *Workspace) checkRepository(r *HealthReport) (map[string]gitver.Hash, gi
 // checkObjects reads every commit and tree of the recent first-parent
 // history: the oldest commit of the window whole, then what each later commit
 // changed (an unchanged subtree is the object already read).
-func (w *Workspace) checkObjects(head gitver.Hash, n int, r *HealthReport) {
+func (c *checker) checkObjects(head gitver.Hash, n int, r *Report) {
 	var chain []*gitver.CommitInfo
 	h := head
 	for len(chain) < n && !h.IsZero() {
-		c, err := w.repo.ReadCommit(h)
+		commit, err := c.repo.ReadCommit(h)
 		if err != nil {
 			r.Add(Finding{Check: "objects", Severity: SeverityError,
 				Message: fmt.Sprintf("commit %s, %d commits back on the branch, cannot be read: %v", h.Short(), len(chain), err),
 				Fix:     fixObjects})
 			break
 		}
-		chain = append(chain, c)
-		h = c.FirstParent()
+		chain = append(chain, commit)
+		h = commit.FirstParent()
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		var prev gitver.Hash
 		if i < len(chain)-1 {
 			prev = chain[i+1].Tree
 		}
-		if _, err := w.repo.DiffTrees(prev, chain[i].Tree); err != nil {
+		if _, err := c.repo.DiffTrees(prev, chain[i].Tree); err != nil {
 			r.Add(Finding{Check: "objects", Severity: SeverityError,
 				Message: fmt.Sprintf("a tree of commit %s cannot be read: %v", chain[i].Hash.Short(), err),
 				Fix:     fixObjects})
@@ -342,7 +362,7 @@ func (w *Workspace) checkObjects(head gitver.Hash, n int, r *HealthReport) {
 
 // checkFsck runs git's own connectivity check when the git CLI is installed:
 // it sees packs and refs this program never reads.
-func (w *Workspace) checkFsck(timeout time.Duration, r *HealthReport) {
+func (c *checker) checkFsck(timeout time.Duration, r *Report) {
 	if timeout < 0 {
 		return
 	}
@@ -354,7 +374,7 @@ func (w *Workspace) checkFsck(timeout time.Duration, r *HealthReport) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gitPath, "fsck", "--connectivity-only", "--no-dangling", "--no-progress")
-	cmd.Dir = w.dir
+	cmd.Dir = c.dir
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	switch {
@@ -379,7 +399,7 @@ func (w *Workspace) checkFsck(timeout time.Duration, r *HealthReport) {
 // CLI is installed: a note staged with other content than the commit has is
 // what a person's next `git commit` would commit, and if the program left
 // git's index behind its own commits, that commit would put old content back.
-func (w *Workspace) checkStaged(r *HealthReport) {
+func (c *checker) checkStaged(r *Report) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		return
@@ -387,7 +407,7 @@ func (w *Workspace) checkStaged(r *HealthReport) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gitPath, "diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD", "--")
-	cmd.Dir = w.dir
+	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0") // a check takes no lock
 	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
@@ -396,7 +416,7 @@ func (w *Workspace) checkStaged(r *HealthReport) {
 		return
 	}
 	for _, p := range strings.Split(string(out), "\x00") {
-		if _, ok := noteKeyOf(p); !ok {
+		if _, ok := note.KeyOf(p); !ok {
 			continue
 		}
 		r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
@@ -407,12 +427,12 @@ func (w *Workspace) checkStaged(r *HealthReport) {
 
 // checkLocks finds git lock files a dead process left: while one exists,
 // every write of the program and of git fails.
-func (w *Workspace) checkLocks(age time.Duration, r *HealthReport) {
+func (c *checker) checkLocks(age time.Duration, r *Report) {
 	locks := []string{
-		w.repo.IndexLockPath(),
-		w.repo.LockPath(),
-		filepath.Join(w.repo.GitDir(), "HEAD.lock"),
-		filepath.Join(w.repo.GitDir(), "packed-refs.lock"),
+		c.repo.IndexLockPath(),
+		c.repo.LockPath(),
+		filepath.Join(c.repo.GitDir(), "HEAD.lock"),
+		filepath.Join(c.repo.GitDir(), "packed-refs.lock"),
 	}
 	for _, p := range locks {
 		fi, err := os.Stat(p)
@@ -423,54 +443,25 @@ func (w *Workspace) checkLocks(age time.Duration, r *HealthReport) {
 		if old < age {
 			continue // a git command at work
 		}
-		rel := w.rel(p)
+		rel := c.ws.Rel(p)
 		r.Add(Finding{Check: "locks", Severity: SeverityError, Path: rel,
 			Message: fmt.Sprintf("git's lock file is %s old: writes of the board and of git fail while it exists", old.Round(time.Second)),
 			Fix:     fmt.Sprintf("make sure no git command is running in the workspace (an open `git commit` editor holds it), then delete it: rm %s", rel)})
 	}
 }
 
-func (w *Workspace) rel(p string) string {
-	if rel, err := filepath.Rel(w.dir, p); err == nil {
-		return filepath.ToSlash(rel)
-	}
-	return p
-}
-
-// inspectJournal reports a write that a killed process left half-finished:
-// a non-empty journal while no process holds the write lock. (A writer holds
-// the lock for as long as its journal is non-empty.)
+// inspectJournal reports a write that a killed process left half-finished.
 func inspectJournal(dir string) *Finding {
-	p := filepath.Join(dir, journalPath)
-	b, err := os.ReadFile(p)
-	if err != nil || len(b) == 0 {
+	iw := fsstore.FindInterruptedWrite(dir)
+	if iw == nil {
 		return nil
 	}
-	if lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR, 0); err == nil {
-		busy := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
-		if !busy {
-			unix.Flock(int(lock.Fd()), unix.LOCK_UN)
-		}
-		lock.Close()
-		if busy {
-			return nil // a live writer's journal
-		}
-	}
 	what := "an interrupted write"
-	var j journal
-	if json.Unmarshal(b, &j) == nil && j.New != "" {
-		paths := make([]string, len(j.Files))
-		for i, f := range j.Files {
-			paths[i] = f.Path
-		}
-		short := j.New
-		if len(short) > 7 {
-			short = short[:7]
-		}
-		what = fmt.Sprintf("an interrupted write (commit %s of %s)", short, strings.Join(paths, ", "))
+	if !iw.Commit.IsZero() {
+		what = fmt.Sprintf("an interrupted write (commit %s of %s)", iw.Commit.Short(), strings.Join(iw.Paths, ", "))
 	}
-	return &Finding{Check: "journal", Severity: SeverityWarning, Path: journalPath,
-		Message: what + " was left in " + journalPath + " by a process that died mid-write"}
+	return &Finding{Check: "journal", Severity: SeverityWarning, Path: note.JournalFile,
+		Message: what + " was left in " + note.JournalFile + " by a process that died mid-write"}
 }
 
 // noteInfo is what health needs of a note file's front matter.
@@ -482,45 +473,34 @@ type noteInfo struct {
 }
 
 func infoOf(content []byte) noteInfo {
-	f, err := parseNote(content)
+	f, err := note.Parse(content)
 	if err != nil {
 		return noteInfo{problem: err.Error()}
 	}
-	return noteInfo{digest: f.str(keyDigest), blob: f.str(keyBlob)}
-}
-
-// isNoteFile reports whether p is a note's own .md file (not its blob).
-func isNoteFile(p string) bool {
-	_, ok := noteKeyOf(p)
-	return ok && !strings.HasSuffix(p, ".blob.md") && !strings.HasSuffix(p, ".blob.tsv")
-}
-
-func isBlobFile(p string) bool {
-	_, ok := noteKeyOf(p)
-	return ok && (strings.HasSuffix(p, ".blob.md") || strings.HasSuffix(p, ".blob.tsv"))
+	return noteInfo{digest: f.Str(note.KeyDigest), blob: f.Str(note.KeyBlob)}
 }
 
 // readHeadNotes reads every blob of the last commit, checks that its content
 // matches its name, and parses the notes' front matter. It returns the notes
 // by path.
-func (w *Workspace) readHeadNotes(files map[string]gitver.Hash, r *HealthReport) map[string]noteInfo {
+func (c *checker) readHeadNotes(files map[string]gitver.Hash, r *Report) map[string]noteInfo {
 	notes := map[string]noteInfo{}
-	for _, p := range sortedKeys(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		h := files[p]
-		content, err := w.repo.ReadBlob(h)
+		content, err := c.repo.ReadBlob(h)
 		if err == nil && gitver.BlobHash(content) != h {
 			err = errors.New("its content does not match its name")
 		}
 		if err != nil {
 			r.Add(Finding{Check: "objects", Severity: SeverityError, Path: p,
 				Message: fmt.Sprintf("the last commit's blob %s of this file cannot be read: %v", h.Short(), err),
-				Fix:     w.blobFix(p, h)})
-			if isNoteFile(p) {
+				Fix:     c.blobFix(p, h)})
+			if note.IsNoteFile(p) {
 				notes[p] = noteInfo{unread: true}
 			}
 			continue
 		}
-		if isNoteFile(p) {
+		if note.IsNoteFile(p) {
 			notes[p] = infoOf(content)
 		}
 	}
@@ -530,17 +510,17 @@ func (w *Workspace) readHeadNotes(files map[string]gitver.Hash, r *HealthReport)
 // blobFix says how to repair a damaged blob. When the work tree still holds
 // its content, the object can be written again from the file; git itself
 // would not overwrite the damaged loose object, so it goes first.
-func (w *Workspace) blobFix(p string, h gitver.Hash) string {
-	content, _, ok, err := w.readDisk(p, maxFileBytes)
+func (c *checker) blobFix(p string, h gitver.Hash) string {
+	content, _, ok, err := c.ws.ReadFile(p)
 	if err != nil || !ok || gitver.BlobHash(content) != h {
 		return fixObjects
 	}
-	loose := filepath.Join(w.repo.GitDir(), "objects", h.String()[:2], h.String()[2:])
+	loose := filepath.Join(c.repo.GitDir(), "objects", h.String()[:2], h.String()[2:])
 	if _, err := os.Stat(loose); err != nil {
 		return fixObjects
 	}
 	return fmt.Sprintf("the file on disk still holds this content: delete the damaged object (rm -f %s), then write it again from the file (git hash-object -w %s)",
-		w.rel(loose), p)
+		c.ws.Rel(loose), p)
 }
 
 // diskFile is a note or blob file in the work tree.
@@ -553,35 +533,35 @@ type diskFile struct {
 // commit, as `git status` would, and returns them by path. A file whose stat
 // is what the index recorded when it last matched the committed blob is not
 // read again.
-func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]noteInfo, r *HealthReport) map[string]diskFile {
+func (c *checker) checkDisk(files map[string]gitver.Hash, notes map[string]noteInfo, r *Report) map[string]diskFile {
 	disk := map[string]diskFile{}
-	found, problems, listed := w.walkNotes()
+	found, problems, listed := c.ws.WalkNotes()
 	for _, p := range problems {
-		r.Add(Finding{Check: "files", Severity: SeverityError, Path: p.path, Message: p.what, Fix: p.fix})
+		r.Add(Finding{Check: "files", Severity: SeverityError, Path: p.Path, Message: p.What, Fix: p.Fix})
 	}
 	if !listed {
 		return disk
 	}
-	err := w.idx.Read(func(s *index.Snapshot) error {
-		for _, p := range sortedKeys(found) {
+	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
+		for _, p := range slices.Sorted(maps.Keys(found)) {
 			fi := found[p]
 			committed := files[p]
-			if blob, size, mtime, ino, ok, err := s.Disk(p); err == nil && ok && !committed.IsZero() &&
-				blob == committed.String() && (fileStat{size, mtime, ino}) == statOf(fi) {
+			if d, ok, err := s.Disk(p); err == nil && ok && !committed.IsZero() &&
+				d.Blob == committed && fsstore.SameStat(d, fi) {
 				disk[p] = diskFile{blob: committed}
 				continue
 			}
-			content, _, exists, err := w.readDisk(p, maxFileBytes)
+			content, _, exists, err := c.ws.ReadFile(p)
 			if err != nil {
 				r.Add(Finding{Check: "files", Severity: SeverityError, Path: p,
-					Message: "cannot be read: " + errMsg(err), Fix: "fix the file, or remove it"})
+					Message: "cannot be read: " + message(err), Fix: "fix the file, or remove it"})
 				continue
 			}
 			if !exists {
 				continue
 			}
 			df := diskFile{blob: gitver.BlobHash(content)}
-			if df.blob != committed && isNoteFile(p) {
+			if df.blob != committed && note.IsNoteFile(p) {
 				info := infoOf(content)
 				df.info = &info
 			}
@@ -590,10 +570,10 @@ func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]not
 		return nil
 	})
 	if err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
 	}
-	for _, p := range sortedKeys(disk) {
+	for _, p := range slices.Sorted(maps.Keys(disk)) {
 		committed, ok := files[p]
 		switch {
 		case !ok:
@@ -604,12 +584,12 @@ func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]not
 				Message: "differs from the last commit (an edit not committed yet)", Fix: fixUncommitted})
 		}
 	}
-	for _, p := range sortedKeys(files) {
-		if _, ok := noteKeyOf(p); !ok {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if _, ok := note.KeyOf(p); !ok {
 			continue
 		}
 		if _, ok := disk[p]; !ok {
-			if _, listed := notes[p]; listed || isBlobFile(p) {
+			if _, listed := notes[p]; listed || note.IsBlobFile(p) {
 				r.Add(Finding{Check: "uncommitted", Severity: SeverityWarning, Path: p,
 					Message: "deleted on disk but not in git",
 					Fix:     "commit the deletion (git rm " + p + " and git commit), or bring the file back with git restore " + p})
@@ -623,10 +603,10 @@ func (w *Workspace) checkDisk(files map[string]gitver.Hash, notes map[string]not
 // files no note uses and notes whose blob file is missing: in the last
 // commit (what agents read) and in the work tree (what the next commit
 // holds). A problem only the work tree has says so.
-func checkNotes(head map[string]noteInfo, disk map[string]diskFile, files map[string]gitver.Hash, r *HealthReport) {
+func checkNotes(head map[string]noteInfo, disk map[string]diskFile, files map[string]gitver.Hash, r *Report) {
 	headBlobs := map[string]bool{}
 	for p := range files {
-		if isBlobFile(p) {
+		if note.IsBlobFile(p) {
 			headBlobs[p] = true
 		}
 	}
@@ -641,7 +621,7 @@ func checkNotes(head map[string]noteInfo, disk map[string]diskFile, files map[st
 	diskBlobs := map[string]bool{}
 	for p, f := range disk {
 		switch {
-		case isBlobFile(p):
+		case note.IsBlobFile(p):
 			diskBlobs[p] = true
 		case f.info != nil:
 			diskNotes[p] = *f.info
@@ -661,9 +641,9 @@ func checkNotes(head map[string]noteInfo, disk map[string]diskFile, files map[st
 
 func notesFindings(notes map[string]noteInfo, blobs map[string]bool) []Finding {
 	var out []Finding
-	for _, p := range sortedKeys(notes) {
+	for _, p := range slices.Sorted(maps.Keys(notes)) {
 		n := notes[p]
-		key, _ := noteKeyOf(p)
+		key, _ := note.KeyOf(p)
 		switch {
 		case n.unread:
 			continue // reported under objects
@@ -679,89 +659,81 @@ func notesFindings(notes map[string]noteInfo, blobs map[string]bool) []Finding {
 		if n.blob == "" {
 			continue
 		}
-		want := siblingBlobPath(key, n.blob)
+		want := note.SiblingBlobPath(key, n.blob)
 		switch {
 		case want == "":
 			out = append(out, Finding{Check: "blob", Severity: SeverityError, Path: p,
 				Message: fmt.Sprintf("the front matter names blob %q, which is not this note's own blob file", n.blob),
-				Fix:     "set `blob:` to " + pathBase(key) + ".blob.md (or .blob.tsv for a table), the file beside the note, or remove it and put the content in the body"})
+				Fix:     "set `blob:` to " + path.Base(key) + ".blob.md (or .blob.tsv for a table), the file beside the note, or remove it and put the content in the body"})
 		case !blobs[want]:
 			out = append(out, Finding{Check: "blob", Severity: SeverityError, Path: p,
 				Message: fmt.Sprintf("the note's content is in blob %s, which is missing", want),
 				Fix:     "bring the blob back from history (git log -- " + want + ", then git checkout COMMIT -- " + want + ") and commit it, or rewrite the note with its content (blackboard-mcp put " + key + ")"})
 		}
 	}
-	for _, p := range sortedKeys(blobs) {
-		key, _ := noteKeyOf(p)
+	for _, p := range slices.Sorted(maps.Keys(blobs)) {
+		key, _ := note.KeyOf(p)
 		n, ok := notes[key+".md"]
 		switch {
 		case !ok:
 			out = append(out, Finding{Check: "blob", Severity: SeverityWarning, Path: p,
 				Message: fmt.Sprintf("a blob file with no note (%s.md does not exist)", key),
 				Fix:     "delete it (git rm " + p + ") if it is not needed, or restore the note " + key + ".md from history"})
-		case !n.unread && n.problem == "" && siblingBlobPath(key, n.blob) != p:
+		case !n.unread && n.problem == "" && note.SiblingBlobPath(key, n.blob) != p:
 			out = append(out, Finding{Check: "blob", Severity: SeverityWarning, Path: p,
 				Message: fmt.Sprintf("a blob file no note uses: %s.md does not name it in `blob:`", key),
-				Fix:     "delete it (git rm " + p + ") if it is not needed, or set `blob: " + pathBase(p) + "` in " + key + ".md"})
+				Fix:     "delete it (git rm " + p + ") if it is not needed, or set `blob: " + path.Base(p) + "` in " + key + ".md"})
 		}
 	}
 	return out
 }
 
-func pathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
-
 // checkIndex compares the derived index with git: the commit it reflects,
 // the notes of the last commit when it reflects that commit, and, for a
 // sample of notes, the version recounted from the first-parent history.
-func (w *Workspace) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opts HealthOptions, r *HealthReport) {
-	indexed, seq, err := w.idx.Head()
+func (c *checker) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opts Options, r *Report) {
+	indexed, seq, err := c.ws.IndexHead()
 	if err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(),
 			Fix:     fixReindex + "; if that fails too, delete .blackboard/index.db* and run any read"})
 		return
 	}
 	const fixStale = "nothing is lost: any read catches the index up (e.g. `blackboard-mcp ls`), or run `blackboard-mcp reindex`"
 	switch {
-	case indexed == "":
-		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: indexFile,
+	case indexed.IsZero():
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,
 			Message: "the derived index is empty", Fix: fixStale})
 		return
-	case !head.IsZero() && indexed != head.String():
-		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: indexFile,
-			Message: fmt.Sprintf("the derived index is stale: it reflects commit %.7s (cursor %d), the branch is at %s", indexed, seq, head.Short()),
+	case !head.IsZero() && indexed != head:
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,
+			Message: fmt.Sprintf("the derived index is stale: it reflects commit %s (cursor %d), the branch is at %s", indexed.Short(), seq, head.Short()),
 			Fix:     fixStale})
 	}
-	ih, err := gitver.ParseHash(indexed)
-	if err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
-			Message: "the derived index names no commit: " + err.Error(), Fix: fixReindex})
-		return
+	if files != nil && indexed == head {
+		c.checkIndexNotes(files, r)
 	}
-	if files != nil && ih == head {
-		w.checkIndexNotes(files, r)
-	}
-	w.checkVersions(ih, seq, opts, r)
+	c.checkVersions(indexed, seq, opts, r)
 }
 
 // checkIndexNotes compares the index's present notes with the notes of the
 // commit it reflects.
-func (w *Workspace) checkIndexNotes(files map[string]gitver.Hash, r *HealthReport) {
+func (c *checker) checkIndexNotes(files map[string]gitver.Hash, r *Report) {
 	var keys []string
 	for p := range files {
-		if isNoteFile(p) {
-			key, _ := noteKeyOf(p)
+		if note.IsNoteFile(p) {
+			key, _ := note.KeyOf(p)
 			keys = append(keys, key)
 		}
 	}
 	sort.Strings(keys)
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
 		_, total, err := s.List(index.ListQuery{Limit: 1})
 		if err != nil {
 			return err
 		}
 		if total != len(keys) {
-			r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 				Message: fmt.Sprintf("the derived index lists %d notes; the last commit has %d", total, len(keys)),
 				Fix:     fixReindex})
 		}
@@ -773,16 +745,16 @@ func (w *Workspace) checkIndexNotes(files map[string]gitver.Hash, r *HealthRepor
 			}
 			for _, key := range batch {
 				n, ok := rows[key]
-				want := files[key+".md"].String()
+				want := files[key+".md"]
 				switch {
 				case !ok || !n.Present:
 					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
 						Message: "the note is in the last commit but the derived index does not list it", Fix: fixReindex})
 				case n.NoteBlob != want:
 					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
-						Message: fmt.Sprintf("the derived index holds blob %.7s of the note; the last commit has %.7s", n.NoteBlob, want),
+						Message: fmt.Sprintf("the derived index holds blob %s of the note; the last commit has %s", n.NoteBlob.Short(), want.Short()),
 						Fix:     fixReindex})
-				case n.ContentPath != "" && files[n.ContentPath].String() != n.ContentBlob:
+				case n.ContentPath != "" && files[n.ContentPath] != n.ContentBlob:
 					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.ContentPath,
 						Message: "the derived index holds another version of the note's blob file than the last commit", Fix: fixReindex})
 				}
@@ -791,7 +763,7 @@ func (w *Workspace) checkIndexNotes(files map[string]gitver.Hash, r *HealthRepor
 		return nil
 	})
 	if err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
 	}
 }
@@ -802,14 +774,14 @@ func (w *Workspace) checkIndexNotes(files map[string]gitver.Hash, r *HealthRepor
 // index reflects, so a stale index is not mistaken for a wrong one. When the
 // history is longer than the walk, the commits walked are compared one by
 // one instead of the totals.
-func (w *Workspace) checkVersions(from gitver.Hash, seq int, opts HealthOptions, r *HealthReport) {
+func (c *checker) checkVersions(from gitver.Hash, seq int, opts Options, r *Report) {
 	var sample []index.Note
-	if err := w.idx.Read(func(s *index.Snapshot) error {
+	if err := c.ws.ReadIndex(func(s *index.Snapshot) error {
 		var err error
 		sample, _, err = s.List(index.ListQuery{Limit: opts.SampleNotes})
 		return err
 	}); err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
 		return
 	}
@@ -817,52 +789,52 @@ func (w *Workspace) checkVersions(from gitver.Hash, seq int, opts HealthOptions,
 	for _, n := range sample {
 		sampled[n.Key] = true
 	}
-	touched := map[string]map[string]bool{} // note -> commits (hex) that changed it
-	walked := map[string]bool{}
+	touched := map[string]map[gitver.Hash]bool{} // note -> commits that changed it
+	walked := map[gitver.Hash]bool{}
 	h := from
 	var parentTree gitver.Hash
 	var pending *gitver.CommitInfo
 	// Walk newest first; each commit's changes need its parent's tree, so a
 	// commit is diffed once its parent has been read.
 	for !h.IsZero() && len(walked) < opts.VersionCommits {
-		c, err := w.repo.ReadCommit(h)
+		commit, err := c.repo.ReadCommit(h)
 		if err != nil {
 			r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
 			return
 		}
 		if pending != nil {
-			if err := w.countChanges(pending, c.Tree, sampled, touched); err != nil {
+			if err := c.countChanges(pending, commit.Tree, sampled, touched); err != nil {
 				r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
 				return
 			}
 		}
-		walked[c.Hash.String()] = true
-		pending = c
-		h = c.FirstParent()
+		walked[commit.Hash] = true
+		pending = commit
+		h = commit.FirstParent()
 	}
 	complete := h.IsZero()
 	if pending != nil {
 		if !complete {
 			// The oldest commit walked: its parent is outside the walk but
 			// still needed for its diff.
-			pc, err := w.repo.ReadCommit(h)
+			pc, err := c.repo.ReadCommit(h)
 			if err != nil {
 				r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
 				return
 			}
 			parentTree = pc.Tree
 		}
-		if err := w.countChanges(pending, parentTree, sampled, touched); err != nil {
+		if err := c.countChanges(pending, parentTree, sampled, touched); err != nil {
 			r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
 			return
 		}
 	}
 	if complete && len(walked) != seq {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: fmt.Sprintf("the derived index counts %d commits up to %s; git's first-parent history has %d", seq, from.Short(), len(walked)),
 			Fix:     fixReindex})
 	}
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
 		for _, n := range sample {
 			events, err := s.History(n.Key, n.Version+1)
 			if err != nil {
@@ -896,7 +868,7 @@ func (w *Workspace) checkVersions(from gitver.Hash, seq int, opts HealthOptions,
 		return nil
 	})
 	if err != nil {
-		r.Add(Finding{Check: "index", Severity: SeverityError, Path: indexFile,
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
 		return
 	}
@@ -907,221 +879,58 @@ func (w *Workspace) checkVersions(from gitver.Hash, seq int, opts HealthOptions,
 	r.Infof("index: versions of %d notes recounted over %s", len(sample), scope)
 }
 
-func (w *Workspace) countChanges(c *gitver.CommitInfo, parentTree gitver.Hash, sampled map[string]bool,
-	touched map[string]map[string]bool) error {
-	changes, err := w.repo.DiffTrees(parentTree, c.Tree)
+func (c *checker) countChanges(commit *gitver.CommitInfo, parentTree gitver.Hash, sampled map[string]bool,
+	touched map[string]map[gitver.Hash]bool) error {
+	changes, err := c.repo.DiffTrees(parentTree, commit.Tree)
 	if err != nil {
 		return err
 	}
 	for _, ch := range changes {
-		key, ok := noteKeyOf(ch.Path)
+		key, ok := note.KeyOf(ch.Path)
 		if !ok || !sampled[key] {
 			continue
 		}
 		if touched[key] == nil {
-			touched[key] = map[string]bool{}
+			touched[key] = map[gitver.Hash]bool{}
 		}
-		touched[key][c.Hash.String()] = true
+		touched[key][commit.Hash] = true
 	}
 	return nil
 }
 
-// maxAccessBytes bounds the access file before it is parsed (the YAML
-// parser's duplicate-key check is quadratic).
-const maxAccessBytes = 1 << 20
-
-// checkAccess validates the access file: a top-level `agents:` list whose
-// entries have a unique name, token_sha256 (the hex SHA-256 of the token,
-// never the token), and read and write lists of topic prefixes or *. It walks
-// the YAML itself, to report every problem with its line; then the access
-// package's own parser, which the server uses, has the last word.
-func checkAccess(dir string, r *HealthReport) {
-	raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(accessFile)))
+// checkAccess validates the access file (access.Lint, the rules the server
+// holds it to), reporting every problem with its line.
+func checkAccess(dir string, r *Report) {
+	raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(note.AccessFile)))
 	if errors.Is(err, fs.ErrNotExist) {
-		r.Infof("access: no %s, open mode: every caller may read and write every topic", accessFile)
+		r.Infof("access: no %s, open mode: every caller may read and write every topic", note.AccessFile)
 		return
-	}
-	before := len(r.Findings)
-	bad := func(line int, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		if line > 0 {
-			msg = "line " + strconv.Itoa(line) + ": " + msg
-		}
-		r.Add(Finding{Check: "access", Severity: SeverityError, Path: accessFile, Message: msg, Fix: fixAccess})
 	}
 	if err != nil {
-		bad(0, "cannot be read: %v", err)
+		r.Add(Finding{Check: "access", Severity: SeverityError, Path: note.AccessFile,
+			Message: fmt.Sprintf("cannot be read: %v", err), Fix: fixAccess})
 		return
 	}
-	if len(raw) > maxAccessBytes {
-		bad(0, "the file is %d bytes, over the limit of %d", len(raw), maxAccessBytes)
-		return
+	n, problems := access.Lint(raw)
+	for _, p := range problems {
+		r.Add(Finding{Check: "access", Severity: SeverityError, Path: note.AccessFile, Message: p.String(), Fix: fixAccess})
 	}
-	n := checkAccessShape(raw, bad)
-	if len(r.Findings) > before {
-		return
-	}
-	if _, err := access.Parse(raw); err != nil {
-		bad(0, "%s", err.Error())
-		return
-	}
-	if n == 0 {
-		r.Add(Finding{Check: "access", Severity: SeverityWarning, Path: accessFile,
+	switch {
+	case len(problems) > 0:
+	case n == 0:
+		r.Add(Finding{Check: "access", Severity: SeverityWarning, Path: note.AccessFile,
 			Message: "the `agents:` list is empty: every token is refused",
 			Fix:     "add an agent with `blackboard-mcp token add NAME --read TOPICS --write TOPICS`, or delete the file for open mode"})
-		return
+	default:
+		r.Infof("access: %s lists %d agents", note.AccessFile, n)
 	}
-	r.Infof("access: %s lists %d agents", accessFile, n)
 }
 
-// checkAccessShape reports each problem of the access file's structure
-// through bad and returns the number of agents.
-func checkAccessShape(raw []byte, bad func(line int, format string, args ...any)) int {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		bad(0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
-		return 0
+// message is an error's text for a finding, without the operation prefix.
+func message(err error) string {
+	var e *fsstore.Error
+	if errors.As(err, &e) {
+		return e.Msg
 	}
-	if doc.Kind == 0 || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		bad(0, "the file must be a mapping with an `agents:` list")
-		return 0
-	}
-	if line := firstAlias(doc.Content[0], 0); line > 0 {
-		// Refused rather than expanded: a few aliases can make a small file
-		// into a huge list to walk (a YAML bomb).
-		bad(line, "the file uses YAML anchors or aliases; write each list out")
-		return 0
-	}
-	agents := mappingValue(doc.Content[0], "agents")
-	if agents == nil || agents.Kind != yaml.SequenceNode {
-		bad(doc.Content[0].Line, "there is no top-level `agents:` list")
-		return 0
-	}
-	names := map[string]int{}
-	tokens := map[string]string{}
-	for i, a := range agents.Content {
-		label := fmt.Sprintf("agent %d", i+1)
-		if a.Kind != yaml.MappingNode {
-			bad(a.Line, "%s is not a mapping of name, token_sha256, read and write", label)
-			continue
-		}
-		seen := map[string]bool{}
-		for k := 0; k+1 < len(a.Content); k += 2 {
-			if key := a.Content[k].Value; seen[key] {
-				bad(a.Content[k].Line, "%s has `%s` twice", label, key)
-			} else {
-				seen[key] = true
-			}
-		}
-		name := mappingValue(a, "name")
-		switch {
-		case name == nil || name.Kind != yaml.ScalarNode || strings.TrimSpace(name.Value) == "":
-			bad(a.Line, "%s has no name", label)
-		case strings.ContainsAny(name.Value, "\r\n<>") || name.Value != strings.TrimSpace(name.Value):
-			bad(name.Line, "%s: the name %q must be one line without <, > or surrounding spaces (it becomes the commit author)", label, name.Value)
-		default:
-			label = fmt.Sprintf("agent %q", name.Value)
-			if first, dup := names[name.Value]; dup {
-				bad(name.Line, "%s appears twice (first at line %d): names must be unique", label, first)
-			} else {
-				names[name.Value] = name.Line
-			}
-		}
-		tok := mappingValue(a, "token_sha256")
-		switch {
-		case tok == nil || tok.Kind != yaml.ScalarNode:
-			bad(a.Line, "%s has no token_sha256 (the SHA-256 of its token, in hex)", label)
-		case !isHex64(tok.Value):
-			bad(tok.Line, "%s: token_sha256 must be 64 lower-case hexadecimal characters (the SHA-256 of the token, never the token itself); it has %d characters", label, len(tok.Value))
-		default:
-			if other, dup := tokens[tok.Value]; dup {
-				bad(tok.Line, "%s has the same token_sha256 as %s: one token would be two agents", label, other)
-			} else {
-				tokens[tok.Value] = label
-			}
-		}
-		for _, field := range []string{"read", "write"} {
-			list := mappingValue(a, field)
-			if list == nil || list.Kind != yaml.SequenceNode {
-				bad(a.Line, "%s has no `%s:` list (topic prefixes, or \"*\" for every topic; [] for none)", label, field)
-				continue
-			}
-			for _, t := range list.Content {
-				if t.Kind != yaml.ScalarNode {
-					bad(t.Line, "%s: %s holds something that is not a topic", label, field)
-					continue
-				}
-				if why := topicPrefixProblem(t.Value); why != "" {
-					bad(t.Line, "%s: %s topic %q %s", label, field, t.Value, why)
-				}
-			}
-		}
-	}
-	return len(agents.Content)
-}
-
-// firstAlias returns the line of the first anchor or alias under n, or of a
-// node nested absurdly deep, or 0.
-func firstAlias(n *yaml.Node, depth int) int {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" || depth > maxFrontMatterDepth {
-		return max(n.Line, 1)
-	}
-	for _, c := range n.Content {
-		if line := firstAlias(c, depth+1); line > 0 {
-			return line
-		}
-	}
-	return 0
-}
-
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// topicPrefixProblem says why s is neither "*" nor a topic prefix in the
-// address grammar's canonical (lower-case) form, or "".
-func topicPrefixProblem(s string) string {
-	if s == "*" {
-		return ""
-	}
-	segs := strings.Split(strings.TrimSuffix(s, "/"), "/")
-	if len(segs) > MaxSegments-1 {
-		return fmt.Sprintf("has more than %d segments", MaxSegments-1)
-	}
-	for _, seg := range segs {
-		folded, bad := foldSegment(seg)
-		if bad != "" {
-			return "is not a topic prefix: " + bad
-		}
-		if folded != seg {
-			return "must be lower case"
-		}
-	}
-	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return err.Error()
 }

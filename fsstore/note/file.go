@@ -1,9 +1,10 @@
-package fsstore
+package note
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,49 +15,54 @@ import (
 // keys took 5.8 s), so a person's front matter is bounded before it is parsed.
 const (
 	MaxFrontMatterBytes = 64 * 1024
-	maxFrontMatterDepth = 16
+	MaxFrontMatterDepth = 16
 )
-
-// BlobThreshold is the content size above which content is stored out of
-// line, in a sibling blob file.
-const BlobThreshold = 10 * 1024
 
 // Front-matter keys the program reads or writes. Any other key belongs to
 // whoever wrote it and survives every rewrite unchanged.
 const (
-	keyDigest     = "digest"
-	keyKind       = "kind"
-	keyAuthor     = "author"
-	keyUpdated    = "updated"
-	keyConfidence = "confidence"
-	keySources    = "sources"
-	keyLinks      = "links"
-	keyColumns    = "columns"
-	keyBlob       = "blob"
-	keyBytes      = "bytes"
-	keySummary    = "summary"
+	KeyDigest     = "digest"
+	KeyKind       = "kind"
+	KeyAuthor     = "author"
+	KeyUpdated    = "updated"
+	KeyConfidence = "confidence"
+	KeySources    = "sources"
+	KeyLinks      = "links"
+	KeyColumns    = "columns"
+	KeyBlob       = "blob"
+	KeyBytes      = "bytes"
+	KeySummary    = "summary"
 )
+
+// Relations are the link types a note's `links:` may hold.
+var Relations = []string{"depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"}
+
+// ValidRelation reports whether rel is one of Relations.
+func ValidRelation(rel string) bool { return slices.Contains(Relations, rel) }
 
 var errNoFrontMatter = errors.New("the file does not start with a front-matter block (a line ---)")
 
-// noteFile is a note as it is stored: a YAML front-matter mapping kept as a
-// node tree (so unknown keys, comments, key order and a person's scalars such
-// as 08 or yes survive) and the body that follows it.
-type noteFile struct {
+// File is a note as it is stored: a YAML front-matter mapping kept as a node
+// tree (so unknown keys, comments, key order and a person's scalars such as
+// 08 or yes survive) and the body that follows it.
+type File struct {
 	front *yaml.Node // a mapping node
 	raw   []byte     // the front matter as read; written back unless changed
 	dirty bool       // a field changed since parsing: raw is stale
-	body  []byte
+	// Body is what follows the front matter: Markdown, or a table's TSV;
+	// empty when the content is stored out of line.
+	Body []byte
 }
 
-func newNoteFile() *noteFile {
-	return &noteFile{front: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, dirty: true}
+// New returns a note file with empty front matter and no body.
+func New() *File {
+	return &File{front: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, dirty: true}
 }
 
-// parseNote splits a note file into front matter and body. It refuses front
+// Parse splits a note file into front matter and body. It refuses front
 // matter that is too large, too deep, or uses anchors and aliases (a YAML
 // bomb), before or while parsing, so a hostile note cannot stall a reader.
-func parseNote(data []byte) (*noteFile, error) {
+func Parse(data []byte) (*File, error) {
 	rest, ok := bytes.CutPrefix(data, []byte("---\n"))
 	if !ok {
 		rest, ok = bytes.CutPrefix(data, []byte("---\r\n"))
@@ -87,7 +93,7 @@ func parseNote(data []byte) (*noteFile, error) {
 	if len(raw) > MaxFrontMatterBytes {
 		return nil, fmt.Errorf("the front matter is %d bytes, over the limit of %d", len(raw), MaxFrontMatterBytes)
 	}
-	n := &noteFile{raw: raw, body: body}
+	n := &File{raw: raw, Body: body}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("the front matter is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -100,30 +106,45 @@ func parseNote(data []byte) (*noteFile, error) {
 	default:
 		return nil, errors.New("the front matter is not a mapping of keys to values")
 	}
-	if err := checkNode(n.front, 0); err != nil {
-		return nil, err
+	if line, deep := firstBadNode(n.front, 0); line > 0 {
+		if deep {
+			return nil, fmt.Errorf("the front matter nests deeper than %d levels", MaxFrontMatterDepth)
+		}
+		return nil, errors.New("the front matter uses YAML anchors or aliases, which notes do not allow")
 	}
 	return n, nil
 }
 
-func checkNode(n *yaml.Node, depth int) error {
-	if depth > maxFrontMatterDepth {
-		return fmt.Errorf("the front matter nests deeper than %d levels", maxFrontMatterDepth)
-	}
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		return errors.New("the front matter uses YAML anchors or aliases, which notes do not allow")
-	}
-	for _, c := range n.Content {
-		if err := checkNode(c, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
+// FirstAliasOrDeep returns the line of the first anchor or alias under n, or
+// of a node nested deeper than MaxFrontMatterDepth, or 0: what no YAML file
+// of the board may hold (a few aliases can make a small file into a huge
+// tree to walk, a YAML bomb).
+func FirstAliasOrDeep(n *yaml.Node) int {
+	line, _ := firstBadNode(n, 0)
+	return line
 }
 
-// render returns the file's bytes. Unchanged front matter is written back
+// firstBadNode finds the first node, in document order, nested deeper than
+// MaxFrontMatterDepth or being an anchor or alias. It returns its line (at
+// least 1; 0 when there is none) and whether it is too deep.
+func firstBadNode(n *yaml.Node, depth int) (line int, deep bool) {
+	if depth > MaxFrontMatterDepth {
+		return max(n.Line, 1), true
+	}
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return max(n.Line, 1), false
+	}
+	for _, c := range n.Content {
+		if line, deep := firstBadNode(c, depth+1); line > 0 {
+			return line, deep
+		}
+	}
+	return 0, false
+}
+
+// Render returns the file's bytes. Unchanged front matter is written back
 // byte for byte; changed front matter is re-encoded with two-space indent.
-func (n *noteFile) render() ([]byte, error) {
+func (n *File) Render() ([]byte, error) {
 	raw := n.raw
 	if n.dirty || raw == nil {
 		var b bytes.Buffer
@@ -139,16 +160,16 @@ func (n *noteFile) render() ([]byte, error) {
 		}
 		raw = b.Bytes()
 	}
-	out := make([]byte, 0, len(raw)+len(n.body)+8)
+	out := make([]byte, 0, len(raw)+len(n.Body)+8)
 	out = append(out, "---\n"...)
 	out = append(out, raw...)
 	out = append(out, "---\n"...)
-	out = append(out, n.body...)
+	out = append(out, n.Body...)
 	return out, nil
 }
 
 // lookup returns the value node of key, or nil.
-func (n *noteFile) lookup(key string) *yaml.Node {
+func (n *File) lookup(key string) *yaml.Node {
 	c := n.front.Content
 	for i := 0; i+1 < len(c); i += 2 {
 		if c[i].Value == key {
@@ -158,19 +179,22 @@ func (n *noteFile) lookup(key string) *yaml.Node {
 	return nil
 }
 
-// str returns a scalar field's value, "" when absent or not a scalar.
-func (n *noteFile) str(key string) string {
+// Str returns a scalar field's value, "" when absent or not a scalar.
+func (n *File) Str(key string) string {
 	if v := n.lookup(key); v != nil && v.Kind == yaml.ScalarNode {
 		return v.Value
 	}
 	return ""
 }
 
-// strs returns a sequence of scalars (sources, columns), or a lone scalar as a
-// one-element list.
-func (n *noteFile) strs(key string) []string {
+// Strs returns a sequence of scalars (sources, columns), or a lone scalar as
+// a one-element list.
+func (n *File) Strs(key string) []string {
 	return scalarList(n.lookup(key))
 }
+
+// IsTable reports whether the note is a table: it has columns.
+func (n *File) IsTable() bool { return len(n.Strs(KeyColumns)) > 0 }
 
 func scalarList(v *yaml.Node) []string {
 	if v == nil {
@@ -194,9 +218,10 @@ func scalarList(v *yaml.Node) []string {
 	return nil
 }
 
-// links returns the links mapping as rel -> targets, in file order.
-func (n *noteFile) links() (rels []string, targets map[string][]string) {
-	v := n.lookup(keyLinks)
+// Links returns the links mapping as rel -> targets, and the relations in
+// file order.
+func (n *File) Links() (rels []string, targets map[string][]string) {
+	v := n.lookup(KeyLinks)
 	targets = map[string][]string{}
 	if v == nil || v.Kind != yaml.MappingNode {
 		return nil, targets
@@ -209,10 +234,26 @@ func (n *noteFile) links() (rels []string, targets map[string][]string) {
 	return rels, targets
 }
 
-// set replaces key's value with value (encoded by yaml), appending the key
-// when absent. It marks the note dirty only when the encoded value differs, so
-// a person's formatting is kept when nothing really changed.
-func (n *noteFile) set(key string, value any) error {
+// SetLinks replaces the links mapping: rels in this order, each with its
+// targets as a flow sequence.
+func (n *File) SetLinks(rels []string, targets map[string][]string) error {
+	links := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, r := range rels {
+		var seq yaml.Node
+		if err := seq.Encode(targets[r]); err != nil {
+			return err
+		}
+		seq.Style = yaml.FlowStyle
+		links.Content = append(links.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r}, &seq)
+	}
+	n.setNode(KeyLinks, links)
+	return nil
+}
+
+// Set replaces key's value with value (encoded by yaml), appending the key
+// when absent. It marks the note changed only when the encoded value differs,
+// so a person's formatting is kept when nothing really changed.
+func (n *File) Set(key string, value any) error {
 	var v yaml.Node
 	if err := v.Encode(value); err != nil {
 		return err
@@ -220,22 +261,11 @@ func (n *noteFile) set(key string, value any) error {
 	if v.Kind == yaml.SequenceNode {
 		v.Style = yaml.FlowStyle
 	}
-	old := n.lookup(key)
-	if old != nil && sameNode(old, &v) {
-		return nil
-	}
-	n.dirty = true
-	if old != nil {
-		*old = v
-		return nil
-	}
-	n.front.Content = append(n.front.Content,
-		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &v)
+	n.setNode(key, &v)
 	return nil
 }
 
-// setNode is set for a value already built as a node (links).
-func (n *noteFile) setNode(key string, v *yaml.Node) {
+func (n *File) setNode(key string, v *yaml.Node) {
 	old := n.lookup(key)
 	if old != nil && sameNode(old, v) {
 		return
@@ -249,8 +279,8 @@ func (n *noteFile) setNode(key string, v *yaml.Node) {
 		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
 }
 
-// remove deletes key when present.
-func (n *noteFile) remove(key string) {
+// Remove deletes key when present.
+func (n *File) Remove(key string) {
 	c := n.front.Content
 	for i := 0; i+1 < len(c); i += 2 {
 		if c[i].Value == key {
@@ -278,10 +308,10 @@ func sameNode(a, b *yaml.Node) bool {
 	return true
 }
 
-// confidence parses the confidence field; ok is false when absent or not a
+// Confidence parses the confidence field; ok is false when absent or not a
 // number.
-func (n *noteFile) confidence() (float64, bool) {
-	s := n.str(keyConfidence)
+func (n *File) Confidence() (float64, bool) {
+	s := n.Str(KeyConfidence)
 	if s == "" {
 		return 0, false
 	}

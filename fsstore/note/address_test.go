@@ -1,4 +1,4 @@
-package fsstore
+package note
 
 import (
 	"errors"
@@ -114,9 +114,9 @@ func TestNoteKeyOf(t *testing.T) {
 		{"t/.x.md.bb-tmp-abc", ""},
 	}
 	for _, tt := range tests {
-		got, _ := noteKeyOf(tt.path)
+		got, _ := KeyOf(tt.path)
 		if got != tt.key {
-			t.Errorf("noteKeyOf(%q) = %q, want %q", tt.path, got, tt.key)
+			t.Errorf("KeyOf(%q) = %q, want %q", tt.path, got, tt.key)
 		}
 	}
 }
@@ -145,7 +145,7 @@ func FuzzParseAddress(f *testing.F) {
 				t.Fatalf("ParseAddress(%q) maps to hidden or unsafe path %q", s, p)
 			}
 		}
-		if key, ok := noteKeyOf(a.NotePath()); !ok || key != a.Short() {
+		if key, ok := KeyOf(a.NotePath()); !ok || key != a.Short() {
 			t.Fatalf("note path %q of %q maps back to %q", a.NotePath(), s, key)
 		}
 		b, err := ParseAddress(a.String(), "acme")

@@ -1,4 +1,4 @@
-package fsstore
+package health
 
 import (
 	"database/sql"
@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // healthBoard makes a workspace with a small note, a note whose body is out
@@ -17,22 +21,22 @@ import (
 func healthBoard(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "acme")
-	if err := Init(dir, ""); err != nil {
+	if err := fsstore.Init(dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Open(dir, Options{NoSync: true, Agent: "tester"})
+	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true, Agent: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	small, big := "LRU holds 2,000 entries.\n", strings.Repeat("a line of a long report\n", 600)
-	for _, req := range []UpdateRequest{
+	for _, req := range []fsstore.UpdateRequest{
 		{URI: "research/a", Digest: "a small finding", Body: &small},
 		{URI: "research/a", Digest: "a small finding, revised", Body: &small},
 		{URI: "research/big", Digest: "a long report", Body: &big},
 		{URI: "ops/table", Digest: "a table", Columns: []string{"k", "v"}, Rows: [][]string{{"x", "1"}}},
 	} {
-		if _, err := w.Update(req); err != nil {
+		if _, err := w.As(fsstore.OpenCaller("tester")).Update(req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +50,7 @@ func healthBoard(t *testing.T) string {
 // person's git commit, so the derived index reflects the branch again.
 func catchUpIndex(t *testing.T, dir string) {
 	t.Helper()
-	w, err := Open(dir, Options{NoSync: true})
+	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +83,12 @@ func commitByHand(t *testing.T, dir string, files map[string]string) {
 	catchUpIndex(t, dir)
 }
 
-func checkHealth(t *testing.T, dir string) *HealthReport {
+func checkHealth(t *testing.T, dir string) *Report {
 	t.Helper()
-	return CheckHealth(dir, HealthOptions{Open: Options{NoSync: true}, FsckTimeout: 20 * time.Second})
+	return Check(dir, Options{Open: fsstore.Options{NoSync: true}, FsckTimeout: 20 * time.Second})
 }
 
-func describe(r *HealthReport) string {
+func describe(r *Report) string {
 	var b strings.Builder
 	for _, f := range r.Findings {
 		b.WriteString("\n  " + f.Severity + " " + f.Check + " " + f.Path + ": " + f.Message + " | fix: " + f.Fix)
@@ -103,7 +107,7 @@ func TestHealthCleanWorkspace(t *testing.T) {
 	// A fresh workspace, and one with notes, an out-of-line body, a table,
 	// a person's commit and a valid access file: all sound.
 	fresh := filepath.Join(t.TempDir(), "fresh")
-	if err := Init(fresh, ""); err != nil {
+	if err := fsstore.Init(fresh, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := checkHealth(t, fresh); !r.OK() {
@@ -125,13 +129,13 @@ func TestHealthCleanWorkspace(t *testing.T) {
 		}
 	}
 	// A short version walk compares commit by commit instead of totals.
-	r = CheckHealth(dir, HealthOptions{Open: Options{NoSync: true}, VersionCommits: 2, FsckTimeout: -1})
+	r = Check(dir, Options{Open: fsstore.Options{NoSync: true}, VersionCommits: 2, FsckTimeout: -1})
 	if !r.OK() || !strings.Contains(describe(r), "over the last 2 commits") {
 		t.Fatalf("a short version walk:%s", describe(r))
 	}
 	// An open workspace checks itself the same way.
-	w := openWorkspace(t, dir, false)
-	if r := w.Health(HealthOptions{FsckTimeout: -1}); !r.OK() {
+	w := openWorkspace(t, dir)
+	if r := CheckOpen(w, Options{FsckTimeout: -1}); !r.OK() {
 		t.Fatalf("Workspace.Health has findings:%s", describe(r))
 	}
 }
@@ -204,14 +208,14 @@ func TestHealthFindings(t *testing.T) {
 			// branch never reached the commit it names.
 			j := `{"old":"` + head + `","new":"1111111111111111111111111111111111111111","time":"2026-01-01T00:00:00Z",` +
 				`"files":[{"path":"research/a.md","old":"","new":"2222222222222222222222222222222222222222"}]}`
-			putFile(t, dir, journalPath, j)
-		}, "journal", journalPath, "commit 1111111 of research/a.md", ""},
+			putFile(t, dir, note.JournalFile, j)
+		}, "journal", note.JournalFile, "commit 1111111 of research/a.md", ""},
 		{"stale derived index", func(t *testing.T, dir string) {
 			putFile(t, dir, "research/a.md", "---\ndigest: a person's commit\n---\nbody\n")
 			git(t, dir, "commit", "-qam", "by hand, while no server runs")
-		}, "index", indexFile, "the derived index is stale", ""},
+		}, "index", note.IndexFile, "the derived index is stale", ""},
 		{"index disagrees with git", func(t *testing.T, dir string) {
-			db, err := sql.Open("sqlite", filepath.Join(dir, indexFile))
+			db, err := sql.Open("sqlite", filepath.Join(dir, note.IndexFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +301,7 @@ func TestHealthJournalFinished(t *testing.T) {
 	requireGit(t)
 	t.Parallel()
 	dir := healthBoard(t)
-	putFile(t, dir, journalPath, "{torn")
+	putFile(t, dir, note.JournalFile, "{torn")
 	r := checkHealth(t, dir)
 	if len(r.Findings) != 1 || r.Findings[0].Check != "journal" || !strings.Contains(r.Findings[0].Message, "health finished it") {
 		t.Fatalf("want one journal finding that says health finished it:%s", describe(r))
@@ -314,10 +318,10 @@ func TestHealthLiveLocks(t *testing.T) {
 	t.Parallel()
 	dir := healthBoard(t)
 	putFile(t, dir, ".git/index.lock", "")
-	w := openWorkspace(t, dir, false)
-	putFile(t, dir, journalPath, "{in progress")
-	err := w.withWriteLockNoRecover(func() {
-		r := w.Health(HealthOptions{FsckTimeout: -1})
+	w := openWorkspace(t, dir)
+	putFile(t, dir, note.JournalFile, "{in progress")
+	err := withWriteLockNoRecover(dir, func() {
+		r := CheckOpen(w, Options{FsckTimeout: -1})
 		if !r.OK() {
 			t.Errorf("live locks reported:%s", describe(r))
 		}
@@ -329,8 +333,8 @@ func TestHealthLiveLocks(t *testing.T) {
 
 // withWriteLockNoRecover holds the cross-process write lock as a writer in
 // the middle of its write does, without finishing any journal first.
-func (w *Workspace) withWriteLockNoRecover(fn func()) error {
-	other, err := os.OpenFile(filepath.Join(w.dir, lockFile), os.O_RDWR, 0)
+func withWriteLockNoRecover(dir string, fn func()) error {
+	other, err := os.OpenFile(filepath.Join(dir, note.LockFile), os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -364,4 +368,21 @@ func corruptObject(t *testing.T, dir, hash string) {
 	if err := os.WriteFile(p, []byte("this is not a zlib stream"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	return fixtures.Git(t, dir, args...)
+}
+
+func requireGit(t testing.TB) { fixtures.RequireGit(t) }
+
+func openWorkspace(t testing.TB, dir string) *fsstore.Workspace {
+	t.Helper()
+	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true, Agent: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+)
+
+func runLink(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	var c commonFlags
+	fs := newFlagSet("link", stderr, &c)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: blackboard-mcp link SRC REL DST...\n\nRecords typed links from SRC to each DST, in SRC's front matter, as one commit.\nREL is one of %s.\n", strings.Join(note.Relations, ", "))
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 3 {
+		return usagef("link takes SRC REL DST...")
+	}
+	w, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	res, err := asAgent(w).Link(pos[0], pos[1], pos[2:])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s v%d\n", res.URI, res.Version)
+	for _, warn := range res.Warnings {
+		fmt.Fprintln(stderr, "warning: "+warn)
+	}
+	return nil
+}

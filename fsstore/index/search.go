@@ -1,0 +1,215 @@
+package index
+
+import (
+	"database/sql"
+	"errors"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+)
+
+// MaxQueryTerms bounds the terms of one query; the rest are ignored.
+const MaxQueryTerms = 32
+
+// Term is one term of a user's query.
+type Term struct {
+	Text   string
+	Phrase bool // quoted by the user
+	Prefix bool // ended in *
+}
+
+// SearchQuery is one full-text search.
+type SearchQuery struct {
+	Terms []Term
+	// AnyTerm lets any term match; otherwise every term must.
+	AnyTerm bool
+	Scope   Scope
+	Limit   int
+}
+
+// ParseQuery splits a user's query into terms: "quoted phrases", prefix*
+// and words. Nothing a user types is an FTS5 syntax error: every term is
+// passed to FTS5 as a quoted string, so AND, NEAR, -, * and stray quotes are
+// searched as words or dropped.
+func ParseQuery(q string) []Term {
+	// Control characters (a NUL ends an SQL string) separate words.
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, q)
+	var terms []Term
+	for len(terms) < MaxQueryTerms {
+		q = strings.TrimLeft(q, " \t\r\n")
+		if q == "" {
+			break
+		}
+		if q[0] == '"' {
+			if end := strings.IndexByte(q[1:], '"'); end >= 0 {
+				if p := strings.TrimSpace(q[1 : end+1]); p != "" {
+					terms = append(terms, Term{Text: p, Phrase: true})
+				}
+				q = q[end+2:]
+				continue
+			}
+			q = q[1:] // an unbalanced quote is dropped
+			continue
+		}
+		end := strings.IndexAny(q, " \t\r\n\"")
+		if end < 0 {
+			end = len(q)
+		}
+		word := q[:end]
+		q = q[end:]
+		t := Term{}
+		if strings.HasSuffix(word, "*") {
+			t.Prefix = true
+			word = strings.TrimRight(word, "*")
+		}
+		word = strings.Trim(word, "-*+^:(){}[],;!?'`")
+		if !hasWordChar(word) {
+			continue
+		}
+		t.Text = word
+		terms = append(terms, t)
+	}
+	return terms
+}
+
+func hasWordChar(s string) bool {
+	for _, r := range s {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127 {
+			return true
+		}
+	}
+	return false
+}
+
+func ftsString(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// match renders the term as FTS5 query syntax. An identifier matches its
+// squashed token in the ids column (the exact hit, weighted highest) or its
+// parts as a phrase.
+func (t Term) match() string {
+	if t.Prefix {
+		return ftsString(t.Text) + " *"
+	}
+	expr := ftsString(t.Text)
+	if !t.Phrase && note.IsIdentifier(t.Text) {
+		return "(ids : " + ftsString(note.Squash(t.Text)) + " OR " + expr + ")"
+	}
+	return expr
+}
+
+// Hit is one search result.
+type Hit struct {
+	Key        string
+	Digest     string
+	Score      float64 // higher is better
+	Superseded bool
+}
+
+// Column weights for BM25: the digest is what an author chose to say, so it
+// outweighs the body; an exact identifier outweighs both.
+const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0)"
+
+// Search returns the notes that match q, best first (BM25, the digest
+// weighted above the body, an exact identifier above both), superseded notes
+// after the others, at most q.Limit of them.
+//
+// FTS5 ranks the matches alone first and only the best candidates are joined
+// with the notes: joining every match of a common word (and checking each for
+// a successor) cost ten times the ranking. Candidates outside the scope are
+// dropped; when too few remain, the search widens.
+func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
+	if len(q.Terms) == 0 {
+		return nil, nil
+	}
+	op := " AND "
+	if q.AnyTerm {
+		op = " OR "
+	}
+	parts := make([]string, len(q.Terms))
+	for i, t := range q.Terms {
+		parts[i] = t.match()
+	}
+	match := strings.Join(parts, op)
+	for want := max(4*q.Limit, 40); ; want *= 8 {
+		hits, exhausted, err := s.searchCandidates(match, q.Scope, q.Limit, want)
+		if err != nil || len(hits) >= q.Limit || exhausted {
+			return hits, err
+		}
+	}
+}
+
+func (s *Snapshot) searchCandidates(match string, scope Scope, limit, want int) ([]Hit, bool, error) {
+	rows, err := s.t.Query(`SELECT rowid, -`+bm25Weights+` AS score FROM fts WHERE fts MATCH ?
+		ORDER BY score DESC LIMIT ?`, match, want)
+	if err != nil {
+		return nil, false, err
+	}
+	type cand struct {
+		id    int64
+		score float64
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.score); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	exhausted := len(cands) < want
+	var hits []Hit
+	for _, c := range cands {
+		var h Hit
+		err := s.t.QueryRow(`SELECT n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+			WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id = ? AND n.present = 1`, c.id).
+			Scan(&h.Key, &h.Digest, &h.Superseded)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if !scope.contains(h.Key) {
+			continue
+		}
+		h.Score = c.score
+		hits = append(hits, h)
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Superseded != hits[j].Superseded {
+			return !hits[i].Superseded
+		}
+		return hits[i].Score > hits[j].Score
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, exhausted, nil
+}
+
+// contains reports whether key is under one of the scope's prefixes.
+func (s Scope) contains(key string) bool {
+	if s.Prefixes == nil {
+		return true
+	}
+	for _, p := range s.Prefixes {
+		if key == p || strings.HasPrefix(key, p+"/") {
+			return true
+		}
+	}
+	return false
+}

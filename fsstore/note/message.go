@@ -1,0 +1,80 @@
+package note
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The trailers of every commit the program makes. Blackboard-Agent is on
+// all of them: a commit without it is a person's own git commit.
+const (
+	TrailerURI     = "Blackboard-Uri"
+	TrailerVersion = "Blackboard-Version"
+	TrailerAgent   = "Blackboard-Agent"
+)
+
+// maxSubjectRunes bounds the text after a subject's head (a digest, a
+// link's targets), so `git log --oneline` stays one screen line or so.
+const maxSubjectRunes = 100
+
+// Message is the commit message of a change the program commits: a tool
+// write, people's edits, init. `git log` then reads the same for all of
+// them: a subject that says what happened, with the digest, and trailers.
+type Message struct {
+	Subject string
+	// Lines are the body's lines between the subject and the trailers (the
+	// notes of a commit of several people's edits).
+	Lines []string
+	// URI and Version name the one note the commit is about; URI is ""
+	// when it is about several.
+	URI     string
+	Version int
+	// Agent is who wrote the change: an agent's name, or the person's.
+	Agent string
+}
+
+// String is the message as git stores it.
+func (m Message) String() string {
+	var b strings.Builder
+	b.WriteString(m.Subject)
+	b.WriteString("\n\n")
+	for _, l := range m.Lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if len(m.Lines) > 0 {
+		b.WriteByte('\n')
+	}
+	if m.URI != "" {
+		b.WriteString(TrailerURI + ": " + m.URI + "\n")
+		b.WriteString(TrailerVersion + ": " + strconv.Itoa(m.Version) + "\n")
+	}
+	b.WriteString(TrailerAgent + ": " + m.Agent + "\n")
+	return b.String()
+}
+
+// Subject joins a subject's head ("update research/x v3") and what the
+// change holds (the digest), cut to 100 characters; text "" leaves the head
+// alone.
+func Subject(head, text string) string {
+	if text == "" {
+		return head
+	}
+	if r := []rune(text); len(r) > maxSubjectRunes {
+		text = string(r[:maxSubjectRunes-1]) + "…"
+	}
+	return head + ": " + text
+}
+
+// WriteMessage is the message of one tool write (op is update, append or
+// link) of the note at a, now at version, by agent.
+func WriteMessage(op string, a Address, version int, text, agent string) Message {
+	return Message{Subject: Subject(op+" "+a.Short()+" v"+strconv.Itoa(version), text),
+		URI: a.String(), Version: version, Agent: agent}
+}
+
+// ByProgram reports whether a commit message is one the program wrote: it
+// carries the Blackboard-Agent trailer.
+func ByProgram(message string) bool {
+	return strings.Contains(message, "\n"+TrailerAgent+": ")
+}

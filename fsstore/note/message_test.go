@@ -1,0 +1,43 @@
+package note
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMessages(t *testing.T) {
+	a, err := ParseAddress("research/cache/latency", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 150)
+	tests := []struct {
+		name string
+		got  Message
+		want string
+	}{
+		{"update", WriteMessage("update", a, 3, "Hit rate fell", "researcher"),
+			"update research/cache/latency v3: Hit rate fell\n\nBlackboard-Uri: bb://acme/research/cache/latency\n" +
+				"Blackboard-Version: 3\nBlackboard-Agent: researcher\n"},
+		{"long digest", WriteMessage("append", a, 1, long, "a"),
+			"append research/cache/latency v1: " + strings.Repeat("é", 99) + "…\n\nBlackboard-Uri: bb://acme/research/cache/latency\n" +
+				"Blackboard-Version: 1\nBlackboard-Agent: a\n"},
+		{"init", InitMessage("acme"),
+			"init workspace acme\n\nBlackboard-Uri: bb://acme/run/state/current\nBlackboard-Version: 1\nBlackboard-Agent: blackboard-mcp\n"},
+		{"several notes", Message{Subject: "edit 2 notes by hand", Lines: []string{"edit a/b v2 by hand", "delete a/c by hand"}, Agent: "Ada"},
+			"edit 2 notes by hand\n\nedit a/b v2 by hand\ndelete a/c by hand\n\nBlackboard-Agent: Ada\n"},
+	}
+	for _, tt := range tests {
+		if got := tt.got.String(); got != tt.want {
+			t.Errorf("%s: got\n%q\nwant\n%q", tt.name, got, tt.want)
+		}
+		if !ByProgram(tt.got.String()) {
+			t.Errorf("%s: ByProgram is false for the program's own message", tt.name)
+		}
+	}
+	for _, msg := range []string{"fix typo\n", "Blackboard-Agent: x\n", "mention Blackboard-Agent in the body\n"} {
+		if ByProgram(msg) {
+			t.Errorf("ByProgram(%q) = true for a person's message", msg)
+		}
+	}
+}

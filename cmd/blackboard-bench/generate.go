@@ -6,13 +6,14 @@ import (
 	"io"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // runGenerate makes a large workspace to measure on, built by
 // fixtures.Generate, and says how long that took.
 func runGenerate(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("generate", stderr, nil)
+	fs := cli.NewFlagSet("generate", stderr, nil)
 	var opts fixtures.Options
 	fs.IntVar(&opts.Notes, "notes", 1000, "distinct notes")
 	fs.IntVar(&opts.Commits, "commits", 0, "note commits after the init commit, at least --notes (default: --notes)")
@@ -20,12 +21,12 @@ func runGenerate(_ context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of names, text, authors and times: equal flags give an identical history")
 	fs.StringVar(&opts.Workspace, "name", "", "workspace name (default: the directory's name)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("generate takes one directory")
+		return cli.Usagef("generate takes one directory")
 	}
 	start := time.Now()
 	if err := fixtures.Generate(pos[0], opts); err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 )
 
 // TestUsage checks the command line around the verbs: what a maintainer
@@ -24,7 +26,7 @@ func TestUsage(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
-		if got := exitCode(err, &stderr); got != tc.code {
+		if got := cli.ExitCode("blackboard-bench", err, &stderr); got != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, got, err, tc.code)
 		}
 		for _, s := range []struct {

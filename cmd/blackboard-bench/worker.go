@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
@@ -44,9 +45,9 @@ type workerMsg struct {
 // runWorker is one of runWrite's processes: it reads its job from stdin,
 // waits for the start, and prints a JSON line for each acknowledged write.
 func runWorker(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var c workspaceFlags
-	fs := newFlagSet("worker", stderr, &c)
-	if _, err := parse(fs, args); err != nil {
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("worker", stderr, &c)
+	if _, err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	in := bufio.NewReader(stdin)
@@ -62,7 +63,7 @@ func runWorker(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errors.New("the job names no notes")
 	}
 	out := json.NewEncoder(stdout)
-	w, err := c.open()
+	w, err := c.Open("") // every write names its own author
 	if err != nil {
 		_ = out.Encode(workerMsg{Error: err.Error()}) // best effort: the exit status tells too
 		return err

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
@@ -23,23 +24,23 @@ import (
 // --procs workers at once, and checks afterwards against git that no
 // acknowledged write was lost.
 func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c workspaceFlags
-	fs := newFlagSet("write", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("write", stderr, &c)
 	procs := fs.Int("procs", 1, "processes writing at once, each to its own notes")
 	writes := fs.Int("writes", 1000, "writes per process")
 	notes := fs.Int("notes", 20, "distinct notes per process, written round-robin")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("write takes no arguments (the workspace is --dir)")
+		return cli.Usagef("write takes no arguments (the workspace is --dir)")
 	}
 	if *procs < 1 || *writes < 1 || *notes < 1 {
-		return usagef("--procs, --writes and --notes must be at least 1")
+		return cli.Usagef("--procs, --writes and --notes must be at least 1")
 	}
-	w, err := c.open()
+	w, err := c.Open("") // every write names its own author
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return err
 	}
 	durability := "on"
-	if c.noSync {
+	if c.NoSync {
 		durability = "off"
 	}
 	label := fmt.Sprintf("sync=%s history=%d", durability, before)
@@ -79,7 +80,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		w.Close()
 	} else {
 		w.Close()
-		results, runErr = runWorkers(ctx, w.Dir(), c.noSync, picked, *procs, *writes)
+		results, runErr = runWorkers(ctx, w.Dir(), c.NoSync, picked, *procs, *writes)
 	}
 	// What was acknowledged is counted against the branch even after a
 	// failure: a failed write must not have lost an earlier one.

@@ -7,27 +7,28 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("get", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("get", stderr, &c)
 	full := fs.Bool("full", false, "print the body (or table) too")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp get ADDRESS [--full] [--json]\n\nPrints a note's version, digest and fields; --full adds its content.")
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("get takes one address")
+		return cli.Usagef("get takes one address")
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

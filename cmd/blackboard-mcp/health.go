@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/health"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
@@ -30,8 +31,8 @@ type findingJSON struct {
 }
 
 func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("health", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("health", stderr, &c)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"ok":bool,"findings":[{"check","severity","path","message","fix"}],"info":[...]}`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp health [--dir DIR] [--json]\n\n"+
@@ -41,15 +42,15 @@ func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 			"workspace is sound, 1 with one line per finding (what is wrong; how to fix it).")
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("health takes no arguments; name the workspace with --dir")
+		return cli.Usagef("health takes no arguments; name the workspace with --dir")
 	}
-	dir := c.workspaceDir()
-	open := fsstore.Options{NoSync: c.noSync, Agent: agentName()}
+	dir := c.Dir()
+	open := fsstore.Options{NoSync: c.NoSync, Agent: agentName()}
 	rep := health.Check(dir, health.Options{Open: open})
 	if w, err := fsstore.Open(dir, open); err == nil {
 		checkSurface(w, rep)
@@ -86,7 +87,7 @@ func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 	}
 	if !rep.OK() {
-		return errSilent
+		return cli.ErrSilent
 	}
 	return nil
 }

@@ -6,24 +6,25 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func runLink(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("link", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("link", stderr, &c)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: blackboard-mcp link SRC REL DST...\n\nRecords typed links from SRC to each DST, in SRC's front matter, as one commit.\nREL is one of %s.\n", strings.Join(note.Relations, ", "))
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 3 {
-		return usagef("link takes SRC REL DST...")
+		return cli.Usagef("link takes SRC REL DST...")
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

@@ -7,12 +7,13 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
 func runLog(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("log", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("log", stderr, &c)
 	limit := fs.Int("n", 50, "show at most this many changes")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
@@ -23,14 +24,14 @@ by whom (an agent, or a person's edit or git commit), the version it came
 from, and the digest it had after the change.`)
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("log takes one address")
+		return cli.Usagef("log takes one address")
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,13 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
 func runLs(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("ls", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("ls", stderr, &c)
 	kind := fs.String("kind", "", "only notes of this kind")
 	byName := fs.Bool("name", false, "order by address instead of newest change first")
 	limit := fs.Int("n", fsstore.DefaultListLimit, "show at most this many notes")
@@ -20,18 +21,18 @@ func runLs(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp ls [TOPIC] [--kind K] [--name] [-n N] [--since CURSOR]\n\nLists notes under a topic or topic prefix (all topics without one), newest change first.")
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usagef("ls takes at most one topic")
+		return cli.Usagef("ls takes at most one topic")
 	}
 	opts := fsstore.ListOptions{Kind: *kind, ByName: *byName, Limit: *limit, Since: *since}
 	if len(pos) == 1 {
 		opts.Topic = pos[0]
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

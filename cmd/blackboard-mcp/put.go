@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
@@ -23,8 +24,8 @@ func (s *stringList) Set(v string) error {
 }
 
 func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("put", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("put", stderr, &c)
 	digest := fs.String("digest", "", "one line saying what the note holds (required)")
 	body := fs.String("body", "", "the note's Markdown body (default: read from stdin)")
 	expect := fs.String("expect", "", "the version you last saw; 0 to create. Without it the write is unconditional")
@@ -37,18 +38,18 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp put ADDRESS --digest D [--body TEXT | < file] [--expect N] [flags]\n\nWrites a note as one git commit and prints its new version.")
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("put takes one address")
+		return cli.Usagef("put takes one address")
 	}
 	content := *body
 	if !flagSet(fs, "body") {
 		if f, ok := stdin.(*os.File); ok {
 			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				return usagef("give the body with --body or on stdin (put ADDRESS --digest D < file)")
+				return cli.Usagef("give the body with --body or on stdin (put ADDRESS --digest D < file)")
 			}
 		}
 		b, err := io.ReadAll(io.LimitReader(stdin, note.MaxContentBytes+1))
@@ -66,18 +67,18 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if *expect != "" {
 		v, err := strconv.Atoi(*expect)
 		if err != nil {
-			return usagef("--expect takes a version number")
+			return cli.Usagef("--expect takes a version number")
 		}
 		req.ExpectVersion = &v
 	}
 	if *confidence != "" {
 		f, err := strconv.ParseFloat(*confidence, 64)
 		if err != nil {
-			return usagef("--confidence takes a number from 0 to 1")
+			return cli.Usagef("--confidence takes a number from 0 to 1")
 		}
 		req.Confidence = &f
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

@@ -7,19 +7,21 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 )
 
 func runReindex(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("reindex", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("reindex", stderr, &c)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp reindex\n\nRebuilds the derived index (.blackboard/index.db) from git. Other processes keep\nreading the old index until the new one is complete.")
 		fs.PrintDefaults()
 	}
-	if _, err := parse(fs, args); err != nil {
+	if _, err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

@@ -5,25 +5,27 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 )
 
 func runSearch(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("search", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("search", stderr, &c)
 	topic := fs.String("topic", "", "only notes under this topic or topic prefix")
 	limit := fs.Int("n", 10, "show at most this many results")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp search QUERY... [--topic T] [-n N]\n\nFull-text search over digests, bodies, fields and addresses: words, \"phrases\", prefix*.\nAn exact identifier (deploy-v2.4.7-hotfix, ERR_CONN_RESET) finds its note first.")
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("search needs a query")
+		return cli.Usagef("search needs a query")
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -26,8 +27,8 @@ import (
 const version = "0.1.0"
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("serve", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("serve", stderr, &c)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
 	var roots stringList
 	fs.Var(&roots, "source-root", "a directory source_path may read from (repeatable; default: the workspace's parent)")
@@ -35,15 +36,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp serve [--dir DIR] [--http ADDR] [--source-root DIR]...\n\nServes the board to agents over MCP: stdio by default (what MCP clients start),\nor streamable HTTP. A missing or empty DIR is made a workspace first.")
 		fs.PrintDefaults()
 	}
-	if _, err := parse(fs, args); err != nil {
+	if _, err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	dir := c.workspaceDir()
+	dir := c.Dir()
 	if err := initIfEmpty(dir); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.noSync, Agent: agentName(), SourceRoots: roots,
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots,
 		OnEdits: func(r *fsstore.EditReport) {
 			for _, line := range r.Lines() {
 				log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])

@@ -6,12 +6,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 )
 
 func runToken(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	var c commonFlags
-	fs := newFlagSet("token", stderr, &c)
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("token", stderr, &c)
 	read := fs.String("read", "", "topics or topic prefixes the agent may read, comma-separated (* for all)")
 	write := fs.String("write", "", "topics or topic prefixes the agent may write, comma-separated (* for all)")
 	fs.Usage = func() {
@@ -25,14 +26,14 @@ a bearer token over HTTP) and each agent sees and writes only its topics. Tokens
 only as hashes; the file is committed, so git log tells who was given access when.`)
 		fs.PrintDefaults()
 	}
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("token needs add, list or revoke")
+		return cli.Usagef("token needs add, list or revoke")
 	}
-	w, err := c.open()
+	w, err := c.Open(agentName())
 	if err != nil {
 		return err
 	}
@@ -47,10 +48,10 @@ only as hashes; the file is committed, so git log tells who was given access whe
 	switch pos[0] {
 	case "add":
 		if len(pos) != 2 {
-			return usagef("token add takes one agent name")
+			return cli.Usagef("token add takes one agent name")
 		}
 		if *read == "" && *write == "" {
-			return usagef("give the agent topics with --read and/or --write")
+			return cli.Usagef("give the agent topics with --read and/or --write")
 		}
 		token, err := f.Add(pos[1], splitList(*read), splitList(*write))
 		if err != nil {
@@ -67,14 +68,14 @@ only as hashes; the file is committed, so git log tells who was given access whe
 		}
 	case "revoke":
 		if len(pos) != 2 {
-			return usagef("token revoke takes one agent name")
+			return cli.Usagef("token revoke takes one agent name")
 		}
 		if !f.Revoke(pos[1]) {
 			return fmt.Errorf("no agent named %s", pos[1])
 		}
 		return w.SaveAccess(f, "token revoke "+pos[1])
 	default:
-		return usagef("token needs add, list or revoke, not %q", pos[0])
+		return cli.Usagef("token needs add, list or revoke, not %q", pos[0])
 	}
 	return nil
 }

@@ -1,0 +1,220 @@
+package health
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// checkIndex compares the derived index with git: the commit it reflects,
+// the notes of the last commit when it reflects that commit, and, for a
+// sample of notes, the version recounted from the first-parent history.
+func (c *checker) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opts Options, r *Report) {
+	indexed, seq, err := c.ws.IndexHead()
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: "the derived index cannot be read: " + err.Error(),
+			Fix:     fixReindex + "; if that fails too, delete .blackboard/index.db* and run any read"})
+		return
+	}
+	const fixStale = "nothing is lost: any read catches the index up (e.g. `blackboard-mcp ls`), or run `blackboard-mcp reindex`"
+	switch {
+	case indexed.IsZero():
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,
+			Message: "the derived index is empty", Fix: fixStale})
+		return
+	case !head.IsZero() && indexed != head:
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,
+			Message: fmt.Sprintf("the derived index is stale: it reflects commit %s (cursor %d), the branch is at %s", indexed.Short(), seq, head.Short()),
+			Fix:     fixStale})
+	}
+	if files != nil && indexed == head {
+		c.checkIndexNotes(files, r)
+	}
+	c.checkVersions(indexed, seq, opts, r)
+}
+
+// checkIndexNotes compares the index's present notes with the notes of the
+// commit it reflects.
+func (c *checker) checkIndexNotes(files map[string]gitver.Hash, r *Report) {
+	var keys []string
+	for p := range files {
+		if note.IsNoteFile(p) {
+			key, _ := note.KeyOf(p)
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
+		_, total, err := s.List(index.ListQuery{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if total != len(keys) {
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+				Message: fmt.Sprintf("the derived index lists %d notes; the last commit has %d", total, len(keys)),
+				Fix:     fixReindex})
+		}
+		for start := 0; start < len(keys); start += 500 {
+			batch := keys[start:min(start+500, len(keys))]
+			rows, err := s.Notes(batch)
+			if err != nil {
+				return err
+			}
+			for _, key := range batch {
+				n, ok := rows[key]
+				want := files[key+".md"]
+				switch {
+				case !ok || !n.Present:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
+						Message: "the note is in the last commit but the derived index does not list it", Fix: fixReindex})
+				case n.NoteBlob != want:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
+						Message: fmt.Sprintf("the derived index holds blob %s of the note; the last commit has %s", n.NoteBlob.Short(), want.Short()),
+						Fix:     fixReindex})
+				case n.ContentPath != "" && files[n.ContentPath] != n.ContentBlob:
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.ContentPath,
+						Message: "the derived index holds another version of the note's blob file than the last commit", Fix: fixReindex})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+	}
+}
+
+// checkVersions recounts, from git, the versions of the most recently
+// changed notes: a note's version is the number of first-parent commits that
+// changed its file or its blob (SPEC 4). The walk starts at the commit the
+// index reflects, so a stale index is not mistaken for a wrong one. When the
+// history is longer than the walk, the commits walked are compared one by
+// one instead of the totals.
+func (c *checker) checkVersions(from gitver.Hash, seq int, opts Options, r *Report) {
+	var sample []index.Note
+	if err := c.ws.ReadIndex(func(s *index.Snapshot) error {
+		var err error
+		sample, _, err = s.List(index.ListQuery{Limit: opts.SampleNotes})
+		return err
+	}); err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	sampled := make(map[string]bool, len(sample))
+	for _, n := range sample {
+		sampled[n.Key] = true
+	}
+	touched := map[string]map[gitver.Hash]bool{} // note -> commits that changed it
+	walked := map[gitver.Hash]bool{}
+	h := from
+	var parentTree gitver.Hash
+	var pending *gitver.CommitInfo
+	// Walk newest first; each commit's changes need its parent's tree, so a
+	// commit is diffed once its parent has been read.
+	for !h.IsZero() && len(walked) < opts.VersionCommits {
+		commit, err := c.repo.ReadCommit(h)
+		if err != nil {
+			r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
+			return
+		}
+		if pending != nil {
+			if err := c.countChanges(pending, commit.Tree, sampled, touched); err != nil {
+				r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
+				return
+			}
+		}
+		walked[commit.Hash] = true
+		pending = commit
+		h = commit.FirstParent()
+	}
+	complete := h.IsZero()
+	if pending != nil {
+		if !complete {
+			// The oldest commit walked: its parent is outside the walk but
+			// still needed for its diff.
+			pc, err := c.repo.ReadCommit(h)
+			if err != nil {
+				r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
+				return
+			}
+			parentTree = pc.Tree
+		}
+		if err := c.countChanges(pending, parentTree, sampled, touched); err != nil {
+			r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
+			return
+		}
+	}
+	if complete && len(walked) != seq {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: fmt.Sprintf("the derived index counts %d commits up to %s; git's first-parent history has %d", seq, from.Short(), len(walked)),
+			Fix:     fixReindex})
+	}
+	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
+		for _, n := range sample {
+			events, err := s.History(n.Key, n.Version+1)
+			if err != nil {
+				return err
+			}
+			git := touched[n.Key]
+			if complete {
+				if n.Version != len(git) {
+					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.Key + ".md",
+						Message: fmt.Sprintf("the derived index says version %d; %d first-parent commits changed the note's files", n.Version, len(git)),
+						Fix:     fixReindex})
+				}
+				continue
+			}
+			inWindow := 0
+			for _, e := range events {
+				if walked[e.Hash] {
+					inWindow++
+					if !git[e.Hash] {
+						inWindow = -1
+						break
+					}
+				}
+			}
+			if inWindow != len(git) {
+				r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.Key + ".md",
+					Message: fmt.Sprintf("the derived index and git disagree on which of the last %d commits changed the note", len(walked)),
+					Fix:     fixReindex})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	scope := "the whole history"
+	if !complete {
+		scope = fmt.Sprintf("the last %d commits", len(walked))
+	}
+	r.Infof("index: versions of %d notes recounted over %s", len(sample), scope)
+}
+
+func (c *checker) countChanges(commit *gitver.CommitInfo, parentTree gitver.Hash, sampled map[string]bool,
+	touched map[string]map[gitver.Hash]bool) error {
+	changes, err := c.repo.DiffTrees(parentTree, commit.Tree)
+	if err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		key, ok := note.KeyOf(ch.Path)
+		if !ok || !sampled[key] {
+			continue
+		}
+		if touched[key] == nil {
+			touched[key] = map[gitver.Hash]bool{}
+		}
+		touched[key][commit.Hash] = true
+	}
+	return nil
+}

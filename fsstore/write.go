@@ -220,7 +220,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		old, oldContent, err := w.loadNote(cur)
 		switch {
 		case err == nil:
-			f, content, isTable = old, oldContent, len(old.Strs(note.KeyColumns)) > 0
+			f, content, isTable = old, oldContent, old.IsTable()
 		case req.isAppend():
 			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err).because(err)
 		}

@@ -1,7 +1,9 @@
 package fsstore
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -26,6 +28,9 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 	if err != nil {
 		return gitver.ZeroHash, 0, err
 	}
+	if head.IsZero() && !indexed.IsZero() {
+		return gitver.ZeroHash, 0, w.branchGone(indexed)
+	}
 	if indexed == head && extra == nil {
 		return head, seq, nil
 	}
@@ -39,6 +44,9 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 		if err != nil {
 			return err
 		}
+		if head.IsZero() && !indexed.IsZero() {
+			return w.branchGone(indexed)
+		}
 		if indexed != head {
 			if seq, err = w.syncIndex(tx, head, seq, hint, nil); err != nil {
 				return err
@@ -50,6 +58,19 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 		return nil
 	})
 	return head, seq, err
+}
+
+// ErrBranchGone means the board's branch does not exist any more, although
+// the board has history (a person deleted it): nothing is read or written
+// until it is restored, so that no write starts a new history beside the
+// old. It comes as the cause of an ErrConflict: the caller may try again
+// once a person has restored the branch.
+var ErrBranchGone = errors.New("the board's branch is gone")
+
+func (w *Workspace) branchGone(last gitver.Hash) error {
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
+		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
 }
 
 func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,

@@ -90,7 +90,17 @@ func Init(dir, name string) error {
 		if _, bad := note.FoldSegment(name); bad != "" {
 			return fmt.Errorf("workspace name %q: %s", name, bad)
 		}
-		if err := os.WriteFile(filepath.Join(abs, note.ConfigFile), []byte(note.ConfigText(name)), 0o644); err != nil {
+		// The board's branch is the one checked out now: a new repository's
+		// main, or the branch of a repository the person made before.
+		branch, err := gitver.HeadBranch(abs)
+		if err != nil {
+			return fmt.Errorf("choose the board's branch: %w", err)
+		}
+		if why := note.BranchProblem(branch); why != "" {
+			return fmt.Errorf("the branch checked out, %q, cannot be the board's: it %s; check out another (git switch -c main)", branch, why)
+		}
+		cfg := note.ConfigText(note.Config{Workspace: name, Branch: branch})
+		if err := os.WriteFile(filepath.Join(abs, note.ConfigFile), []byte(cfg), 0o644); err != nil {
 			return err
 		}
 	}
@@ -118,11 +128,14 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		return nil, &Error{Kind: ErrNotWorkspace, Err: err,
 			Msg: fmt.Sprintf("%s is not a blackboard workspace (no %s): run `blackboard-mcp init %s`", abs, note.ConfigFile, dir)}
 	}
-	name, err := note.ParseConfig(raw)
+	cfg, err := note.ParseConfig(raw)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := gitver.Open(abs, gitver.Options{NoSync: opts.NoSync})
+	if cfg.Branch == "" {
+		cfg.Branch = unrecordedBranch(abs)
+	}
+	repo, err := gitver.Open(abs, gitver.Options{NoSync: opts.NoSync, Branch: cfg.Branch})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +160,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	}
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
-	w := &Workspace{dir: abs, name: name, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
+	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
@@ -158,6 +171,25 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		}
 	}
 	return w, nil
+}
+
+// unrecordedBranch is the branch of a board made before its config named
+// one: main, as init made every board, unless the repository has no main
+// and HEAD names another branch (a board initialized in a repository a
+// person made on another branch).
+func unrecordedBranch(dir string) string {
+	repo, err := gitver.Open(dir, gitver.Options{NoSync: true, Branch: note.DefaultBranch})
+	if err != nil {
+		return note.DefaultBranch
+	}
+	defer repo.Close()
+	if head, err := repo.Head(); err == nil && !head.IsZero() {
+		return note.DefaultBranch
+	}
+	if branch, err := gitver.HeadBranch(dir); err == nil {
+		return branch
+	}
+	return note.DefaultBranch
 }
 
 // Close releases the workspace's files.

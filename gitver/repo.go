@@ -111,6 +111,11 @@ type Options struct {
 	// power failure (never by a crash of the process). For tests and
 	// throwaway boards.
 	NoSync bool
+	// Branch is the branch the Repo commits to ("main"), whatever HEAD
+	// names: a person who has another branch checked out when the Repo is
+	// opened, or checks one out later, does not move its writes. Empty
+	// means the branch HEAD names when the Repo is opened.
+	Branch string
 }
 
 // Repo is one git repository with a work tree. Its methods are safe for
@@ -118,7 +123,7 @@ type Options struct {
 type Repo struct {
 	dir    string // the work tree
 	gitDir string // dir/.git
-	branch string // the full name of the branch HEAD points to, e.g. refs/heads/main
+	branch string // the full name of the branch commits go to, e.g. refs/heads/main
 	sync   bool
 
 	mu      sync.Mutex          // guards storage: go-git is not goroutine-safe
@@ -173,24 +178,43 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s: %w", abs, ErrNotRepository)
 	}
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", abs, ErrNotRepository)
-	}
-	ref, ok := strings.CutPrefix(string(bytes.TrimSpace(head)), "ref: ")
-	if !ok {
-		return nil, ErrDetached
-	}
-	if !strings.HasPrefix(ref, "refs/heads/") {
-		return nil, fmt.Errorf("HEAD names %s, not a branch: %w", ref, ErrDetached)
+	ref := ""
+	if opts.Branch == "" {
+		branch, err := HeadBranch(abs)
+		if err != nil {
+			return nil, err
+		}
+		ref = "refs/heads/" + branch
 	}
 	r := &Repo{dir: abs, gitDir: gitDir, branch: ref, sync: !opts.NoSync}
+	if opts.Branch != "" {
+		r.branch = "refs/heads/" + opts.Branch
+	}
 	r.syncer = func(f *os.File) error { return f.Sync() }
 	if !r.sync {
 		r.syncer = func(*os.File) error { return nil }
 	}
 	r.reopen()
 	return r, nil
+}
+
+// HeadBranch is the branch HEAD names in the repository whose work tree is
+// dir ("main"): ErrDetached when HEAD names a commit, ErrNotRepository when
+// there is no repository.
+func HeadBranch(dir string) (string, error) {
+	head, err := os.ReadFile(filepath.Join(dir, ".git", "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, ErrNotRepository)
+	}
+	ref, ok := strings.CutPrefix(string(bytes.TrimSpace(head)), "ref: ")
+	if !ok {
+		return "", ErrDetached
+	}
+	branch, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok {
+		return "", fmt.Errorf("HEAD names %s, not a branch: %w", ref, ErrDetached)
+	}
+	return branch, nil
 }
 
 // reopen drops go-git's storage, with its cached list of packs. Called when an
@@ -225,7 +249,8 @@ func (r *Repo) Dir() string { return r.dir }
 // GitDir is the repository's .git directory.
 func (r *Repo) GitDir() string { return r.gitDir }
 
-// Branch is the full name of the branch HEAD points to.
+// Branch is the full name of the branch the Repo commits to
+// (refs/heads/main).
 func (r *Repo) Branch() string { return r.branch }
 
 // Durable reports whether writes are fsynced.

@@ -233,16 +233,22 @@ func TestMCPEditorSaveStyles(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
-// runCLI runs a CLI verb of the real binary on dir.
+// runCLI runs a CLI verb of the real binary on dir; a failure ends the
+// test.
 func runCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(testBinary, append([]string{args[0], "--dir", dir}, args[1:]...)...)
-	cmd.Env = mcpEnv("")
-	out, err := cmd.CombinedOutput()
+	out, err := cliCommand(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("blackboard-mcp %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// cliCommand is a CLI verb of the real binary on dir, to run.
+func cliCommand(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(testBinary, append([]string{args[0], "--dir", dir}, args[1:]...)...)
+	cmd.Env = mcpEnv("")
+	return cmd
 }
 
 // A person saves a note again and again while two agents, in two server

@@ -7,7 +7,6 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -96,8 +95,6 @@ func newChecker(w Workspace) *checker {
 func openFinding(dir string, err error) Finding {
 	f := Finding{Check: "repository", Severity: SeverityError, Message: "the workspace does not open: " + err.Error()}
 	switch {
-	case errors.Is(err, gitver.ErrDetached):
-		f.Fix = "check out the workspace's branch: git switch " + note.DefaultBranch
 	case errors.Is(err, gitver.ErrNotRepository):
 		f.Fix = "make it a workspace with `blackboard-mcp init`, or point --dir at the workspace"
 	case errors.Is(err, fsstore.ErrNotWorkspace):

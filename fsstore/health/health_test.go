@@ -243,7 +243,14 @@ func TestHealthFindings(t *testing.T) {
 		}, "files", "research/link.md", "symbolic link", ""},
 		{"detached HEAD", func(t *testing.T, dir string) {
 			git(t, dir, "checkout", "-q", "--detach")
-		}, "repository", "", "does not open", ""},
+		}, "repository", "", "HEAD is detached (not on main): agents write to main", ""},
+		{"another branch checked out", func(t *testing.T, dir string) {
+			git(t, dir, "checkout", "-q", "-b", "side")
+		}, "repository", "", "side is checked out, not main: agents write to main", ""},
+		{"the board's branch deleted", func(t *testing.T, dir string) {
+			git(t, dir, "checkout", "-q", "-b", "side")
+			git(t, dir, "branch", "-q", "-D", "main")
+		}, "repository", "", "the board's branch main does not exist", ""},
 		{"access file not YAML", func(t *testing.T, dir string) {
 			putFile(t, dir, ".blackboard/access.yaml", "agents: [\n")
 		}, "access", ".blackboard/access.yaml", "not valid YAML", ""},

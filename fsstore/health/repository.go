@@ -27,11 +27,22 @@ func (c *checker) checkRepository(r *Report) (map[string]gitver.Hash, gitver.Has
 		return nil, head, false
 	}
 	if head.IsZero() {
-		r.Add(Finding{Check: "repository", Severity: SeverityError,
-			Message: fmt.Sprintf("the branch %s has no commit", branch),
-			Fix:     "run `blackboard-mcp init` in the workspace, which makes the first commit"})
+		f := Finding{Check: "repository", Severity: SeverityError,
+			Message: fmt.Sprintf("the board's branch %s has no commit", branch),
+			Fix:     "run `blackboard-mcp init` in the workspace, which makes the first commit"}
+		if last, _, err := c.ws.IndexHead(); err == nil && !last.IsZero() {
+			f.Message = fmt.Sprintf("the board's branch %s does not exist (deleted?); the board's last known commit is %s", branch, last.Short())
+			f.Fix = fmt.Sprintf("restore it: git branch %s %s (or find it in git reflog); nothing is read or written until then", branch, last)
+		}
+		r.Add(f)
 		return nil, head, false
 	}
+	if elsewhere := c.repo.WorkTree().Elsewhere; elsewhere != "" {
+		r.Add(Finding{Check: "repository", Severity: SeverityWarning,
+			Message: elsewhere + ": agents write to " + branch + ", and the files on disk are not the board's",
+			Fix:     "git switch " + branch + " to see the board; the board never writes to another branch"})
+	}
+	r.Infof("branch: the board's branch is %s", branch)
 	commit, err := c.repo.ReadCommit(head)
 	if err != nil {
 		r.Add(Finding{Check: "repository", Severity: SeverityError,

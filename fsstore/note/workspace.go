@@ -3,6 +3,7 @@ package note
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -80,22 +81,62 @@ func InitMessage(workspace string) Message {
 	return Message{Subject: "init workspace " + workspace, URI: URI(workspace, StateNote), Version: 1, Agent: InitAgent}
 }
 
-// ConfigText is the content of ConfigFile for a workspace named name.
-func ConfigText(name string) string {
-	return "# blackboard-mcp workspace settings\nworkspace: " + name + "\n"
+// Config is what ConfigFile says of a workspace.
+type Config struct {
+	// Workspace is the name full addresses carry.
+	Workspace string
+	// Branch is the board's branch: every write goes to it, whatever a
+	// person has checked out. "" for a board made before it was recorded.
+	Branch string
 }
 
-// ParseConfig reads ConfigFile's content and returns the workspace name.
-func ParseConfig(raw []byte) (string, error) {
+// ConfigText is the content of ConfigFile.
+func ConfigText(c Config) string {
+	return "# blackboard-mcp workspace settings\nworkspace: " + c.Workspace + "\nbranch: " + c.Branch + "\n"
+}
+
+// ParseConfig reads ConfigFile's content.
+func ParseConfig(raw []byte) (Config, error) {
 	var cfg struct {
 		Workspace string `yaml:"workspace"`
+		Branch    string `yaml:"branch"`
 	}
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		return "", fmt.Errorf("%s: %w", ConfigFile, err)
+		return Config{}, fmt.Errorf("%s: %w", ConfigFile, err)
 	}
 	name, bad := FoldSegment(cfg.Workspace)
 	if bad != "" {
-		return "", errors.New(ConfigFile + ": workspace name: " + bad)
+		return Config{}, errors.New(ConfigFile + ": workspace name: " + bad)
 	}
-	return name, nil
+	if cfg.Branch != "" {
+		if why := BranchProblem(cfg.Branch); why != "" {
+			return Config{}, fmt.Errorf("%s: branch %q %s", ConfigFile, cfg.Branch, why)
+		}
+	}
+	return Config{Workspace: name, Branch: cfg.Branch}, nil
+}
+
+// BranchProblem says why name cannot be the board's branch, or returns "".
+// It accepts the plain names people give branches (main, trunk,
+// team/board-1): letters, digits, '.', '_', '-' and '/' between parts, as
+// git's own rules for ref names allow them.
+func BranchProblem(name string) string {
+	if name == "" || len(name) > 200 {
+		return "must be 1 to 200 characters"
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || part[0] == '.' || part[0] == '-' || strings.HasSuffix(part, ".lock") {
+			return "has an empty part, or a part starting with . or - or ending in .lock"
+		}
+		for _, c := range []byte(part) {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+			if !ok {
+				return "may hold only letters, digits, '.', '_', '-' and '/'"
+			}
+		}
+	}
+	if strings.Contains(name, "..") || strings.HasSuffix(name, ".") {
+		return "must not hold .. or end in ."
+	}
+	return ""
 }

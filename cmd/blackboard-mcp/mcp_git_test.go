@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A person uses git beside the agents, in ways an editor never does:
+// branches, resets, stashes. Nothing they do may lose an agent's
+// acknowledged write, and nothing the program does may leave them a
+// repository they did not ask for.
+
+// The board's branch is a fact of the workspace, recorded in its config
+// when it is made: a server started while a person has another branch
+// checked out, and the CLI run from there, write to the board's branch,
+// every server reads what the others wrote, and deleting the person's
+// branch loses nothing.
+func TestMCPBoardBranchWhateverIsCheckedOut(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init")
+	if cfg := readTree(t, dir, ".blackboard/config.yaml"); !strings.Contains(cfg, "\nbranch: main\n") {
+		t.Fatalf("init did not record the board's branch:\n%s", cfg)
+	}
+	gitCmd(t, dir, "checkout", "-q", "-b", "side")
+	a := startMCPGo(t, dir, "agent-a") // started while side is checked out
+	gitCmd(t, dir, "checkout", "-q", "main")
+
+	const key = "team/plan"
+	a.write(map[string]any{"uri": key, "digest": "plan one", "body": "one\n", "expect_version": 0})
+	b := startMCPGo(t, dir, "agent-b")
+	if it := b.itemOf(key); it.Version != 1 || it.Digest != "plan one" {
+		t.Fatalf("a server started on the board's branch reads %+v, want version 1", it)
+	}
+
+	// The person is on side again: the CLI and both servers still write to
+	// main, and read each other's writes.
+	gitCmd(t, dir, "checkout", "-q", "side")
+	runCLI(t, dir, "put", key, "--digest", "plan two", "--body", "two", "--expect", "1")
+	a.write(map[string]any{"uri": key, "digest": "plan three", "body": "three\n", "expect_version": 2})
+	if it := b.itemOf(key); it.Version != 3 || it.Digest != "plan three" {
+		t.Fatalf("server b reads %+v, want version 3 by server a", it)
+	}
+	if _, err := os.Stat(filepath.Join(dir, key+".md")); err == nil {
+		t.Errorf("a write put its file into side's work tree")
+	}
+	if out := gitCmd(t, dir, "log", "--format=%s", "side", "--", key+".md"); out != "" {
+		t.Errorf("writes landed on side:\n%s", out)
+	}
+
+	gitCmd(t, dir, "checkout", "-q", "main")
+	gitCmd(t, dir, "branch", "-q", "-D", "side")
+	a.write(map[string]any{"uri": key, "digest": "plan four", "body": "four\n", "expect_version": 3})
+	if it := b.itemOf(key); it.Version != 4 || it.Body != "four\n" {
+		t.Fatalf("server b reads %+v, want version 4", it)
+	}
+	history := gitLog(t, dir, key+".md")
+	want := []string{"plan four", "plan three", "plan two", "plan one"}
+	if len(history) != len(want) {
+		t.Fatalf("history of %s on main:\n%s", key, strings.Join(history, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(history[i], w) {
+			t.Errorf("version %d: %q, want %q", len(want)-i, history[i], w)
+		}
+	}
+	if roots := strings.Fields(gitCmd(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
+		t.Errorf("main has %d root commits, want 1", len(roots))
+	}
+	a.closeClean()
+	b.closeClean()
+	checkWorkspace(t, dir)
+}
+
+// A person who deletes the board's branch stops the board, rather than
+// seeing the next write start a new history beside the old: reads and
+// writes say how to restore it, health says the same, and after the
+// restore everything is where it was.
+func TestMCPBoardBranchDeleted(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	a := startMCPGo(t, dir, "agent-a")
+	const key = "team/plan"
+	a.write(map[string]any{"uri": key, "digest": "plan one", "body": "one\n", "expect_version": 0})
+	last := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
+	gitCmd(t, dir, "checkout", "-q", "-b", "side")
+	gitCmd(t, dir, "branch", "-q", "-D", "main")
+
+	msg := a.fail("update_state", map[string]any{"uri": key, "digest": "plan two", "body": "two\n", "expect_version": 1}, "conflict")
+	if !strings.Contains(msg, "git branch main "+last) {
+		t.Errorf("the refused write does not say how to restore main: %s", msg)
+	}
+	if msg := a.fail("get_state", map[string]any{"uris": []string{key}}, "conflict"); !strings.Contains(msg, "does not exist") {
+		t.Errorf("a read with main deleted: %s", msg)
+	}
+	cmd := cliCommand(dir, "health")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "git branch main "+last) {
+		t.Errorf("health with main deleted (%v):\n%s", err, out)
+	}
+	if refs := gitCmd(t, dir, "for-each-ref", "--format=%(refname)", "refs/heads/"); strings.TrimSpace(refs) != "refs/heads/side" {
+		t.Errorf("branches after the refused write:\n%s", refs)
+	}
+
+	gitCmd(t, dir, "branch", "main", last)
+	gitCmd(t, dir, "checkout", "-q", "main")
+	a.write(map[string]any{"uri": key, "digest": "plan two", "body": "two\n", "expect_version": 1})
+	if roots := strings.Fields(gitCmd(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
+		t.Errorf("main has %d root commits, want 1", len(roots))
+	}
+	a.closeClean()
+	checkWorkspace(t, dir)
+}

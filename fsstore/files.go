@@ -33,6 +33,12 @@ import (
 // digit), and recovery removes leftovers of a killed writer.
 const tempMarker = ".bb-tmp-"
 
+// tempPattern matches every temporary file of the program, for git: a
+// person's `git add -A` must never stage one (they live beside the notes,
+// for a few milliseconds, or until the next write when a writer was
+// killed).
+const tempPattern = ".*" + tempMarker + "*"
+
 // statOf is the part of a file's metadata that tells whether it changed,
 // as the index records it (the blob left zero).
 func statOf(fi fs.FileInfo) index.DiskStat {

@@ -139,6 +139,10 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := repo.Exclude(tempPattern, "blackboard-mcp's temporary files: never a person's, never to commit"); err != nil {
+		repo.Close()
+		return nil, fmt.Errorf("keep the board's temporary files out of git: %w", err)
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, err

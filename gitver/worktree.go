@@ -1,6 +1,8 @@
 package gitver
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,4 +66,33 @@ func (r *Repo) WorkTree() WorkTree {
 		t.Locked = "another git command is using the index (" + filepath.Join(".git", "index.lock") + " exists; if none is running, remove it)"
 	}
 	return t
+}
+
+// Exclude makes git ignore paths matching pattern in this repository, as a
+// line of .git/info/exclude: like a .gitignore, but not a file of the work
+// tree, so nobody commits it. A pattern already there is not added again.
+func (r *Repo) Exclude(pattern, why string) error {
+	p := filepath.Join(r.gitDir, "info", "exclude")
+	have, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, line := range strings.Split(string(have), "\n") {
+		if strings.TrimSpace(line) == pattern {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	text := "# " + why + "\n" + pattern + "\n"
+	if len(have) > 0 && have[len(have)-1] != '\n' {
+		text = "\n" + text
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }

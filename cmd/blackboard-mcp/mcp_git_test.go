@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -110,4 +113,78 @@ func TestMCPBoardBranchDeleted(t *testing.T) {
 	}
 	a.closeClean()
 	checkWorkspace(t, dir)
+}
+
+// The program's temporary files never reach git: a person's `git add -A &&
+// git commit`, run again and again while two servers write (small notes
+// and notes stored out of line), commits none of them, and one a killed
+// writer left behind is invisible to `git status`.
+func TestMCPTemporaryFilesNeverInGit(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
+	big := strings.Repeat("a line of a long report\n", 600)
+	var writers sync.WaitGroup
+	for i, s := range servers {
+		writers.Go(func() {
+			for n := range 30 {
+				body := fmt.Sprintf("write %d\n", n)
+				if n%3 == 0 {
+					body += big
+				}
+				s.write(map[string]any{"uri": fmt.Sprintf("team/agent-%d-%d", i, n%5), "digest": fmt.Sprintf("write %d", n), "body": body})
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { writers.Wait(); close(done) }()
+	commits := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		// The person's own file changes every time, so there is always
+		// something to commit besides whatever the agents have in flight.
+		cmd := exec.Command("sh", "-c", "date +%N >> scratch.txt && git add -A && git commit -q -m 'everything, by hand'")
+		cmd.Dir, cmd.Env = dir, mcpEnv("")
+		if cmd.Run() == nil {
+			commits++
+		}
+	}
+	t.Logf("the person committed %d times while the agents wrote", commits)
+	if commits == 0 {
+		t.Fatal("the person never committed: the race did not happen")
+	}
+	if files := gitCmd(t, dir, "log", "--all", "--format=", "--name-only"); strings.Contains(files, tempMarkerOnDisk) {
+		t.Errorf("a commit holds the program's temporary files:\n%s", grepLines(files, tempMarkerOnDisk))
+	}
+
+	// A killed writer's leftover, as recovery would find it.
+	writeTree(t, dir, "team/.agent-0-1.md"+tempMarkerOnDisk+"0123456789ab", "half a note")
+	gitCmd(t, dir, "add", "-A")
+	if staged := gitCmd(t, dir, "diff", "--cached", "--name-only"); strings.Contains(staged, tempMarkerOnDisk) {
+		t.Errorf("git add -A staged a temporary file:\n%s", staged)
+	}
+	eventually(t, "git status is clean", func() bool {
+		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+	})
+	for _, s := range servers {
+		s.closeClean()
+	}
+	checkWorkspace(t, dir)
+}
+
+// tempMarkerOnDisk is what every temporary file of the program has in its
+// name (fsstore's tempMarker).
+const tempMarkerOnDisk = ".bb-tmp-"
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

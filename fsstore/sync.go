@@ -216,7 +216,7 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 			if err != nil {
 				return err
 			}
-			content = string(b)
+			content = f.ContentWith(b)
 		}
 	}
 	n.Bytes = len(content)

@@ -407,7 +407,7 @@ func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return f, string(b), nil
+		return f, f.ContentWith(b), nil
 	}
 	return f, string(f.Body), nil
 }

@@ -188,3 +188,65 @@ func grepLines(text, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A note over 10 KB keeps its content in a blob file beside it, and its own
+// file holds only front matter. Text a person types into that file's body
+// is part of the note: reads return it after the blob's content, search
+// finds it, an agent's append keeps it (moving it into the blob file), and
+// health has nothing to say.
+func TestMCPTextTypedIntoAnOutOfLineNote(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "research/report"
+	big := strings.Repeat("a line of a long report\n", 600)
+	s.write(map[string]any{"uri": key, "digest": "a long report", "body": big, "expect_version": 0})
+	if _, err := os.Stat(filepath.Join(dir, key+".blob.md")); err != nil {
+		t.Fatalf("the report is not stored out of line: %v", err)
+	}
+
+	typed := "A person's afterthought: check the quokka-7 numbers.\n"
+	f, err := os.OpenFile(filepath.Join(dir, key+".md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(typed); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s.waitVersion(key, 2)
+	it := s.fullItem(key)
+	if it.Body != big+typed {
+		t.Fatalf("a read of the note after the person's edit ends with %q, want the blob's content and then %q",
+			it.Body[max(0, len(it.Body)-80):], typed)
+	}
+	if !s.found("quokka-7", key) {
+		t.Errorf("search does not find the text the person typed")
+	}
+
+	s.write(map[string]any{"uri": key, "digest": "a long report", "append": "An agent's addendum.\n"})
+	it = s.fullItem(key)
+	if want := big + typed + "An agent's addendum.\n"; it.Version != 3 || it.Body != want {
+		t.Errorf("after an agent's append: v%d ending %q", it.Version, it.Body[max(0, len(it.Body)-120):])
+	}
+	if blob := readTree(t, dir, key+".blob.md"); !strings.Contains(blob, typed) {
+		t.Errorf("the person's text is not in the blob file after the append")
+	}
+	if _, body := readNote(t, dir, key); body != "" {
+		t.Errorf("the note file keeps a body after the write moved it into the blob file: %q", body)
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+	if out, err := cliCommand(dir, "health").CombinedOutput(); err != nil {
+		t.Errorf("health: %v\n%s", err, out)
+	}
+}
+
+// fullItem reads one note in full, with the largest budget a read allows.
+func (s *session) fullItem(short string) item {
+	s.t.Helper()
+	e := s.get([]string{uri(short)}, "full", 20000)
+	if len(e.Items) != 1 || e.Items[0].KeptChars != 0 {
+		s.t.Fatalf("get %s in full: %+v", short, e)
+	}
+	return e.Items[0]
+}

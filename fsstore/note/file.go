@@ -193,6 +193,22 @@ func (n *File) Strs(key string) []string {
 	return scalarList(n.lookup(key))
 }
 
+// ContentWith is the note's content when it is stored out of line, in the
+// blob file holding blob: that content, followed by any text a person typed
+// into the note file's body (the program leaves it empty), so that no text
+// of the note is out of a reader's reach. The next write moves it into the
+// blob file.
+func (n *File) ContentWith(blob []byte) string {
+	if len(n.Body) == 0 {
+		return string(blob)
+	}
+	sep := ""
+	if len(blob) > 0 && blob[len(blob)-1] != '\n' {
+		sep = "\n"
+	}
+	return string(blob) + sep + string(n.Body)
+}
+
 // IsTable reports whether the note is a table: it has columns.
 func (n *File) IsTable() bool { return len(n.Strs(KeyColumns)) > 0 }
 

@@ -190,3 +190,20 @@ func FuzzParseNote(f *testing.F) {
 		}
 	})
 }
+
+// Text a person types into the body of a note stored out of line follows the
+// blob's content: no text of the note file is out of reach.
+func TestContentWith(t *testing.T) {
+	for _, tt := range []struct{ body, blob, want string }{
+		{"", "big\n", "big\n"},
+		{"typed by hand\n", "big\n", "big\ntyped by hand\n"},
+		{"typed by hand\n", "big", "big\ntyped by hand\n"},
+		{"typed\n", "", "typed\n"},
+	} {
+		f := New()
+		f.Body = []byte(tt.body)
+		if got := f.ContentWith([]byte(tt.blob)); got != tt.want {
+			t.Errorf("body %q, blob %q: content %q, want %q", tt.body, tt.blob, got, tt.want)
+		}
+	}
+}

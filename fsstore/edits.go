@@ -185,20 +185,32 @@ func (w *Workspace) commitEdits(paths []string, all bool) (*EditReport, error) {
 // not a note, "" when it is one or is not meant as one (README.md at the
 // root, a file deleted).
 func (w *Workspace) misnamedNote(p string) string {
-	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
-		return ""
-	}
-	if _, ok := note.KeyOf(p); ok {
-		return ""
-	}
 	if _, err := w.root.Lstat(p); err != nil {
 		return ""
 	}
+	if problem := w.misnamed(p); problem != nil {
+		return problem.String()
+	}
+	return ""
+}
+
+// misnamed says why the Markdown file at p, in a topic folder, is not a
+// note although it looks meant as one; nil when it is a note or is not a
+// Markdown file in a folder (README.md at the root).
+func (w *Workspace) misnamed(p string) *TreeProblem {
+	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
+		return nil
+	}
+	if _, ok := note.KeyOf(p); ok {
+		return nil
+	}
 	a, err := w.parseAddress(strings.TrimSuffix(p, ".md"))
 	if err != nil {
-		return fmt.Sprintf("%s is not a note (%s)", p, errMsg(err))
+		return &TreeProblem{Path: p, Minor: true, What: "not a note (" + errMsg(err) + ")",
+			Fix: "rename it to an address of the grammar, or move it out of the topic folders"}
 	}
-	return fmt.Sprintf("%s is not a note: a note's file name is its address in lower case; rename it %s.md", p, a.Short())
+	return &TreeProblem{Path: p, Minor: true, What: "not a note: a note's file name is its address in lower case",
+		Fix: "rename it " + a.Short() + ".md"}
 }
 
 // changedPaths keeps the paths whose file is not what the branch's head

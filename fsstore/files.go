@@ -242,6 +242,10 @@ func (w *Workspace) removeTemps(dir string, blobs map[string][]gitver.Hash) {
 // file: what is wrong, and what to do.
 type TreeProblem struct {
 	Path, What, Fix string
+	// Minor is set for a file that is no note at all (a Markdown file whose
+	// name no address can have): nothing of the board is wrong, but a
+	// person may have meant it as a note.
+	Minor bool
 }
 
 func (p TreeProblem) String() string {
@@ -264,7 +268,7 @@ func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreePr
 			if p == "." {
 				return err
 			}
-			problems = append(problems, TreeProblem{p, "unreadable (" + errMsg(err) + ")", "fix its permissions"})
+			problems = append(problems, TreeProblem{Path: p, What: "unreadable (" + errMsg(err) + ")", Fix: "fix its permissions"})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -277,14 +281,17 @@ func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreePr
 			return nil
 		}
 		if _, ok := note.KeyOf(p); !ok {
+			if problem := w.misnamed(p); problem != nil && d.Type().IsRegular() {
+				problems = append(problems, *problem)
+			}
 			return nil
 		}
 		const fix = "replace it with a regular file, or remove it"
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			problems = append(problems, TreeProblem{p, "a symbolic link, which the board does not follow", fix})
+			problems = append(problems, TreeProblem{Path: p, What: "a symbolic link, which the board does not follow", Fix: fix})
 		case !d.Type().IsRegular():
-			problems = append(problems, TreeProblem{p, "not a regular file", fix})
+			problems = append(problems, TreeProblem{Path: p, What: "not a regular file", Fix: fix})
 		default:
 			if fi, err := d.Info(); err == nil {
 				found[p] = fi
@@ -293,7 +300,7 @@ func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreePr
 		return nil
 	})
 	if err != nil {
-		problems = append(problems, TreeProblem{"", "the work tree cannot be listed: " + errMsg(err), "fix the workspace directory's permissions"})
+		problems = append(problems, TreeProblem{What: "the work tree cannot be listed: " + errMsg(err), Fix: "fix the workspace directory's permissions"})
 		return found, problems, false
 	}
 	return found, problems, true

@@ -177,7 +177,8 @@ func cleanDigest(op, uri, d string) (string, error) {
 		return "", errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")
 	}
 	if len(d) > note.MaxDigestBytes {
-		return "", errorf(op, uri, ErrTooLarge, "the digest is %d bytes; keep it to one line of at most %d characters", len(d), note.DigestWarnChars)
+		return "", errorf(op, uri, ErrTooLarge, "the digest is %d bytes, over the limit of %d; a digest is one line, best under %d characters",
+			len(d), note.MaxDigestBytes, note.DigestWarnChars)
 	}
 	return d, nil
 }
@@ -235,10 +236,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		if isTable {
 			return nil, errorf(op, uri, ErrInvalid, "the note is a table: append rows, not text")
 		}
-		if content != "" && !strings.HasSuffix(content, "\n") {
-			content += "\n"
-		}
-		content += *req.AppendText
+		content = note.Append(content, *req.AppendText)
 	case req.AppendRows != nil:
 		if !cur.Present || !isTable {
 			return nil, errorf(op, uri, ErrInvalid, "append rows needs an existing table note; create it with columns and rows first")
@@ -247,13 +245,9 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		if why, kind := note.CheckTable(cols, req.AppendRows); kind != nil {
 			return nil, errorf(op, uri, kind, "%s", why)
 		}
-		var b strings.Builder
-		b.WriteString(content)
-		if content != "" && !strings.HasSuffix(content, "\n") {
-			b.WriteByte('\n')
-		}
-		note.EncodeRows(&b, req.AppendRows)
-		content = b.String()
+		var rows strings.Builder
+		note.EncodeRows(&rows, req.AppendRows)
+		content = note.Append(content, rows.String())
 	}
 	if len(content) > note.MaxContentBytes {
 		return nil, errorf(op, uri, ErrTooLarge, "the note would hold %d bytes; at most %d", len(content), note.MaxContentBytes)

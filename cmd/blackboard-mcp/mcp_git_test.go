@@ -250,3 +250,43 @@ func (s *session) fullItem(short string) item {
 	}
 	return e.Items[0]
 }
+
+// What a person's files look like is respected and explained: a note saved
+// with a byte-order mark is a note, an agent's append to a CRLF note adds
+// CRLF lines, Markdown files no address can name are explained by the
+// start-up scan and by health (not only by the watcher), and a digest over
+// its limit names the limit.
+func TestMCPPeoplesFilesExplained(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init")
+	writeTree(t, dir, "t/Upper.md", handNote("upper case", "x\n"))
+	writeTree(t, dir, "t/x.md/inner.md", handNote("inside x.md", "x\n"))
+	writeTree(t, dir, "notes/bom.md", "\ufeff"+handNote("saved with a mark", "body\n"))
+	writeTree(t, dir, "notes/crlf.md", "---\r\ndigest: kept with CRLF\r\n---\r\nline one\r\n")
+
+	s := startMCPGo(t, dir, "agent")
+	if it := s.waitVersion("notes/bom", 1); it.Digest != "saved with a mark" || it.Problem != "" {
+		t.Errorf("a note with a byte-order mark reads %+v", it)
+	}
+	s.waitVersion("notes/crlf", 1)
+	s.write(map[string]any{"uri": "notes/crlf", "digest": "kept with CRLF", "append": "line two\n"})
+	if got := readTree(t, dir, "notes/crlf.md"); !strings.HasSuffix(got, "\r\nline one\r\nline two\r\n") ||
+		strings.Count(got, "\n") != strings.Count(got, "\r\n") {
+		t.Errorf("an append to a CRLF note: %q", got)
+	}
+	eventually(t, "the start-up scan explains the misnamed files", func() bool {
+		log := s.stderr.String()
+		return strings.Contains(log, "t/Upper.md is not a note") && strings.Contains(log, "t/x.md/inner.md is not a note")
+	})
+	out, err := cliCommand(dir, "health").CombinedOutput()
+	for _, want := range []string{"files t/Upper.md: not a note", "rename it t/upper.md", "files t/x.md/inner.md: not a note"} {
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("health (%v) does not say %q:\n%s", err, want, out)
+		}
+	}
+	msg := s.fail("update_state", map[string]any{"uri": "notes/long", "digest": strings.Repeat("d", 2001), "body": "x"}, "too_large")
+	if !strings.Contains(msg, "over the limit of 2000") {
+		t.Errorf("an over-long digest: %s", msg)
+	}
+	s.closeClean()
+}

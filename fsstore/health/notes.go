@@ -89,7 +89,11 @@ func (c *checker) checkDisk(files map[string]gitver.Hash, notes map[string]noteI
 	disk := map[string]diskFile{}
 	found, problems, listed := c.ws.WalkNotes()
 	for _, p := range problems {
-		r.Add(Finding{Check: "files", Severity: SeverityError, Path: p.Path, Message: p.What, Fix: p.Fix})
+		severity := SeverityError
+		if p.Minor {
+			severity = SeverityWarning
+		}
+		r.Add(Finding{Check: "files", Severity: severity, Path: p.Path, Message: p.What, Fix: p.Fix})
 	}
 	if !listed {
 		return disk

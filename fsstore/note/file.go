@@ -40,6 +40,8 @@ var Relations = []string{"depends_on", "derived_from", "supersedes", "refines", 
 // ValidRelation reports whether rel is one of Relations.
 func ValidRelation(rel string) bool { return slices.Contains(Relations, rel) }
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 var errNoFrontMatter = errors.New("the file does not start with a front-matter block (a line ---)")
 
 // File is a note as it is stored: a YAML front-matter mapping kept as a node
@@ -49,6 +51,8 @@ type File struct {
 	front *yaml.Node // a mapping node
 	raw   []byte     // the front matter as read; written back unless changed
 	dirty bool       // a field changed since parsing: raw is stale
+	bom   bool       // the file started with a UTF-8 byte-order mark
+	crlf  bool       // its lines end in CRLF: a rewrite keeps them so
 	// Body is what follows the front matter: Markdown, or a table's TSV;
 	// empty when the content is stored out of line.
 	Body []byte
@@ -63,9 +67,14 @@ func New() *File {
 // matter that is too large, too deep, or uses anchors and aliases (a YAML
 // bomb), before or while parsing, so a hostile note cannot stall a reader.
 func Parse(data []byte) (*File, error) {
+	// A byte-order mark some editors write first is kept, not taken for
+	// text before the front matter.
+	data, bom := bytes.CutPrefix(data, utf8BOM)
 	rest, ok := bytes.CutPrefix(data, []byte("---\n"))
+	crlf := false
 	if !ok {
 		rest, ok = bytes.CutPrefix(data, []byte("---\r\n"))
+		crlf = ok
 	}
 	if !ok {
 		return nil, errNoFrontMatter
@@ -93,7 +102,7 @@ func Parse(data []byte) (*File, error) {
 	if len(raw) > MaxFrontMatterBytes {
 		return nil, fmt.Errorf("the front matter is %d bytes, over the limit of %d", len(raw), MaxFrontMatterBytes)
 	}
-	n := &File{raw: raw, Body: body}
+	n := &File{raw: raw, Body: body, bom: bom, crlf: crlf}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("the front matter is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -159,11 +168,21 @@ func (n *File) Render() ([]byte, error) {
 			return nil, err
 		}
 		raw = b.Bytes()
+		if n.crlf {
+			raw = bytes.ReplaceAll(raw, []byte("\n"), []byte("\r\n"))
+		}
 	}
-	out := make([]byte, 0, len(raw)+len(n.Body)+8)
-	out = append(out, "---\n"...)
+	delim := "---\n"
+	if n.crlf {
+		delim = "---\r\n"
+	}
+	out := make([]byte, 0, len(raw)+len(n.Body)+13)
+	if n.bom {
+		out = append(out, utf8BOM...)
+	}
+	out = append(out, delim...)
 	out = append(out, raw...)
-	out = append(out, "---\n"...)
+	out = append(out, delim...)
 	out = append(out, n.Body...)
 	return out, nil
 }
@@ -207,6 +226,21 @@ func (n *File) ContentWith(blob []byte) string {
 		sep = "\n"
 	}
 	return string(blob) + sep + string(n.Body)
+}
+
+// Append adds text to the end of a note's content, on a line of its own,
+// in the content's line endings: a note a person keeps with CRLF line
+// endings gets CRLF lines.
+func Append(content, text string) string {
+	eol := "\n"
+	if strings.Contains(content, "\r\n") {
+		eol = "\r\n"
+		text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\n", "\r\n")
+	}
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		content += eol
+	}
+	return content + text
 }
 
 // IsTable reports whether the note is a table: it has columns.

@@ -207,3 +207,49 @@ func TestContentWith(t *testing.T) {
 		}
 	}
 }
+
+// A note some editor saved with a UTF-8 byte-order mark parses, and keeps
+// its mark when rewritten.
+func TestByteOrderMark(t *testing.T) {
+	in := "\xef\xbb\xbf---\ndigest: d\n---\nbody\n"
+	n, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Str(KeyDigest) != "d" || string(n.Body) != "body\n" {
+		t.Errorf("digest %q, body %q", n.Str(KeyDigest), n.Body)
+	}
+	if err := n.Set(KeyDigest, "new"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\xef\xbb\xbf---\ndigest: new\n---\nbody\n"; string(out) != want {
+		t.Errorf("rendered %q, want %q", out, want)
+	}
+}
+
+// A note a person keeps with CRLF line endings comes back byte for byte,
+// and keeps CRLF when a field changes.
+func TestCRLFNote(t *testing.T) {
+	in := "---\r\ndigest: d\r\nticket: 08\r\n---\r\nline one\r\n"
+	n, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.Render(); err != nil || string(out) != in {
+		t.Errorf("unchanged CRLF note rendered %q (%v), want %q", out, err, in)
+	}
+	if err := n.Set(KeyDigest, "new"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "---\r\ndigest: new\r\nticket: 08\r\n---\r\nline one\r\n"; string(out) != want {
+		t.Errorf("rewritten CRLF note %q, want %q", out, want)
+	}
+}

@@ -30,6 +30,9 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 			}
 			_, err = w.commitLocked(head, []fileChange{{path: note.AccessFile, content: content}}, w.personSignature(),
 				message+"\n", false)
+			if _, committed := unfinished(err, 0); committed {
+				return nil // the next write finishes it
+			}
 			return err
 		})
 	})

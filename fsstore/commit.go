@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -61,7 +62,13 @@ type fileChange struct {
 // was not at parent, or the work tree changed hands meanwhile; nothing then
 // changed.
 func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
-	message string, onDisk bool) (gitver.Hash, error) {
+	message string, onDisk bool) (commit gitver.Hash, err error) {
+	committed := false // the branch holds the commit: the write happened
+	defer func() {
+		if committed && err != nil {
+			err = &unfinishedError{commit: commit, err: err}
+		}
+	}()
 	wt := w.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
 		return gitver.ZeroHash, errorf("write", "", ErrConflict,
@@ -92,7 +99,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	commit := pending.Hash
+	commit = pending.Hash
 	j.New = commit
 	// The journal is written first (a killed writer's temporary files are
 	// found through it), then the objects, the journal and the new files are
@@ -161,7 +168,9 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, err
 	}
 	// Past the commit point: the write is in git. A failure from here on
-	// is finished by recover() on the next write.
+	// is an unfinishedError, and recover() finishes the work on the next
+	// write.
+	committed = true
 	reach("branch")
 	hint := map[gitver.Hash][]gitver.PathChange{}
 	for _, jf := range j.Files {
@@ -256,6 +265,33 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		w.repo.MaybeMaintain()
 	}
 	return commit, nil
+}
+
+// unfinishedError is a failure past a write's commit point (the disk full
+// while git's index or the derived index was written, say): the commit is
+// on the branch, so the write happened and is acknowledged; what did not
+// finish is finished from the journal by the next write, or by the next
+// process that opens the workspace.
+type unfinishedError struct {
+	commit gitver.Hash
+	err    error
+}
+
+func (e *unfinishedError) Error() string {
+	return fmt.Sprintf("commit %s is on the branch, but finishing the write failed: %v", e.commit.Short(), e.err)
+}
+
+func (e *unfinishedError) Unwrap() error { return e.err }
+
+// unfinished reports whether err is a failure past the commit point, and
+// says so to the writer in a warning.
+func unfinished(err error, version int) (warning string, ok bool) {
+	var u *unfinishedError
+	if !errors.As(err, &u) {
+		return "", false
+	}
+	return fmt.Sprintf("version %d is committed, but putting it in place did not finish (the server's log says why); "+
+		"the next write finishes it, so do not write it again", version), true
 }
 
 // stagedFile is a new file written under a temporary name, and its stat.

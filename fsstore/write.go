@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -53,6 +54,11 @@ type UpdateResult struct {
 	Warnings []string
 	// Summary describes a source_path file that was stored.
 	Summary string
+	// Unfinished is a failure past the write's commit point: the write is
+	// committed and acknowledged (a warning says so), and the next write
+	// finishes what did not (its files, git's index, the derived index).
+	// It is for the operator's log; the agent has the warning.
+	Unfinished error
 }
 
 func (r *UpdateRequest) forms() int {
@@ -301,8 +307,13 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
 
 	msg := note.WriteMessage(op, addr, version, digest, agent)
+	var unfinishedErr error
 	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
-		return nil, err
+		warning, ok := unfinished(err, version)
+		if !ok {
+			return nil, err
+		}
+		warnings, unfinishedErr = append(warnings, warning), err
 	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
@@ -316,12 +327,15 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	}
 	missing, err := v.missing(sources)
 	if err != nil {
-		return nil, err
+		// The write is committed: a check of its sources that failed is
+		// the operator's to read, not a reason to report the write failed.
+		unfinishedErr = errors.Join(unfinishedErr, fmt.Errorf("check the sources: %w", err))
 	}
 	for _, m := range missing {
 		warnings = append(warnings, "source "+m+" does not exist")
 	}
-	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings, Summary: summary}, nil
+	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings, Summary: summary,
+		Unfinished: unfinishedErr}, nil
 }
 
 // placeContent decides where content lives: inline in the note's body, or,
@@ -522,8 +536,13 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
+	res := &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}
 	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
-		return nil, err
+		warning, ok := unfinished(err, version)
+		if !ok {
+			return nil, err
+		}
+		res.Warnings, res.Unfinished = append(res.Warnings, warning), err
 	}
-	return &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}, nil
+	return res, nil
 }

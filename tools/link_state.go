@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
 const linkStateDescription = "Link src to dst notes."
@@ -44,5 +46,15 @@ func (s *Server) linkState(ctx context.Context, in linkStateArgs) (*mcp.CallTool
 	if err != nil {
 		return nil, err
 	}
+	s.logUnfinished("link_state", res)
 	return jsonResult(writeResult{Version: res.Version, Warnings: res.Warnings})
+}
+
+// logUnfinished tells the operator why a write committed past its commit
+// point did not finish; the agent's answer has a warning instead.
+func (s *Server) logUnfinished(tool string, res *fsstore.UpdateResult) {
+	if res.Unfinished != nil {
+		s.log.Error("write committed, not finished; the next write finishes it", "tool", tool, "uri", res.URI,
+			"version", res.Version, "err", res.Unfinished)
+	}
 }

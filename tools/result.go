@@ -45,8 +45,17 @@ func errorResult(log *slog.Logger, tool string, err error) *mcp.CallToolResult {
 		}
 	}
 	log.Error("tool failed", "tool", tool, "err", err)
+	if writeTools[tool] {
+		// A write that fails past its commit point is acknowledged with a
+		// warning instead (fsstore's UpdateResult.Unfinished): an internal
+		// error from a write always means it did not happen.
+		return mcp.NewToolResultError("internal: nothing was written; the server could not complete the call (its log says why)")
+	}
 	return mcp.NewToolResultError("internal: the server could not complete the call; its log says why")
 }
+
+// writeTools are the tools that write.
+var writeTools = map[string]bool{"update_state": true, "link_state": true}
 
 // invalid is a caller's mistake found by the tool layer itself.
 func invalid(format string, args ...any) error {

@@ -67,5 +67,6 @@ func (s *Server) updateState(ctx context.Context, in updateStateArgs) (*mcp.Call
 	if err != nil {
 		return nil, err
 	}
+	s.logUnfinished("update_state", res)
 	return jsonResult(writeResult{Version: res.Version, Digest: res.Digest, Summary: res.Summary, Warnings: res.Warnings})
 }

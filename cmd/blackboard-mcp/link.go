@@ -33,9 +33,6 @@ func runLink(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s v%d\n", res.URI, res.Version)
-	for _, warn := range res.Warnings {
-		fmt.Fprintln(stderr, "warning: "+warn)
-	}
+	printWrite(stdout, stderr, res)
 	return nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +291,142 @@ func TestMCPPeoplesFilesExplained(t *testing.T) {
 		t.Errorf("an over-long digest: %s", msg)
 	}
 	s.closeClean()
+}
+
+// A write that fails past its commit point (here git's index cannot be
+// written: a person replaced .git/index with a directory; a full disk does
+// the same) happened: it is acknowledged at its version with a warning not
+// to write it again, the server's log says why, and once the person has
+// repaired git the next write finishes it.
+func TestMCPWritePastItsCommitPointIsAcknowledged(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/log"
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "body": "one\n", "expect_version": 0})
+
+	index := filepath.Join(dir, ".git", "index")
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(index, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := s.call("update_state", map[string]any{"uri": key, "digest": "the team's log", "append": "two\n"})
+	if res.isError {
+		t.Fatalf("a write past its commit point was reported as failed: %s", res.text)
+	}
+	w := decodeWrite(t, res.text)
+	if w.Version != 2 || !slices.ContainsFunc(w.Warnings, func(s string) bool { return strings.Contains(s, "do not write it again") }) {
+		t.Errorf("the write's answer: %+v", w)
+	}
+	eventually(t, "the server's log says what did not finish", func() bool {
+		return strings.Contains(s.stderr.String(), "write committed, not finished")
+	})
+	if got := gitCmd(t, dir, "show", "main:"+key+".md"); !strings.HasSuffix(got, "one\ntwo\n") {
+		t.Errorf("the acknowledged append is not in git:\n%s", got)
+	}
+
+	// The person repairs git; the next write finishes the last one first.
+	if err := os.RemoveAll(index); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, dir, "reset", "-q")
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "append": "three\n"})
+	if it := s.itemOf(key); it.Version != 3 || it.Body != "one\ntwo\nthree\n" {
+		t.Errorf("after the repair: %+v", it)
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+}
+
+// A full disk fails writes at every step of the write path in turn: the
+// workspace is on a small file system that a filler file has filled, and
+// the filler gives back 24 KB before each append (a refused write keeps
+// the objects it wrote, about 16 KB, until git gc). Every append the server
+// acknowledged is in the note exactly once and every one it refused is
+// not, so an agent that retries a refused write never duplicates it.
+func TestMCPDiskFull(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small file system here (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", mnt, err, out)
+		}
+	})
+	dir := filepath.Join(mnt, "acme")
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/log"
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "body": "start\n", "expect_version": 0})
+
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break // the disk is full
+		}
+	}
+	size, _ := f.Seek(0, io.SeekCurrent)
+	acked, refused, unfinished := map[string]bool{}, map[string]bool{}, 0
+	for i := 0; i < 300 && size > 0; i++ {
+		size = max(0, size-24<<10)
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		entry := fmt.Sprintf("entry %d", i)
+		ctx, cancel := contextWithTimeout()
+		res, err := s.callTool(ctx, "update_state", map[string]any{"uri": key, "digest": "the team's log", "append": entry + "\n"})
+		cancel()
+		switch {
+		case err != nil:
+			t.Fatalf("append %d: %v\nserver log:\n%s", i, err, s.stderr.String())
+		case res.isError:
+			refused[entry] = true
+			if !strings.HasPrefix(res.text, "internal: nothing was written") {
+				t.Errorf("append %d refused without saying it did not happen: %s", i, res.text)
+			}
+		default:
+			acked[entry] = true
+			if strings.Contains(res.text, "do not write it again") {
+				unfinished++
+			}
+		}
+	}
+	f.Close()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d appends acknowledged (%d past their commit point, with a warning), %d refused", len(acked), unfinished, len(refused))
+	if len(refused) == 0 || len(acked) == 0 {
+		t.Fatalf("the disk never filled, or never had room: %d acknowledged, %d refused", len(acked), len(refused))
+	}
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "append": "done\n"})
+	lines := strings.Split(s.fullItem(key).Body, "\n")
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l]++
+	}
+	for entry := range acked {
+		if count[entry] != 1 {
+			t.Errorf("acknowledged %q is in the note %d times", entry, count[entry])
+		}
+	}
+	for entry := range refused {
+		if count[entry] != 0 {
+			t.Errorf("refused %q is in the note %d times", entry, count[entry])
+		}
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+	if out := gitCmd(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
+		t.Errorf("git fsck: %s", out)
+	}
 }

@@ -87,10 +87,7 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s v%d\n", res.URI, res.Version)
-	for _, warn := range res.Warnings {
-		fmt.Fprintln(stderr, "warning: "+warn)
-	}
+	printWrite(stdout, stderr, res)
 	return nil
 }
 
@@ -102,4 +99,17 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return found
+}
+
+// printWrite tells what a write did: its address and new version on
+// stdout, its warnings, and what did not finish past its commit point, on
+// stderr.
+func printWrite(stdout, stderr io.Writer, res *fsstore.UpdateResult) {
+	fmt.Fprintf(stdout, "%s v%d\n", res.URI, res.Version)
+	for _, warn := range res.Warnings {
+		fmt.Fprintln(stderr, "warning: "+warn)
+	}
+	if res.Unfinished != nil {
+		fmt.Fprintln(stderr, "blackboard-mcp: "+res.Unfinished.Error())
+	}
 }

@@ -155,7 +155,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
 		}
 	}
-	if err := w.repo.UpdateBranch(parent, commit, author, "blackboard: "+subject(message)); err != nil {
+	if err := w.repo.UpdateBranch(parent, commit, author, ownMove+subject(message)); err != nil {
 		if gitIndex != nil {
 			gitIndex.Release()
 		}

@@ -125,6 +125,13 @@ func (w *Workspace) recover() error {
 	if j.BranchOnly {
 		return w.clearJournal()
 	}
+	return w.finishJournal(&j)
+}
+
+// finishJournal does what is left of j once the branch holds j.New: the
+// files in place (a person's change to one since stays), git's index
+// entries, the temporary files gone, the journal cleared.
+func (w *Workspace) finishJournal(j *journal) error {
 	var entries []gitver.IndexEntry
 	for _, f := range j.Files {
 		entry, err := w.finishFile(f, j.OnDisk)
@@ -135,7 +142,7 @@ func (w *Workspace) recover() error {
 			entries = append(entries, *entry)
 		}
 	}
-	w.dropTemps(&j)
+	w.dropTemps(j)
 	if err := w.repo.UpdateIndex(entries); err != nil {
 		return err
 	}

@@ -31,6 +31,10 @@ type Options struct {
 	// OnEdits, when set, is told of every commit of people's edits (to log
 	// them). It runs under the write lock and must be quick.
 	OnEdits func(*EditReport)
+	// Logf, when set, is told what the workspace repaired on its own (a
+	// person's reset that dropped agents' commits). It runs under the
+	// write lock and must be quick.
+	Logf func(format string, args ...any)
 }
 
 // Workspace is a board on disk: the notes, the git repository and the derived
@@ -54,6 +58,7 @@ type Workspace struct {
 
 	edits   pendingEdits // people's changes reported and not yet committed
 	onEdits func(*EditReport)
+	logFn   func(format string, args ...any)
 }
 
 // Name is the workspace name that full addresses carry.
@@ -165,7 +170,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
-		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits}
+		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
@@ -221,6 +226,9 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
 	if err := w.recover(); err != nil {
 		return fmt.Errorf("finish an interrupted write: %w", err)
+	}
+	if err := w.bringBackDropped(); err != nil {
+		return fmt.Errorf("look for agents' commits a reset dropped from the branch: %w", err)
 	}
 	return fn()
 }

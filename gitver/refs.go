@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -81,7 +82,13 @@ const lockWait = 3 * time.Second
 // the commit point of every write. It fails with ErrBranchMoved, without
 // changing anything, when the branch is not at old.
 func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
-	lock := r.LockPath()
+	return r.UpdateRef(r.branch, old, new, who, reason)
+}
+
+// UpdateRef moves the ref name (refs/...) from old (zero: the ref does not
+// exist yet) to new, as UpdateBranch moves the branch.
+func (r *Repo) UpdateRef(name string, old, new Hash, who Signature, reason string) error {
+	lock := r.refPath(name) + ".lock"
 	deadline := time.Now().Add(lockWait)
 	var f *os.File
 	for {
@@ -113,12 +120,12 @@ func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
 			os.Remove(lock)
 		}
 	}()
-	cur, err := r.readRef(r.branch)
+	cur, err := r.readRef(name)
 	if err != nil {
 		return err
 	}
 	if cur != old {
-		return fmt.Errorf("%w: expected %s, found %s", ErrBranchMoved, old, cur)
+		return fmt.Errorf("%w: %s expected at %s, found at %s", ErrBranchMoved, name, old, cur)
 	}
 	if _, err := f.WriteString(new.String() + "\n"); err != nil {
 		return err
@@ -129,21 +136,130 @@ func (r *Repo) UpdateBranch(old, new Hash, who Signature, reason string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(lock, r.refPath(r.branch)); err != nil {
+	if err := os.Rename(lock, r.refPath(name)); err != nil {
 		return err
 	}
 	committed = true
 	if err := r.SyncDir(filepath.Dir(lock)); err != nil {
 		return err
 	}
-	r.appendReflog(old, new, who, reason)
+	r.appendReflog(name, old, new, who, reason)
 	return nil
+}
+
+// ReflogEntry is one move of a ref as its reflog records it.
+type ReflogEntry struct {
+	Old, New Hash
+	Message  string // "reset: moving to HEAD", "commit: ...", "blackboard: ..."
+}
+
+// BranchMovesSince reads the branch's reflog from its end back to the
+// newest move whose message starts with own (the caller's own moves), and
+// returns that move and those after it, oldest first; found is false when
+// none of the moves in the reflog's last 64 KB is the caller's. It reads
+// only the end of the file: a reflog grows by a line a move, and the
+// newest line is usually the caller's own.
+func (r *Repo) BranchMovesSince(own string) (last ReflogEntry, after []ReflogEntry, found bool, err error) {
+	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
+	if errors.Is(err, os.ErrNotExist) {
+		return last, nil, false, nil
+	}
+	if err != nil {
+		return last, nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return last, nil, false, err
+	}
+	for _, tail := range []int64{4 << 10, 64 << 10} {
+		start := max(0, fi.Size()-tail)
+		buf := make([]byte, fi.Size()-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return last, nil, false, err
+		}
+		lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+		if start > 0 {
+			lines = lines[1:] // the first line read may be cut
+		}
+		after = after[:0]
+		for i := len(lines) - 1; i >= 0; i-- {
+			e, ok := parseReflogLine(lines[i])
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(e.Message, own) {
+				slices.Reverse(after)
+				return e, after, true, nil
+			}
+			after = append(after, e)
+		}
+		if start == 0 {
+			break
+		}
+	}
+	return last, nil, false, nil
+}
+
+func parseReflogLine(line string) (ReflogEntry, bool) {
+	head, msg, _ := strings.Cut(line, "\t")
+	if len(head) < 82 {
+		return ReflogEntry{}, false
+	}
+	old, err1 := ParseHash(head[:40])
+	new, err2 := ParseHash(head[41:81])
+	if err1 != nil || err2 != nil {
+		return ReflogEntry{}, false
+	}
+	return ReflogEntry{Old: old, New: new, Message: msg}, true
+}
+
+// Refs lists the refs under prefix (e.g. "refs/blackboard/"), loose and
+// packed, with the commits they name.
+func (r *Repo) Refs(prefix string) (map[string]Hash, error) {
+	out := map[string]Hash{}
+	if f, err := os.Open(filepath.Join(r.gitDir, "packed-refs")); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			if len(line) > 41 && line[0] != '#' && line[0] != '^' && strings.HasPrefix(line[41:], prefix) {
+				if h, err := ParseHash(line[:40]); err == nil {
+					out[line[41:]] = h
+				}
+			}
+		}
+		f.Close()
+	}
+	root := r.refPath(prefix)
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(r.gitDir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		h, err := r.readRef(name)
+		if err == nil && !h.IsZero() {
+			out[name] = h
+		}
+		return nil
+	})
+	return out, err
 }
 
 // appendReflog records the update in the branch's and HEAD's reflogs, as git
 // does, so `git reflog` shows agents' commits too. The reflog is a convenience
 // for people, not part of the commit: a failure here is ignored.
-func (r *Repo) appendReflog(old, new Hash, who Signature, reason string) {
+func (r *Repo) appendReflog(ref string, old, new Hash, who Signature, reason string) {
 	reason = strings.ReplaceAll(reason, "\n", " ")
 	_, offset := who.When.Zone()
 	sign := '+'
@@ -152,7 +268,11 @@ func (r *Repo) appendReflog(old, new Hash, who Signature, reason string) {
 	}
 	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, identity(who.Name), identity(who.Email),
 		who.When.Unix(), sign, offset/3600, offset%3600/60, reason)
-	for _, name := range []string{r.branch, "HEAD"} {
+	names := []string{ref}
+	if ref == r.branch {
+		names = append(names, "HEAD")
+	}
+	for _, name := range names {
 		p := filepath.Join(r.gitDir, "logs", filepath.FromSlash(name))
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if errors.Is(err, os.ErrNotExist) {

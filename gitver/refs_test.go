@@ -3,6 +3,7 @@ package gitver_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -349,3 +350,79 @@ func TestRemoveStaleIndexLock(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BranchMovesSince finds the caller's newest move in the branch's reflog
+// and the moves after it, however long the reflog, reading only its end.
+func TestBranchMovesSince(t *testing.T) {
+	dir := t.TempDir()
+	if err := gitver.Init(dir, "main"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := gitver.Open(dir, gitver.Options{NoSync: true, Branch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hash := func(i int) string { return fmt.Sprintf("%040x", i) }
+	line := func(i int, msg string) string {
+		return hash(i) + " " + hash(i+1) + " Ada <ada@example.com> 1700000000 +0000\t" + msg + "\n"
+	}
+	logPath := filepath.Join(dir, ".git", "logs", "refs", "heads", "main")
+	write := func(lines ...string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(logPath, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var many []string
+	for i := range 2000 { // about 200 KB
+		many = append(many, line(i, "commit: a person's commit"))
+	}
+	for _, tt := range []struct {
+		name      string
+		lines     []string
+		found     bool
+		own       int // the own move's old hash
+		afterMsgs []string
+	}{
+		{"no reflog", nil, false, 0, nil},
+		{"own last", []string{line(1, "commit: x"), line(2, "blackboard: update a v1")}, true, 2, nil},
+		{"moves after own", []string{line(1, "blackboard: update a v1"), line(2, "reset: moving to HEAD"), line(3, "commit: y")},
+			true, 1, []string{"reset: moving to HEAD", "commit: y"}},
+		{"own deep in a long reflog", append(append([]string{line(7, "blackboard: old")}, many[:300]...), line(9, "reset: moving to HEAD~1")),
+			true, 7, nil},
+		{"own beyond the tail read", append(append([]string{line(7, "blackboard: old")}, many...), line(9, "reset: moving to HEAD~1")),
+			false, 0, nil},
+	} {
+		if tt.lines == nil {
+			os.Remove(logPath)
+		} else {
+			write(tt.lines...)
+		}
+		own, after, found, err := r.BranchMovesSince("blackboard: ")
+		if err != nil || found != tt.found {
+			t.Errorf("%s: found %v, %v; want %v", tt.name, found, err, tt.found)
+			continue
+		}
+		if !found {
+			continue
+		}
+		if own.Old.String() != hash(tt.own) {
+			t.Errorf("%s: own move %s, want from %s", tt.name, own.Old, hash(tt.own))
+		}
+		if tt.afterMsgs != nil {
+			var msgs []string
+			for _, e := range after {
+				msgs = append(msgs, e.Message)
+			}
+			if strings.Join(msgs, "|") != strings.Join(tt.afterMsgs, "|") {
+				t.Errorf("%s: moves after own %q, want %q", tt.name, msgs, tt.afterMsgs)
+			}
+		} else if tt.name == "own deep in a long reflog" && len(after) != 301 {
+			t.Errorf("%s: %d moves after own, want 301", tt.name, len(after))
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -429,4 +430,189 @@ func TestMCPDiskFull(t *testing.T) {
 	if out := gitCmd(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
 		t.Errorf("git fsck: %s", out)
 	}
+}
+
+// `git reset --hard HEAD` and `git stash` mean "throw away my uncommitted
+// changes", never "and the agents' commits": run again and again while two
+// servers increment a counter with compare-and-swap, they drop commits that
+// land in their window, and the next write brings them back with their
+// files. Every acknowledged write stays on the branch, the counter is exact,
+// and no version is acknowledged twice.
+func TestMCPResetAndStashDuringWrites(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
+	const key = "team/counter"
+	servers[0].write(map[string]any{"uri": key, "digest": "count 0", "body": "0\n", "expect_version": 0})
+	writeTree(t, dir, "scratch.txt", "the person's scratch file\n")
+	gitCmd(t, dir, "add", "scratch.txt")
+	gitCmd(t, dir, "commit", "-q", "-m", "a scratch file of the person's")
+
+	const perAgent = 20
+	var mu sync.Mutex
+	acked := map[int]string{} // version -> digest
+	var agents sync.WaitGroup
+	for i, s := range servers {
+		agents.Go(func() {
+			for n := 0; n < perAgent; {
+				it := s.itemOf(key)
+				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
+				digest := fmt.Sprintf("count %d by agent %d", value+1, i)
+				res := s.call("update_state", map[string]any{"uri": key, "digest": digest,
+					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
+				if res.isError {
+					if !strings.HasPrefix(res.text, "conflict: ") {
+						t.Errorf("write: %s", res.text)
+						return
+					}
+					continue
+				}
+				w := decodeWrite(t, res.text)
+				mu.Lock()
+				if prev, dup := acked[w.Version]; dup {
+					t.Errorf("version %d acknowledged twice: %q and %q", w.Version, prev, digest)
+				}
+				acked[w.Version] = digest
+				mu.Unlock()
+				n++
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { agents.Wait(); close(done) }()
+	resets, stashes := 0, 0
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+		default:
+			// The person throws away a change of theirs, by reset or by
+			// stash; a git command that meets a write's index lock fails
+			// and is simply not counted.
+			script := "echo change >> scratch.txt && git reset -q --hard HEAD"
+			if i%2 == 1 {
+				script = "echo change >> scratch.txt && git stash -q"
+			}
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Dir, cmd.Env = dir, mcpEnv("")
+			if cmd.Run() == nil {
+				if i%2 == 1 {
+					stashes++
+				} else {
+					resets++
+				}
+			}
+			continue
+		}
+		break
+	}
+	// One more write brings back whatever the last reset dropped.
+	last := servers[0].itemOf(key)
+	servers[0].write(map[string]any{"uri": key, "digest": "final", "body": last.Body, "expect_version": last.Version})
+	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
+	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back",
+		len(acked), resets, stashes, restored)
+
+	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
+	for v, digest := range acked {
+		if want := fmt.Sprintf("update %s v%d: %s", key, v, digest); !strings.Contains(history, want) {
+			t.Errorf("acknowledged %q is not on the branch", want)
+		}
+	}
+	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2 {
+		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2)
+	}
+	if disk := readTree(t, dir, key+".md"); !strings.HasSuffix(disk, "\n"+strconv.Itoa(2*perAgent)+"\n") {
+		t.Errorf("the counter on disk: %q", disk)
+	}
+	eventually(t, "git status is clean", func() bool {
+		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+	})
+	for _, s := range servers {
+		s.closeClean()
+	}
+	checkWorkspace(t, dir)
+}
+
+// A rewind the person means (`git reset --hard HEAD~2`) stands: the branch
+// stays where they put it, the agents' commits it dropped are kept under a
+// rescue ref, and the server's log and health say where and how to bring
+// them back.
+func TestMCPDeliberateRewindIsKept(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/plan"
+	for v := range 3 {
+		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})
+	}
+	dropped := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
+	gitCmd(t, dir, "reset", "-q", "--hard", "HEAD~2")
+	it := s.waitVersion(key, 1)
+	s.write(map[string]any{"uri": key, "digest": "plan after the rewind", "body": "after\n", "expect_version": it.Version})
+
+	ref := "refs/blackboard/rescued/" + dropped
+	if got := strings.TrimSpace(gitCmd(t, dir, "rev-parse", ref)); got != dropped {
+		t.Fatalf("the dropped commits are not kept under %s: %q", ref, got)
+	}
+	if subjects := gitCmd(t, dir, "log", "--format=%s", "main.."+ref); !strings.Contains(subjects, "plan 3") || !strings.Contains(subjects, "plan 2") {
+		t.Errorf("the rescue ref holds:\n%s", subjects)
+	}
+	if history := gitLog(t, dir, key+".md"); len(history) != 2 || !strings.HasSuffix(history[0], "plan after the rewind") {
+		t.Errorf("the rewind did not stand:\n%s", strings.Join(history, "\n"))
+	}
+	eventually(t, "the server's log tells of the rescue", func() bool { return strings.Contains(s.stderr.String(), ref) })
+	out, err := cliCommand(dir, "health").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "git merge "+ref) {
+		t.Errorf("health (%v) does not tell of the rescue:\n%s", err, out)
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+}
+
+// The race itself, made to happen every time with git's own commands, in
+// the order `git reset --hard HEAD` runs them: it resolves HEAD, an agent's
+// write lands (git releases the index lock before it moves the branch, so
+// a write that waited on the lock lands right there), then it resets the
+// files and git's index, and moves the branch to what it resolved. The next
+// write brings the dropped one back, files and all, and the person's own
+// edit made since stays theirs.
+func TestMCPResetRaceBringsWritesBack(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	s.write(map[string]any{"uri": "team/a", "digest": "a one", "body": "a1\n", "expect_version": 0})
+	s.write(map[string]any{"uri": "team/b", "digest": "b one", "body": "b1\n", "expect_version": 0})
+	resolved := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "HEAD"))
+
+	s.write(map[string]any{"uri": "team/a", "digest": "a two", "body": "a2\n", "expect_version": 1})
+	s.write(map[string]any{"uri": "team/b", "digest": "b two", "body": "b2\n", "expect_version": 1})
+	gitCmd(t, dir, "read-tree", "-u", "--reset", resolved)
+	gitCmd(t, dir, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", resolved)
+	if got := readTree(t, dir, "team/a.md"); !strings.HasSuffix(got, "a1\n") {
+		t.Fatalf("the reset did not revert the files: %q", got)
+	}
+	// The person edits b by hand before any write.
+	writeTree(t, dir, "team/b.md", handNote("b by hand", "the person's b\n"))
+
+	s.write(map[string]any{"uri": "team/c", "digest": "c one", "body": "c1\n", "expect_version": 0})
+	for short, want := range map[string]string{"team/a": "a2\n", "team/c": "c1\n"} {
+		if it := s.itemOf(short); it.Body != want {
+			t.Errorf("%s reads %+v after the next write, want %q", short, it, want)
+		}
+	}
+	if got := readTree(t, dir, "team/a.md"); !strings.HasSuffix(got, "a2\n") {
+		t.Errorf("team/a.md on disk after the next write: %q", got)
+	}
+	it := s.waitVersion("team/b", 3)
+	if it.Body != "the person's b\n" {
+		t.Errorf("the person's edit of b: %+v", it)
+	}
+	history := strings.Join(gitLog(t, dir), "\n")
+	for _, want := range []string{"update team/a v2: a two", "update team/b v2: b two", "edit team/b v3 by hand: b by hand"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("%q is not on the branch:\n%s", want, history)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "they are back") {
+		eventually(t, "the server's log tells of the race", func() bool { return strings.Contains(s.stderr.String(), "they are back") })
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
 }

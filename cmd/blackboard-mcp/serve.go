@@ -49,7 +49,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			for _, line := range r.Lines() {
 				log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
 			}
-		}})
+		},
+		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return err
 	}

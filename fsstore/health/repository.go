@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,7 @@ func (c *checker) checkRepository(r *Report) (map[string]gitver.Hash, gitver.Has
 			Fix:     "git switch " + branch + " to see the board; the board never writes to another branch"})
 	}
 	r.Infof("branch: the board's branch is %s", branch)
+	c.checkRescued(branch, r)
 	commit, err := c.repo.ReadCommit(head)
 	if err != nil {
 		r.Add(Finding{Check: "repository", Severity: SeverityError,
@@ -62,6 +65,22 @@ func (c *checker) checkRepository(r *Report) (map[string]gitver.Hash, gitver.Has
 		files[ch.Path] = ch.New
 	}
 	return files, head, true
+}
+
+// checkRescued reports the commits a person's rewind dropped from the
+// branch, which the program keeps under rescue refs until a person decides.
+func (c *checker) checkRescued(branch string, r *Report) {
+	refs, err := c.repo.Refs(fsstore.RescuePrefix)
+	if err != nil {
+		r.Infof("rescued commits: not listed (%v)", err)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(refs)) {
+		r.Add(Finding{Check: "repository", Severity: SeverityWarning, Path: ".git/" + name,
+			Message: fmt.Sprintf("a rewind of %s dropped agents' commits; they are kept under %s", branch, name),
+			Fix: fmt.Sprintf("see them: git log %s..%s; bring them back: git merge %s; or forget them: git update-ref -d %s",
+				branch, name, name, name)})
+	}
 }
 
 // checkObjects reads every commit and tree of the recent first-parent

@@ -134,7 +134,8 @@ func (ws *WorkspaceFlags) Dir() string {
 }
 
 // Open opens the workspace in Dir, with --no-sync, telling stderr of each
-// person's edit a write commits first. agent is the author of the
+// person's edit a write commits first and of what the workspace repaired on
+// its own. agent is the author of the
 // workspace's writes; "" where every write names its own.
 func (ws *WorkspaceFlags) Open(agent string) (*fsstore.Workspace, error) {
 	return fsstore.Open(ws.Dir(), fsstore.Options{NoSync: ws.NoSync, Agent: agent,
@@ -142,5 +143,6 @@ func (ws *WorkspaceFlags) Open(agent string) (*fsstore.Workspace, error) {
 			for _, line := range r.Lines() {
 				fmt.Fprintf(ws.stderr, "committed a person's edit first: %s\n", line)
 			}
-		}})
+		},
+		Logf: func(format string, args ...any) { fmt.Fprintf(ws.stderr, format+"\n", args...) }})
 }

@@ -1,0 +1,201 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// A person's git command can drop agents' commits from the board's branch.
+// `git reset --hard HEAD` and `git stash` resolve HEAD, write its files, and
+// then move the branch there: a write that lands in between is dropped from
+// the branch and its files reverted, though the person only meant to throw
+// away their own uncommitted changes. A person can also rewind the branch on
+// purpose (`git reset --hard HEAD~3`).
+//
+// Before every write and every commit of people's edits, under the write
+// lock, the workspace reads the end of the branch's reflog: the program's
+// own moves say "blackboard: ...". When a reset came after its last one and
+// the branch no longer holds the commit that move made:
+//
+//   - if every such reset was "to HEAD" (a race) and the branch is where
+//     the last of them left it, behind the program's commit, the branch
+//     moves forward again, and the dropped writes' files go back in place
+//     (a file the person changed since stays theirs, to be committed on
+//     top), through the journal, so that a crash midway is finished like
+//     any write;
+//   - otherwise the rewind was meant: the branch stays where the person put
+//     it, and the dropped commits are kept under
+//     refs/blackboard/rescued/<commit>, said in the log and by health until
+//     the person deletes the ref.
+
+// RescuePrefix names the refs that keep commits a person's rewind dropped
+// from the board's branch.
+const RescuePrefix = "refs/blackboard/rescued/"
+
+// maxDropped bounds the walks from the program's last commit back to where
+// a reset went, and from the branch back to that commit.
+const maxDropped = 10000
+
+// ownMove starts the reflog message of every move of the branch the program
+// makes.
+const ownMove = "blackboard: "
+
+// bringBackDropped restores or keeps what a reset dropped from the branch.
+// The caller holds the write lock, and has finished any interrupted write.
+func (w *Workspace) bringBackDropped() error {
+	own, moves, found, err := w.repo.BranchMovesSince(ownMove)
+	if err != nil || !found || len(moves) == 0 {
+		return err
+	}
+	ours := own.New
+	resets, races := 0, 0
+	for _, m := range moves {
+		if strings.HasPrefix(m.Message, "reset: moving to ") && m.Old != m.New {
+			resets++
+			if m.Message == "reset: moving to HEAD" {
+				races++
+			}
+		}
+	}
+	if resets == 0 {
+		return nil // commits, merges and pulls on top keep the program's commit
+	}
+	head, err := w.repo.Head()
+	if err != nil || head == ours {
+		return err
+	}
+	if held, err := w.reaches(head, ours); err != nil || held {
+		return err
+	}
+	dropped, behind, err := w.droppedProgramCommits(ours, head)
+	if err != nil || dropped == 0 {
+		return err
+	}
+	move := gitver.ReflogEntry{Old: ours, New: head, Message: moves[len(moves)-1].Message}
+	if races == resets && behind && moves[len(moves)-1].New == head && w.repo.WorkTree().Operation == "" {
+		return w.restoreBranch(move, dropped)
+	}
+	return w.keepDropped(move, dropped)
+}
+
+// reaches reports whether target is on the first-parent history of from,
+// within maxDropped commits.
+func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
+	h := from
+	for range maxDropped {
+		if h == target {
+			return true, nil
+		}
+		if h.IsZero() {
+			return false, nil
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return false, err
+		}
+		h = c.FirstParent()
+	}
+	return false, nil
+}
+
+// droppedProgramCommits counts the program's commits on the first-parent
+// history of from that are not on to's: those a move from from to to
+// dropped. onChain is false when to is not an ancestor of from within
+// maxDropped commits (the branch went elsewhere).
+func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
+	h := from
+	for range maxDropped {
+		if h == to {
+			return n, true, nil
+		}
+		if h.IsZero() {
+			return n, false, nil
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return n, false, err
+		}
+		if note.ByProgram(c.Message) {
+			n++
+		}
+		h = c.FirstParent()
+	}
+	return n, false, nil
+}
+
+// restoreBranch moves the branch forward again to the commits a racing
+// reset dropped, and puts their files back.
+func (w *Workspace) restoreBranch(move gitver.ReflogEntry, dropped int) error {
+	at, err := w.repo.ReadCommit(move.New)
+	if err != nil {
+		return err
+	}
+	back, err := w.repo.ReadCommit(move.Old)
+	if err != nil {
+		return err
+	}
+	changes, err := w.repo.DiffTrees(at.Tree, back.Tree)
+	if err != nil {
+		return err
+	}
+	who := w.agentSignature(note.InitAgent)
+	j := &journal{Old: move.New, New: move.Old, Time: who.When, BranchOnly: w.repo.WorkTree().Elsewhere != ""}
+	for _, ch := range changes {
+		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
+	}
+	if err := w.writeJournal(j); err != nil {
+		return err
+	}
+	if err := w.syncJournal(); err != nil {
+		return errors.Join(err, w.clearJournal())
+	}
+	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
+	if err := w.repo.UpdateBranch(move.New, move.Old, who, reason); err != nil {
+		if cerr := w.clearJournal(); cerr != nil {
+			return cerr
+		}
+		if errors.Is(err, gitver.ErrBranchMoved) {
+			return nil // moved meanwhile: the next look decides
+		}
+		return err
+	}
+	w.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
+		"they are back (%s), with their files", dropped, strings.TrimPrefix(w.repo.Branch(), "refs/heads/"), move.Old.Short())
+	if j.BranchOnly {
+		return w.clearJournal()
+	}
+	return w.finishJournal(j)
+}
+
+// keepDropped keeps the commits a rewind dropped under a rescue ref, once.
+func (w *Workspace) keepDropped(move gitver.ReflogEntry, dropped int) error {
+	name := RescuePrefix + move.Old.String()
+	kept, err := w.repo.Refs(RescuePrefix)
+	if err != nil {
+		return err
+	}
+	if _, ok := kept[name]; ok {
+		return nil
+	}
+	who := w.agentSignature(note.InitAgent)
+	who.When = time.Now()
+	if err := w.repo.UpdateRef(name, gitver.ZeroHash, move.Old, who, ownMove+"keep what `"+move.Message+"` dropped"); err != nil {
+		return err
+	}
+	w.logf("`%s` dropped %d of the board's commits from %s; they are kept under %s: `git log %s..%s` shows them, "+
+		"`git merge %s` brings them back", move.Message, dropped, strings.TrimPrefix(w.repo.Branch(), "refs/heads/"),
+		name, move.New.Short(), name, name)
+	return nil
+}
+
+// logf tells the operator what the workspace repaired on its own.
+func (w *Workspace) logf(format string, args ...any) {
+	if w.logFn != nil {
+		w.logFn(format, args...)
+	}
+}

@@ -74,6 +74,11 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, errorf("write", "", ErrConflict,
 			"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
 	}
+	if why := wt.Busy(); onDisk && why != "" {
+		// A person's edits are the branch's only while the files are: a
+		// checkout since the comparison makes them another's.
+		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+	}
 	branchOnly := !onDisk && wt.Elsewhere != ""
 	blobs := make(map[string]gitver.Hash, len(changes))
 	var contents [][]byte
@@ -142,6 +147,17 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 	}
 	reach("objects")
+	if branchOnly {
+		// The work tree keeps the parent's files; when the branch is
+		// checked out again, git may write those (see unplaced.go).
+		older := make(map[string]gitver.Hash, len(changes))
+		for i, c := range changes {
+			older[c.path] = olds[i]
+		}
+		if err := w.recordUnplaced(older); err != nil {
+			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+		}
+	}
 	var gitIndex *gitver.IndexLock
 	if !branchOnly {
 		if gitIndex, err = w.repo.LockIndex(); err != nil {
@@ -234,6 +250,16 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		entries = append(entries, e)
 	}
 	reach("files")
+	if !onDisk && w.repo.WorkTree().Elsewhere != "" {
+		// `git checkout -b` moves HEAD after it lets git's index lock go:
+		// it did so during this write, and the work tree is now that
+		// checkout's, at this write's parent. The write's files go back
+		// out, to be put in place when the branch is checked out again.
+		if entries, err = w.unplace(changes, olds, blobs); err != nil {
+			return commit, err
+		}
+		stats = nil
+	}
 	if err := gitIndex.Write(entries); err != nil {
 		return commit, err
 	}
@@ -265,6 +291,42 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		w.repo.MaybeMaintain()
 	}
 	return commit, nil
+}
+
+// unplace takes a write's files back out of a work tree that is no longer
+// the branch's checkout: each file it placed holds the parent's content
+// again (a save a person made since stays), git's index entries are the
+// parent's, and the paths are recorded to be placed later.
+func (w *Workspace) unplace(changes []fileChange, olds []gitver.Hash, blobs map[string]gitver.Hash) ([]gitver.IndexEntry, error) {
+	entries := make([]gitver.IndexEntry, 0, len(changes))
+	older := make(map[string]gitver.Hash, len(changes))
+	for i, c := range changes {
+		older[c.path] = olds[i]
+		e := gitver.IndexEntry{Path: c.path}
+		if w.holds(c.path, blobs[c.path]) {
+			if olds[i].IsZero() {
+				if err := w.removeFile(c.path); err != nil {
+					return nil, err
+				}
+			} else {
+				content, err := w.repo.ReadBlob(olds[i])
+				if err != nil {
+					return nil, err
+				}
+				if err := w.writeFileAtomic(c.path, content); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !olds[i].IsZero() {
+			e.Blob, e.Info = olds[i], staleInfo{}
+			if fi, err := w.root.Lstat(c.path); err == nil && w.holds(c.path, olds[i]) {
+				e.Info = fi
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries, w.recordUnplaced(older)
 }
 
 // unfinishedError is a failure past a write's commit point (the disk full

@@ -230,6 +230,9 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 	if err := w.bringBackDropped(); err != nil {
 		return fmt.Errorf("look for agents' commits a reset dropped from the branch: %w", err)
 	}
+	if err := w.placeUnplaced(); err != nil {
+		return fmt.Errorf("put in place the files of writes made while another branch was checked out: %w", err)
+	}
 	return fn()
 }
 

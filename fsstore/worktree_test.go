@@ -251,3 +251,81 @@ func TestRecoverPutsBackASwappedSave(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// `git checkout -b side` moves HEAD after it lets git's index lock go, so
+// HEAD can move in the middle of a write that was waiting for the lock,
+// after its files are in place: the write's files go back out of the work
+// tree (it is side's checkout now, at the write's parent), side's status is
+// clean, and checking main out again brings them, with nothing committed as
+// a person's edit.
+func TestCheckoutBranchDuringAWrite(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a one", "one\n")
+	// `git checkout -b side` makes side at the HEAD it read, and moves HEAD
+	// to it last, after it let git's index lock go: in the middle of the
+	// write.
+	git(t, d, "branch", "side")
+	crashPoint = func(step string) {
+		if step == "files" {
+			git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
+		}
+	}
+	defer func() { crashPoint = nil }()
+	res := put(t, w, "t/a", 1, "a two", "two\n")
+	crashPoint = nil
+	if res.Version != 2 {
+		t.Fatalf("write = %+v", res)
+	}
+	if st := git(t, d, "status", "--porcelain"); st != "" {
+		t.Errorf("side's work tree has the write's files:\n%s", st)
+	}
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "one") {
+		t.Errorf("the file on side = %q, want the write's parent's", got)
+	}
+	git(t, d, "checkout", "-q", "main")
+	put(t, w, "t/b", 0, "b", "b\n") // any write puts the last one's files in place first
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
+		t.Errorf("after checking main out, the file = %q", got)
+	}
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("a stale file came back as a person's edit: %s", opsOf(rep))
+	}
+	if n := get(t, w, "t/a"); n.Version != 2 || n.Digest != "a two" {
+		t.Errorf("t/a = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// A person's `git checkout main` that resolved main before a write made
+// while they were on another branch writes the files of the older commit:
+// the next write puts the branch's file in place instead of committing the
+// older one as the person's edit.
+func TestCheckoutThatResolvedAnOlderCommit(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a one", "one\n")
+	git(t, d, "checkout", "-q", "-b", "side")
+	put(t, w, "t/a", 1, "a two", "two\n")
+	resolved := git(t, d, "rev-parse", "main")
+	put(t, w, "t/a", 2, "a three", "three\n")
+	// git checkout main, as it finishes after resolving main too early:
+	// the older commit's files and index, then HEAD on main.
+	git(t, d, "read-tree", "-u", "-m", "HEAD", resolved)
+	git(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
+		t.Fatalf("the simulated checkout wrote %q", got)
+	}
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("the older file came back as a person's edit: %s", opsOf(rep))
+	}
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "three") {
+		t.Errorf("the file after the comparison = %q, want the branch's", got)
+	}
+	if n := get(t, w, "t/a"); n.Version != 3 || n.Digest != "a three" {
+		t.Errorf("t/a = %+v", n)
+	}
+	assertClean(t, w)
+}

@@ -73,14 +73,26 @@ type IndexLock struct {
 	done bool
 }
 
+// settleAfterGit is how long LockIndex waits after a git command let the
+// index lock go: git's checkout, reset and stash release it before they move
+// HEAD or the branch, and a write that went on at once would do its work
+// between the two (a reset would then move the branch back over it, a
+// checkout -b move HEAD away from its files). Those last steps take git
+// well under this.
+const settleAfterGit = 20 * time.Millisecond
+
 // LockIndex takes git's index lock, waiting a few seconds for a git command
-// that holds it.
+// that holds it, and then a moment more for that command to finish.
 func (r *Repo) LockIndex() (*IndexLock, error) {
 	lockPath := r.IndexLockPath()
 	deadline := time.Now().Add(lockWait)
+	waited := false
 	for {
 		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
+			if waited {
+				time.Sleep(settleAfterGit)
+			}
 			return &IndexLock{r: r, f: f}, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
@@ -89,6 +101,7 @@ func (r *Repo) LockIndex() (*IndexLock, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%s exists: another git command is using the index; if none is running, remove it", lockPath)
 		}
+		waited = true
 		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -1,0 +1,183 @@
+package fsstore
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// While a person has another branch checked out, a write goes to the
+// board's branch only: the work tree and git's index are the other
+// checkout's. When the person checks the branch out again, git writes the
+// files of the commit it resolved when it started, which can be older than
+// a write that landed meanwhile; and `git checkout -b side` moves HEAD after
+// it lets git's index lock go, so it can land in the middle of a write,
+// whose files then go back out of the work tree (see commitLocked).
+//
+// Either way the work tree can end up holding an older version of the
+// branch's file, and comparing it with the branch would take it for a
+// person's edit and commit it, reverting agents' writes. So the paths of
+// such writes are recorded, with the blobs the work tree may still hold for
+// them (the branch's versions from before the writes), and once the work
+// tree is the branch's again, before anything compares it, a file still
+// holding one of those is put right. A file a person changed meanwhile
+// holds none of them and stays theirs.
+
+// unplacedName is the record, in .git: state of this clone's work tree,
+// never committed.
+const unplacedName = "blackboard-unplaced.json"
+
+type unplacedRecord struct {
+	// Paths maps a path to the blobs the work tree may hold for it that
+	// are older than the branch's (zero: no file).
+	Paths map[string][]gitver.Hash `json:"paths"`
+}
+
+func (w *Workspace) unplacedPath() string { return filepath.Join(w.repo.GitDir(), unplacedName) }
+
+func (w *Workspace) loadUnplaced() (*unplacedRecord, error) {
+	u := &unplacedRecord{Paths: map[string][]gitver.Hash{}}
+	b, err := os.ReadFile(w.unplacedPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return u, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, u); err != nil {
+		return u, nil // torn: the writer died before its commit point
+	}
+	if u.Paths == nil {
+		u.Paths = map[string][]gitver.Hash{}
+	}
+	return u, nil
+}
+
+// saveUnplaced writes the record durably (temporary file, sync, rename),
+// or removes it when it is empty.
+func (w *Workspace) saveUnplaced(u *unplacedRecord) error {
+	p := w.unplacedPath()
+	if len(u.Paths) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = w.repo.Sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// recordUnplaced adds, for each path, the blob the work tree may still hold
+// for it. It is written before the write's commit point.
+func (w *Workspace) recordUnplaced(older map[string]gitver.Hash) error {
+	u, err := w.loadUnplaced()
+	if err != nil {
+		return err
+	}
+	for p, h := range older {
+		if !slices.Contains(u.Paths[p], h) {
+			u.Paths[p] = append(u.Paths[p], h)
+		}
+	}
+	return w.saveUnplaced(u)
+}
+
+// placeUnplaced puts the branch's version of each recorded path in the work
+// tree where the file still holds an older one, and git's index in step,
+// once the work tree is the branch's again. The caller holds the write
+// lock.
+func (w *Workspace) placeUnplaced() error {
+	u, err := w.loadUnplaced()
+	if err != nil || len(u.Paths) == 0 {
+		return err
+	}
+	if w.repo.WorkTree().Busy() != "" {
+		return nil // not yet: the files are someone else's
+	}
+	if _, _, err := w.catchUp(nil, nil); err != nil {
+		return err
+	}
+	paths := make([]string, 0, len(u.Paths))
+	for p := range u.Paths {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	want, err := w.committedBlobs(paths)
+	if err != nil {
+		return err
+	}
+	var entries []gitver.IndexEntry
+	for i, p := range paths {
+		content, _, exists, err := w.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var disk gitver.Hash
+		if exists {
+			disk = gitver.BlobHash(content)
+		}
+		entry := gitver.IndexEntry{Path: p}
+		switch {
+		case disk == want[i]:
+		case slices.Contains(u.Paths[p], disk):
+			// An older version of the branch's file: put the branch's in.
+			if want[i].IsZero() {
+				if err := w.removeFile(p); err != nil {
+					return err
+				}
+				break
+			}
+			blob, err := w.repo.ReadBlob(want[i])
+			if err != nil {
+				return err
+			}
+			if err := w.writeFileAtomic(p, blob); err != nil {
+				return err
+			}
+		default:
+			// A person's change made since: theirs, to be committed on top.
+			if !want[i].IsZero() {
+				entry.Blob, entry.Info = want[i], staleInfo{}
+			}
+			entries = append(entries, entry)
+			w.edits.add([]string{p}, false)
+			continue
+		}
+		if !want[i].IsZero() {
+			fi, err := w.root.Lstat(p)
+			if err != nil {
+				return err
+			}
+			entry.Blob, entry.Info = want[i], fi
+		}
+		entries = append(entries, entry)
+	}
+	if err := w.repo.UpdateIndex(entries); err != nil {
+		return err
+	}
+	return w.saveUnplaced(&unplacedRecord{})
+}

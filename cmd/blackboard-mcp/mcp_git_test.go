@@ -448,37 +448,8 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	gitCmd(t, dir, "commit", "-q", "-m", "a scratch file of the person's")
 
 	const perAgent = 20
-	var mu sync.Mutex
-	acked := map[int]string{} // version -> digest
-	var agents sync.WaitGroup
-	for i, s := range servers {
-		agents.Go(func() {
-			for n := 0; n < perAgent; {
-				it := s.itemOf(key)
-				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
-				digest := fmt.Sprintf("count %d by agent %d", value+1, i)
-				res := s.call("update_state", map[string]any{"uri": key, "digest": digest,
-					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
-				if res.isError {
-					if !strings.HasPrefix(res.text, "conflict: ") {
-						t.Errorf("write: %s", res.text)
-						return
-					}
-					continue
-				}
-				w := decodeWrite(t, res.text)
-				mu.Lock()
-				if prev, dup := acked[w.Version]; dup {
-					t.Errorf("version %d acknowledged twice: %q and %q", w.Version, prev, digest)
-				}
-				acked[w.Version] = digest
-				mu.Unlock()
-				n++
-			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { agents.Wait(); close(done) }()
+	counting := startCounting(t, servers, key, perAgent)
+	done := counting.done
 	resets, stashes := 0, 0
 	for i := 0; ; i++ {
 		select {
@@ -508,6 +479,7 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	last := servers[0].itemOf(key)
 	servers[0].write(map[string]any{"uri": key, "digest": "final", "body": last.Body, "expect_version": last.Version})
 	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
+	acked := counting.acked
 	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back",
 		len(acked), resets, stashes, restored)
 
@@ -641,34 +613,8 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	servers[0].write(map[string]any{"uri": key, "digest": "count 0", "body": "0\n", "expect_version": 0})
 
 	const perAgent = 15
-	var mu sync.Mutex
-	acked := map[int]string{}
-	var agents sync.WaitGroup
-	for i, s := range servers {
-		agents.Go(func() {
-			for n := 0; n < perAgent; {
-				it := s.itemOf(key)
-				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
-				digest := fmt.Sprintf("count %d by agent %d", value+1, i)
-				res := s.call("update_state", map[string]any{"uri": key, "digest": digest,
-					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
-				if res.isError {
-					if !strings.HasPrefix(res.text, "conflict: ") {
-						t.Errorf("write: %s", res.text)
-						return
-					}
-					continue
-				}
-				w := decodeWrite(t, res.text)
-				mu.Lock()
-				acked[w.Version] = digest
-				mu.Unlock()
-				n++
-			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { agents.Wait(); close(done) }()
+	counting := startCounting(t, servers, key, perAgent)
+	done := counting.done
 	trips, failed := 0, 0
 	var lastErr string
 	for i := 0; ; i++ {
@@ -691,6 +637,7 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 		}
 		break
 	}
+	acked := counting.acked
 	t.Logf("%d acknowledged increments; the person went to a branch and back %d times (%d attempts failed; last: %s)",
 		len(acked), trips, failed, strings.TrimSpace(lastErr))
 	if head := strings.TrimSpace(gitCmd(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
@@ -716,4 +663,45 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 		s.closeClean()
 	}
 	checkWorkspace(t, dir)
+}
+
+// counting is agents incrementing a counter note with compare-and-swap, one
+// goroutine per server, perAgent acknowledged increments each.
+type counting struct {
+	done  chan struct{}  // closed when every agent is done
+	acked map[int]string // version -> digest of each acknowledged write; read after done
+}
+
+func startCounting(t *testing.T, servers []*session, key string, perAgent int) *counting {
+	c := &counting{done: make(chan struct{}), acked: map[int]string{}}
+	var mu sync.Mutex
+	var agents sync.WaitGroup
+	for i, s := range servers {
+		agents.Go(func() {
+			for n := 0; n < perAgent; {
+				it := s.itemOf(key)
+				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
+				digest := fmt.Sprintf("count %d by agent %d", value+1, i)
+				res := s.call("update_state", map[string]any{"uri": key, "digest": digest,
+					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
+				if res.isError {
+					if !strings.HasPrefix(res.text, "conflict: ") {
+						t.Errorf("write: %s", res.text)
+						return
+					}
+					continue
+				}
+				w := decodeWrite(t, res.text)
+				mu.Lock()
+				if prev, dup := c.acked[w.Version]; dup {
+					t.Errorf("version %d acknowledged twice: %q and %q", w.Version, prev, digest)
+				}
+				c.acked[w.Version] = digest
+				mu.Unlock()
+				n++
+			}
+		})
+	}
+	go func() { agents.Wait(); close(c.done) }()
+	return c
 }

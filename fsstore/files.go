@@ -359,7 +359,8 @@ func (w *Workspace) placeFile(tmp, dst string, expect, ours gitver.Hash) (bool, 
 		return false, err
 	}
 	if w.holds(tmp, expect) {
-		w.root.Remove(tmp)
+		// Kept, not deleted: a person may still have it open.
+		w.keepDisplacedFile(tmp, dst, expect)
 		return true, nil
 	}
 	// A person saved dst after it was compared: give their save its place

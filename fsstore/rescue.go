@@ -19,12 +19,11 @@ import (
 //
 // Before every write and every commit of people's edits, under the write
 // lock, the workspace reads the end of the branch's reflog: the program's
-// own moves say "blackboard: ...". When a reset came after its last one and
-// the branch no longer holds the commit that move made:
+// own moves say "blackboard: ...". When the branch no longer holds the
+// commit of its last one, and a reset moved the branch away from it:
 //
-//   - if every such reset was "to HEAD" (a race) and the branch is where
-//     the last of them left it, behind the program's commit, the branch
-//     moves forward again, and the dropped writes' files go back in place
+//   - if every such reset was "to HEAD" (a race) and the branch is behind
+//     the program's commit, on its history, the branch moves forward again, and the dropped writes' files go back in place
 //     (a file the person changed since stays theirs, to be committed on
 //     top), through the journal, so that a crash midway is finished like
 //     any write;
@@ -48,36 +47,46 @@ const ownMove = "blackboard: "
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
 func (w *Workspace) bringBackDropped() error {
-	own, moves, found, err := w.repo.BranchMovesSince(ownMove)
-	if err != nil || !found || len(moves) == 0 {
+	own, found, err := w.repo.LastMoveBy(ownMove)
+	if err != nil || !found {
 		return err
 	}
 	ours := own.New
+	head, err := w.repo.Head()
+	if err != nil || head == ours {
+		return err
+	}
+	if held, err := w.reaches(head, ours); err != nil || held {
+		return err // commits, merges and pulls on top keep the program's commit
+	}
+	// The branch no longer holds the program's last commit. The moves that
+	// left it say how: git appends its reflog line after it moves the
+	// branch, as this program does, so a reset racing a write can log its
+	// move before the write logs its own, and all of them are read.
+	moves, err := w.repo.RecentBranchMoves()
+	if err != nil {
+		return err
+	}
 	resets, races := 0, 0
 	for _, m := range moves {
-		if strings.HasPrefix(m.Message, "reset: moving to ") && m.Old != m.New {
-			resets++
+		if m.Old == ours && !strings.HasPrefix(m.Message, ownMove) {
+			if strings.HasPrefix(m.Message, "reset: moving to ") {
+				resets++
+			}
 			if m.Message == "reset: moving to HEAD" {
 				races++
 			}
 		}
 	}
 	if resets == 0 {
-		return nil // commits, merges and pulls on top keep the program's commit
-	}
-	head, err := w.repo.Head()
-	if err != nil || head == ours {
-		return err
-	}
-	if held, err := w.reaches(head, ours); err != nil || held {
-		return err
+		return nil // not a reset: a rebase or a pull rewrote it, and has its content
 	}
 	dropped, behind, err := w.droppedProgramCommits(ours, head)
 	if err != nil || dropped == 0 {
 		return err
 	}
 	move := gitver.ReflogEntry{Old: ours, New: head, Message: moves[len(moves)-1].Message}
-	if races == resets && behind && moves[len(moves)-1].New == head && w.repo.WorkTree().Operation == "" {
+	if races == resets && behind && w.repo.WorkTree().Operation == "" {
 		return w.restoreBranch(move, dropped)
 	}
 	return w.keepDropped(move, dropped)

@@ -147,12 +147,24 @@ func (ws *Watching) poke() {
 func (ws *Watching) loop() {
 	var retry <-chan time.Time
 	wait := firstRetry
+	// Files a write replaced while a person had them open are looked at
+	// every second while they are kept: writes into them make no event.
+	displaced := time.NewTicker(time.Second)
+	defer displaced.Stop()
 	for {
 		select {
 		case <-ws.stop:
 			return
 		case <-ws.kick:
 		case <-retry:
+		case <-displaced.C:
+			if !ws.w.DisplacedKept() {
+				continue
+			}
+			if err := ws.w.CommitDisplaced(); err != nil {
+				ws.logf("people's edits: %v; trying again", err)
+			}
+			continue
 		}
 		if ws.commit() {
 			retry, wait = nil, firstRetry

@@ -59,6 +59,9 @@ type Workspace struct {
 	edits   pendingEdits // people's changes reported and not yet committed
 	onEdits func(*EditReport)
 	logFn   func(format string, args ...any)
+	// displaced watches the files writes replaced while a person may still
+	// write into them (see displaced.go).
+	displaced displacedFiles
 }
 
 // Name is the workspace name that full addresses carry.
@@ -232,6 +235,9 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 	}
 	if err := w.placeUnplaced(); err != nil {
 		return fmt.Errorf("put in place the files of writes made while another branch was checked out: %w", err)
+	}
+	if err := w.takeDisplaced(); err != nil {
+		return fmt.Errorf("look at files a write replaced while a person had them open: %w", err)
 	}
 	return fn()
 }

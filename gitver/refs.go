@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -153,52 +152,44 @@ type ReflogEntry struct {
 	Message  string // "reset: moving to HEAD", "commit: ...", "blackboard: ..."
 }
 
-// BranchMovesSince reads the branch's reflog from its end back to the
-// newest move whose message starts with own (the caller's own moves), and
-// returns that move and those after it, oldest first; found is false when
-// none of the moves in the reflog's last 64 KB is the caller's. It reads
-// only the end of the file: a reflog grows by a line a move, and the
-// newest line is usually the caller's own.
-func (r *Repo) BranchMovesSince(own string) (last ReflogEntry, after []ReflogEntry, found bool, err error) {
+// LastMoveBy returns the newest move of the branch whose reflog message
+// starts with own (the caller's own moves); found is false when none of the
+// moves in the reflog's last 64 KB is. It reads only the end of the file: a
+// reflog grows by a line a move, and the newest line is usually the
+// caller's own.
+func (r *Repo) LastMoveBy(own string) (last ReflogEntry, found bool, err error) {
 	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
 	if errors.Is(err, os.ErrNotExist) {
-		return last, nil, false, nil
+		return last, false, nil
 	}
 	if err != nil {
-		return last, nil, false, err
+		return last, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return last, nil, false, err
+		return last, false, err
 	}
 	for _, tail := range []int64{4 << 10, 64 << 10} {
 		start := max(0, fi.Size()-tail)
 		buf := make([]byte, fi.Size()-start)
 		if _, err := f.ReadAt(buf, start); err != nil {
-			return last, nil, false, err
+			return last, false, err
 		}
 		lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
 		if start > 0 {
 			lines = lines[1:] // the first line read may be cut
 		}
-		after = after[:0]
 		for i := len(lines) - 1; i >= 0; i-- {
-			e, ok := parseReflogLine(lines[i])
-			if !ok {
-				continue
+			if e, ok := parseReflogLine(lines[i]); ok && strings.HasPrefix(e.Message, own) {
+				return e, true, nil
 			}
-			if strings.HasPrefix(e.Message, own) {
-				slices.Reverse(after)
-				return e, after, true, nil
-			}
-			after = append(after, e)
 		}
 		if start == 0 {
 			break
 		}
 	}
-	return last, nil, false, nil
+	return last, false, nil
 }
 
 func parseReflogLine(line string) (ReflogEntry, bool) {
@@ -212,6 +203,39 @@ func parseReflogLine(line string) (ReflogEntry, bool) {
 		return ReflogEntry{}, false
 	}
 	return ReflogEntry{Old: old, New: new, Message: msg}, true
+}
+
+// RecentBranchMoves returns the moves in the last 64 KB of the branch's
+// reflog (hundreds of them), oldest first.
+func (r *Repo) RecentBranchMoves() ([]ReflogEntry, error) {
+	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start := max(0, fi.Size()-64<<10)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	if start > 0 {
+		lines = lines[1:] // the first line read may be cut
+	}
+	var out []ReflogEntry
+	for _, line := range lines {
+		if e, ok := parseReflogLine(line); ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // Refs lists the refs under prefix (e.g. "refs/blackboard/"), loose and

@@ -351,9 +351,10 @@ func TestRemoveStaleIndexLock(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// BranchMovesSince finds the caller's newest move in the branch's reflog
-// and the moves after it, however long the reflog, reading only its end.
-func TestBranchMovesSince(t *testing.T) {
+// LastMoveBy finds the caller's newest move in the branch's reflog, however
+// long the reflog, reading only its end; RecentBranchMoves reads the moves
+// of that end.
+func TestLastMoveBy(t *testing.T) {
 	dir := t.TempDir()
 	if err := gitver.Init(dir, "main"); err != nil {
 		t.Fatal(err)
@@ -368,61 +369,41 @@ func TestBranchMovesSince(t *testing.T) {
 		return hash(i) + " " + hash(i+1) + " Ada <ada@example.com> 1700000000 +0000\t" + msg + "\n"
 	}
 	logPath := filepath.Join(dir, ".git", "logs", "refs", "heads", "main")
-	write := func(lines ...string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(logPath, []byte(strings.Join(lines, "")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var many []string
 	for i := range 2000 { // about 200 KB
 		many = append(many, line(i, "commit: a person's commit"))
 	}
 	for _, tt := range []struct {
-		name      string
-		lines     []string
-		found     bool
-		own       int // the own move's old hash
-		afterMsgs []string
+		name  string
+		lines []string
+		found bool
+		own   int // the own move's old hash
+		moves int // what RecentBranchMoves returns
 	}{
-		{"no reflog", nil, false, 0, nil},
-		{"own last", []string{line(1, "commit: x"), line(2, "blackboard: update a v1")}, true, 2, nil},
-		{"moves after own", []string{line(1, "blackboard: update a v1"), line(2, "reset: moving to HEAD"), line(3, "commit: y")},
-			true, 1, []string{"reset: moving to HEAD", "commit: y"}},
+		{"no reflog", nil, false, 0, 0},
+		{"own last", []string{line(1, "commit: x"), line(2, "blackboard: update a v1")}, true, 2, 2},
+		{"moves after own", []string{line(1, "blackboard: update a v1"), line(2, "reset: moving to HEAD"), line(3, "commit: y")}, true, 1, 3},
 		{"own deep in a long reflog", append(append([]string{line(7, "blackboard: old")}, many[:300]...), line(9, "reset: moving to HEAD~1")),
-			true, 7, nil},
+			true, 7, 302},
 		{"own beyond the tail read", append(append([]string{line(7, "blackboard: old")}, many...), line(9, "reset: moving to HEAD~1")),
-			false, 0, nil},
+			false, 0, -1},
 	} {
-		if tt.lines == nil {
-			os.Remove(logPath)
-		} else {
-			write(tt.lines...)
-		}
-		own, after, found, err := r.BranchMovesSince("blackboard: ")
-		if err != nil || found != tt.found {
-			t.Errorf("%s: found %v, %v; want %v", tt.name, found, err, tt.found)
-			continue
-		}
-		if !found {
-			continue
-		}
-		if own.Old.String() != hash(tt.own) {
-			t.Errorf("%s: own move %s, want from %s", tt.name, own.Old, hash(tt.own))
-		}
-		if tt.afterMsgs != nil {
-			var msgs []string
-			for _, e := range after {
-				msgs = append(msgs, e.Message)
+		os.Remove(logPath)
+		if tt.lines != nil {
+			if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+				t.Fatal(err)
 			}
-			if strings.Join(msgs, "|") != strings.Join(tt.afterMsgs, "|") {
-				t.Errorf("%s: moves after own %q, want %q", tt.name, msgs, tt.afterMsgs)
+			if err := os.WriteFile(logPath, []byte(strings.Join(tt.lines, "")), 0o644); err != nil {
+				t.Fatal(err)
 			}
-		} else if tt.name == "own deep in a long reflog" && len(after) != 301 {
-			t.Errorf("%s: %d moves after own, want 301", tt.name, len(after))
+		}
+		own, found, err := r.LastMoveBy("blackboard: ")
+		if err != nil || found != tt.found || found && own.Old.String() != hash(tt.own) {
+			t.Errorf("%s: found %v (%s), %v; want %v (from %s)", tt.name, found, own.Old, err, tt.found, hash(tt.own))
+		}
+		moves, err := r.RecentBranchMoves()
+		if err != nil || tt.moves >= 0 && len(moves) != tt.moves {
+			t.Errorf("%s: %d recent moves, %v; want %d", tt.name, len(moves), err, tt.moves)
 		}
 	}
 }

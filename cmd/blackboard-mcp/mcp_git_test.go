@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A person uses git beside the agents, in ways an editor never does:
@@ -704,4 +705,113 @@ func startCounting(t *testing.T, servers []*session, key string, perAgent int) *
 	}
 	go func() { agents.Wait(); close(c.done) }()
 	return c
+}
+
+// Text written through a file opened before a write replaced the file ends
+// up in a version: an append through a handle held open across an agent's
+// write (a shell's `exec 3>>note.md`), and the second half of an in-place
+// save that paused while an agent wrote.
+func TestMCPTextThroughAFileOpenedBeforeAWrite(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/log"
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "body": "one\n", "expect_version": 0})
+
+	held, err := os.OpenFile(filepath.Join(dir, key+".md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "append": "an agent's line\n"})
+	if _, err := held.WriteString("a line through the held file\n"); err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	eventually(t, "the held file's line is in the note", func() bool {
+		return strings.HasSuffix(s.itemOf(key).Body, "one\nan agent's line\na line through the held file\n")
+	})
+
+	const page = "team/page"
+	s.write(map[string]any{"uri": page, "digest": "a page", "body": "old text\n", "expect_version": 0})
+	save, err := os.OpenFile(filepath.Join(dir, page+".md"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := save.WriteString(handNote("a page, saved slowly", "first half\n")); err != nil {
+		t.Fatal(err)
+	}
+	v := s.waitVersion(page, 2).Version // the first half, committed before the save goes on
+	s.write(map[string]any{"uri": page, "digest": "an agent's page", "body": "the agent's text\n", "expect_version": v})
+	if _, err := save.WriteString("second half\n"); err != nil {
+		t.Fatal(err)
+	}
+	save.Close()
+	// Each half is in a version: the first as the person's, the second,
+	// written after the agent's version, on top of it.
+	eventually(t, "the slow save's second half is in a version", func() bool {
+		return strings.Contains(s.itemOf(page).Body, "second half\n")
+	})
+	if !inHistory(t, dir, page+".md", handNote("a page, saved slowly", "first half\n")) {
+		t.Errorf("the slow save's first half is in no version")
+	}
+	history := strings.Join(gitLog(t, dir), "\n")
+	for _, want := range []string{"update team/page v3: an agent's page", "edit team/page v4 by hand", "edit team/log v3 by hand"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("%q is not on the branch:\n%s", want, history)
+		}
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+}
+
+// A person appends lines to a note, opening and closing it each time, while
+// an agent appends to it too: every line either wrote ends up in a version.
+func TestMCPAppendsRacingAppends(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/log"
+	s.write(map[string]any{"uri": key, "digest": "the team's log", "body": "start\n", "expect_version": 0})
+	const lines = 40
+	var person sync.WaitGroup
+	person.Go(func() {
+		for i := range lines {
+			f, err := os.OpenFile(filepath.Join(dir, key+".md"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			fmt.Fprintf(f, "person line %d\n", i)
+			f.Close()
+			time.Sleep(time.Duration(5+i%4*5) * time.Millisecond)
+		}
+	})
+	for i := range lines {
+		s.write(map[string]any{"uri": key, "digest": "the team's log", "append": fmt.Sprintf("agent line %d\n", i)})
+	}
+	person.Wait()
+	eventually(t, "every line is in a version", func() bool {
+		all := ""
+		for _, c := range strings.Fields(gitCmd(t, dir, "log", "--format=%H", "--", key+".md")) {
+			all += gitCmd(t, dir, "show", c+":"+key+".md")
+		}
+		for i := range lines {
+			for _, who := range []string{"person", "agent"} {
+				if !strings.Contains(all, fmt.Sprintf("%s line %d\n", who, i)) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	final := s.itemOf(key).Body
+	missing := 0
+	for i := range lines {
+		for _, who := range []string{"person", "agent"} {
+			if !strings.Contains(final, fmt.Sprintf("%s line %d\n", who, i)) {
+				missing++
+			}
+		}
+	}
+	t.Logf("%d lines by each; %d of them not in the note as it is now (each is in an earlier version)", lines, missing)
+	s.closeClean()
+	checkWorkspace(t, dir)
 }

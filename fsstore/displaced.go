@@ -1,0 +1,218 @@
+package fsstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// A write swaps its file in by rename: the note's path then names a new
+// file, and the one it named before is unlinked. A person who still has
+// that old file open (a shell's `exec 3>>note.md`, an append racing the
+// write, an editor pausing between the two halves of an in-place save)
+// writes into a file no path names any more: the text would reach neither
+// the note nor git.
+//
+// So the displaced file is not deleted but kept, by one hard link in .git
+// (git ignores what it does not know there), under a name that says what
+// it held: .git/blackboard-displaced/<note's path>/<blob>.<size>.<mtime>.
+// At most once a second, before a write or a comparison or from a watching
+// server, a kept file whose size or time changed since is looked at, once
+// it has been quiet for a moment: what the person wrote into it goes into
+// the note's file as their save (text appended to what the file held is
+// appended to the note as it is now; anything else is their whole text),
+// and is committed as their edit. A kept file is let go once it has been
+// unchanged for keepDisplaced.
+
+const (
+	displacedDir = "blackboard-displaced" // in .git
+	// keepDisplaced is how long a displaced file that nobody writes into is
+	// kept: a file handle held open longer than this and written later
+	// writes into a file no one reads.
+	keepDisplaced = 10 * time.Minute
+	// displacedQuiet is how long a kept file must be left alone before what
+	// was written into it is taken (a person may still be writing), and how
+	// often the kept files are looked at.
+	displacedQuiet = time.Second
+	// baseSuffix names the copy of what a kept file held when something
+	// written into it was last taken (its blob may be in no commit).
+	baseSuffix = ".base"
+)
+
+// displacedFiles is the watch the workspace keeps on the files it kept.
+type displacedFiles struct {
+	kept atomic.Bool  // some are kept, as the last look or keep found
+	look atomic.Int64 // when they were last looked at, unix nanoseconds
+}
+
+// displacedName says what a kept file held: its blob, size and time.
+func displacedName(blob gitver.Hash, size, mtime int64) string {
+	return fmt.Sprintf("%s.%d.%d", blob, size, mtime)
+}
+
+func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 {
+		return blob, 0, 0, false
+	}
+	var err error
+	if blob, err = gitver.ParseHash(parts[0]); err != nil {
+		return blob, 0, 0, false
+	}
+	size, err1 := strconv.ParseInt(parts[1], 10, 64)
+	mtime, err2 := strconv.ParseInt(parts[2], 10, 64)
+	return blob, size, mtime, err1 == nil && err2 == nil
+}
+
+// keepDisplacedFile keeps tmp, the file a write displaced from path, which
+// holds blob, and removes tmp's own name. A failure only loses the chance
+// to see later writes into it: the write itself went through.
+func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash) {
+	defer w.root.Remove(tmp)
+	fi, err := w.root.Lstat(tmp)
+	if err != nil {
+		return
+	}
+	dir := filepath.Join(w.repo.GitDir(), displacedDir, filepath.FromSlash(path))
+	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
+	from := filepath.Join(w.dir, filepath.FromSlash(tmp))
+	err = os.Link(from, held)
+	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
+		err = os.Link(from, held)
+	}
+	if err == nil {
+		w.displaced.kept.Store(true)
+	}
+}
+
+// takeDisplaced looks at the kept files, at most once a second: what a
+// person wrote into one goes into the note's file as their save, to be
+// committed as their edit; one unchanged for keepDisplaced is let go. The
+// caller holds the write lock.
+func (w *Workspace) takeDisplaced() error {
+	now := time.Now()
+	if last := w.displaced.look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
+		return nil
+	}
+	w.displaced.look.Store(now.UnixNano())
+	root := filepath.Join(w.repo.GitDir(), displacedDir)
+	kept := false
+	err := filepath.WalkDir(root, func(held string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(held, baseSuffix) {
+			return nil
+		}
+		still, err := w.takeOneDisplaced(root, held)
+		kept = kept || still
+		return err
+	})
+	w.displaced.kept.Store(kept)
+	return err
+}
+
+func (w *Workspace) takeOneDisplaced(root, held string) (bool, error) {
+	rel, err := filepath.Rel(root, filepath.Dir(held))
+	if err != nil {
+		return false, err
+	}
+	path := filepath.ToSlash(rel)
+	blob, size, mtime, ok := parseDisplacedName(filepath.Base(held))
+	letGo := func() (bool, error) {
+		os.Remove(held + baseSuffix)
+		err := os.Remove(held)
+		os.Remove(filepath.Dir(held)) // when it was the last one there
+		return false, err
+	}
+	fi, err := os.Stat(held)
+	if !ok || err != nil {
+		return letGo()
+	}
+	if fi.Size() == size && fi.ModTime().UnixNano() == mtime {
+		if time.Since(fi.ModTime()) > keepDisplaced {
+			return letGo()
+		}
+		return true, nil
+	}
+	if time.Since(fi.ModTime()) < displacedQuiet {
+		return true, nil // still being written
+	}
+	written, err := os.ReadFile(held)
+	if err != nil {
+		return true, err
+	}
+	now := gitver.BlobHash(written)
+	if now != blob {
+		// What it held: the note's blob when it was displaced, or what was
+		// taken from it last.
+		base, err := os.ReadFile(held + baseSuffix)
+		if errors.Is(err, fs.ErrNotExist) {
+			base, err = w.repo.ReadBlob(blob)
+		}
+		if err != nil {
+			base = nil
+		}
+		if err := w.adoptDisplaced(path, base, written); err != nil {
+			return true, err
+		}
+	}
+	renamed := filepath.Join(filepath.Dir(held), displacedName(now, fi.Size(), fi.ModTime().UnixNano()))
+	if err := os.WriteFile(renamed+baseSuffix, written, 0o644); err != nil {
+		return true, err
+	}
+	os.Remove(held + baseSuffix)
+	return true, os.Rename(held, renamed)
+}
+
+// adoptDisplaced puts what a person wrote into a displaced file into the
+// note's file at path, as their save: text appended to base (what the file
+// held) is appended to the file as it is now, anything else replaces it.
+func (w *Workspace) adoptDisplaced(path string, base, written []byte) error {
+	current, _, exists, err := w.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	merged := written
+	if added, ok := bytes.CutPrefix(written, base); ok && len(base) > 0 && exists {
+		merged = append(append([]byte{}, current...), added...)
+	}
+	if exists && bytes.Equal(merged, current) {
+		return nil
+	}
+	if err := w.writeFileAtomic(path, merged); err != nil {
+		return err
+	}
+	w.edits.add([]string{path}, false)
+	w.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
+	return nil
+}
+
+// CommitDisplaced takes what people wrote into displaced files and commits
+// it as their edits. A watching server calls it every second while
+// displaced files are kept.
+func (w *Workspace) CommitDisplaced() error {
+	return w.withWriteLock(func() error { // which takes them first
+		_, _, err := w.commitEditsLocked(nil)
+		if errors.Is(err, ErrWorkTreeBusy) {
+			return nil
+		}
+		return err
+	})
+}
+
+// DisplacedKept reports whether displaced files are kept, as the last look
+// at them found.
+func (w *Workspace) DisplacedKept() bool { return w.displaced.kept.Load() }

@@ -253,11 +253,14 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	if !onDisk && w.repo.WorkTree().Elsewhere != "" {
 		// `git checkout -b` moves HEAD after it lets git's index lock go:
 		// it did so during this write, and the work tree is now that
-		// checkout's, at this write's parent. The write's files go back
-		// out, to be put in place when the branch is checked out again.
-		if entries, err = w.unplace(changes, olds, blobs); err != nil {
+		// checkout's, of a commit behind this one. The board's files go
+		// back out of it, to be put in place when the branch is checked
+		// out again.
+		back, _, err := w.takeBack(commit)
+		if err != nil {
 			return commit, err
 		}
+		entries = replaceEntries(entries, back)
 		stats = nil
 	}
 	if err := gitIndex.Write(entries); err != nil {
@@ -293,40 +296,27 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	return commit, nil
 }
 
-// unplace takes a write's files back out of a work tree that is no longer
-// the branch's checkout: each file it placed holds the parent's content
-// again (a save a person made since stays), git's index entries are the
-// parent's, and the paths are recorded to be placed later.
-func (w *Workspace) unplace(changes []fileChange, olds []gitver.Hash, blobs map[string]gitver.Hash) ([]gitver.IndexEntry, error) {
-	entries := make([]gitver.IndexEntry, 0, len(changes))
-	older := make(map[string]gitver.Hash, len(changes))
-	for i, c := range changes {
-		older[c.path] = olds[i]
-		e := gitver.IndexEntry{Path: c.path}
-		if w.holds(c.path, blobs[c.path]) {
-			if olds[i].IsZero() {
-				if err := w.removeFile(c.path); err != nil {
-					return nil, err
-				}
-			} else {
-				content, err := w.repo.ReadBlob(olds[i])
-				if err != nil {
-					return nil, err
-				}
-				if err := w.writeFileAtomic(c.path, content); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if !olds[i].IsZero() {
-			e.Blob, e.Info = olds[i], staleInfo{}
-			if fi, err := w.root.Lstat(c.path); err == nil && w.holds(c.path, olds[i]) {
-				e.Info = fi
-			}
-		}
-		entries = append(entries, e)
+// replaceEntries is entries with those of the same paths as in taken
+// replaced by them.
+func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
+	byPath := make(map[string]gitver.IndexEntry, len(taken))
+	for _, e := range taken {
+		byPath[e.Path] = e
 	}
-	return entries, w.recordUnplaced(older)
+	out := make([]gitver.IndexEntry, 0, len(entries)+len(taken))
+	for _, e := range entries {
+		if t, ok := byPath[e.Path]; ok {
+			e = t
+			delete(byPath, e.Path)
+		}
+		out = append(out, e)
+	}
+	for _, e := range taken {
+		if _, ok := byPath[e.Path]; ok {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // unfinishedError is a failure past a write's commit point (the disk full

@@ -200,11 +200,13 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) error {
 	return nil
 }
 
-// CommitDisplaced takes what people wrote into displaced files and commits
-// it as their edits. A watching server calls it every second while
-// displaced files are kept.
-func (w *Workspace) CommitDisplaced() error {
-	return w.withWriteLock(func() error { // which takes them first
+// Repair runs, under the write lock, what puts right a person's git beside
+// the agents (a reset that raced a write, files a checkout left behind or
+// took along, text written into a replaced file), and commits what that
+// turned up as people's edits. A watching server calls it every second
+// while there is something to look at: none of these makes an event.
+func (w *Workspace) Repair() error {
+	return w.withWriteLock(func() error { // which runs the repairs first
 		_, _, err := w.commitEditsLocked(nil)
 		if errors.Is(err, ErrWorkTreeBusy) {
 			return nil
@@ -213,6 +215,9 @@ func (w *Workspace) CommitDisplaced() error {
 	})
 }
 
-// DisplacedKept reports whether displaced files are kept, as the last look
-// at them found.
-func (w *Workspace) DisplacedKept() bool { return w.displaced.kept.Load() }
+// NeedsRepair reports whether there is something for Repair to look at:
+// files kept for a person who may still write into them, or another branch
+// checked out.
+func (w *Workspace) NeedsRepair() bool {
+	return w.displaced.kept.Load() || w.repo.WorkTree().Elsewhere != ""
+}

@@ -95,8 +95,14 @@ func (w *Workspace) bringBackDropped() error {
 // reaches reports whether target is on the first-parent history of from,
 // within maxDropped commits.
 func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
+	return w.reachesWithin(from, target, maxDropped)
+}
+
+// reachesWithin reports whether target is on the first-parent history of
+// from, within limit commits.
+func (w *Workspace) reachesWithin(from, target gitver.Hash, limit int) (bool, error) {
 	h := from
-	for range maxDropped {
+	for range limit {
 		if h == target {
 			return true, nil
 		}

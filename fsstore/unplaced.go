@@ -181,3 +181,94 @@ func (w *Workspace) placeUnplaced() error {
 	}
 	return w.saveUnplaced(&unplacedRecord{})
 }
+
+// maxLeakWalk and maxLeakPaths bound the look for a write's files left on
+// another branch's checkout: it is for a branch made a moment ago.
+const (
+	maxLeakWalk  = 100
+	maxLeakPaths = 1000
+)
+
+// takeBackLeaked repairs a checkout of another branch that a racing
+// `git checkout -b` left holding writes' files: git read HEAD before the
+// writes and wrote its index after them, so HEAD names a commit behind the
+// board's branch while files (and maybe git's index) hold the branch's
+// newer versions, and git refuses to check the branch out again over what
+// looks like the person's changes. The caller holds the write lock.
+func (w *Workspace) takeBackLeaked() error {
+	wt := w.repo.WorkTree()
+	if wt.Elsewhere == "" || wt.Operation != "" || wt.Locked != "" {
+		return nil
+	}
+	head, err := w.repo.Head()
+	if err != nil {
+		return err
+	}
+	entries, n, err := w.takeBack(head)
+	if err != nil || n == 0 {
+		return err
+	}
+	w.logf("a `git checkout -b` raced with writes and left %d of the board's files in another branch's checkout (%s); "+
+		"they hold that checkout's versions again, and the board's come back when its branch is checked out", n, wt.Elsewhere)
+	return w.repo.UpdateIndex(entries)
+}
+
+// takeBack gives each file of the checkout HEAD names that holds the
+// version of head (the board's branch, ahead of that checkout) the
+// checkout's version back, records it to be placed when the branch is
+// checked out again, and returns the git index entries to match and how
+// many files it took back. A file the person changed holds neither version
+// and stays theirs.
+func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
+	at, err := w.repo.CheckedOut()
+	if err != nil || at.IsZero() || at == head {
+		return nil, 0, nil // an unborn or unreadable HEAD, or the branch's own commit
+	}
+	if behind, err := w.reachesWithin(head, at, maxLeakWalk); err != nil || !behind {
+		return nil, 0, err
+	}
+	from, err := w.repo.ReadCommit(at)
+	if err != nil {
+		return nil, 0, err
+	}
+	to, err := w.repo.ReadCommit(head)
+	if err != nil {
+		return nil, 0, err
+	}
+	changes, err := w.repo.DiffTrees(from.Tree, to.Tree)
+	if err != nil || len(changes) == 0 || len(changes) > maxLeakPaths {
+		return nil, 0, err
+	}
+	var entries []gitver.IndexEntry
+	older := map[string]gitver.Hash{}
+	for _, ch := range changes {
+		if !w.holds(ch.Path, ch.New) {
+			continue // the checkout's own file, or the person's
+		}
+		e := gitver.IndexEntry{Path: ch.Path}
+		if ch.Old.IsZero() {
+			if err := w.removeFile(ch.Path); err != nil {
+				return nil, 0, err
+			}
+		} else {
+			content, err := w.repo.ReadBlob(ch.Old)
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := w.writeFileAtomic(ch.Path, content); err != nil {
+				return nil, 0, err
+			}
+			fi, err := w.root.Lstat(ch.Path)
+			if err != nil {
+				return nil, 0, err
+			}
+			e.Blob, e.Info = ch.Old, fi
+		}
+		older[ch.Path] = ch.Old
+		entries = append(entries, e)
+	}
+	if len(older) == 0 {
+		return nil, 0, nil
+	}
+	return entries, len(older), w.recordUnplaced(older)
+}

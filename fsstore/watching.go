@@ -147,21 +147,22 @@ func (ws *Watching) poke() {
 func (ws *Watching) loop() {
 	var retry <-chan time.Time
 	wait := firstRetry
-	// Files a write replaced while a person had them open are looked at
-	// every second while they are kept: writes into them make no event.
-	displaced := time.NewTicker(time.Second)
-	defer displaced.Stop()
+	// What a person's git leaves for the workspace to put right makes no
+	// event (a write into a replaced file, a checkout racing a write): it
+	// is looked at every second while there may be some.
+	repair := time.NewTicker(time.Second)
+	defer repair.Stop()
 	for {
 		select {
 		case <-ws.stop:
 			return
 		case <-ws.kick:
 		case <-retry:
-		case <-displaced.C:
-			if !ws.w.DisplacedKept() {
+		case <-repair.C:
+			if !ws.w.NeedsRepair() {
 				continue
 			}
-			if err := ws.w.CommitDisplaced(); err != nil {
+			if err := ws.w.Repair(); err != nil {
 				ws.logf("people's edits: %v; trying again", err)
 			}
 			continue

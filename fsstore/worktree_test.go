@@ -329,3 +329,36 @@ func TestCheckoutThatResolvedAnOlderCommit(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A `git checkout -b side` that read HEAD before a write and wrote git's
+// index after it leaves side's checkout holding the write's file, and git
+// then refuses to check main out again: the next look takes the file back
+// to side's version, and checking main out brings the write's.
+func TestCheckoutBranchThatReadHeadBeforeAWrite(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a one", "one\n")
+	git(t, d, "branch", "side") // git read HEAD here
+	put(t, w, "t/a", 1, "a two", "two\n")
+	// and wrote the index of side's commit, and moved HEAD, only now.
+	git(t, d, "read-tree", "side")
+	git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
+	if st := git(t, d, "status", "--porcelain"); st == "" {
+		t.Fatal("the race was not set up: side's checkout is clean")
+	}
+	if err := w.Repair(); err != nil {
+		t.Fatal(err)
+	}
+	if st := git(t, d, "status", "--porcelain"); st != "" {
+		t.Errorf("side's checkout still holds the write's file:\n%s", st)
+	}
+	git(t, d, "checkout", "-q", "main")
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
+		t.Errorf("after checking main out, the file = %q", got)
+	}
+	if rep := commitEdits(t, w); rep.Commit != "" {
+		t.Errorf("a file came back as a person's edit: %s", opsOf(rep))
+	}
+	assertClean(t, w)
+}

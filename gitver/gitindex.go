@@ -154,6 +154,27 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 	return nil
 }
 
+// IndexBlobs returns the blobs git's index file records for paths (stage
+// 0), by path; a path it does not hold is absent.
+func (r *Repo) IndexBlobs(paths []string) (map[string]Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	r.index = c
+	out := make(map[string]Hash, len(paths))
+	for _, p := range paths {
+		if i, ok := c.x.find(p, 0); ok {
+			var h Hash
+			copy(h[:], c.x.buf[c.x.offs[i]+40:c.x.offs[i]+60])
+			out[p] = h
+		}
+	}
+	return out, nil
+}
+
 // loadIndex returns the current index file, parsed, from the cache when the
 // file is unchanged since this process last read or wrote it.
 func (r *Repo) loadIndex() (*indexCache, error) {

@@ -96,3 +96,17 @@ func (r *Repo) Exclude(pattern, why string) error {
 	_, err = f.WriteString(text)
 	return errors.Join(err, f.Close())
 }
+
+// CheckedOut is the commit HEAD names, through the branch it is on or
+// detached: the commit the work tree and git's index are of.
+func (r *Repo) CheckedOut() (Hash, error) {
+	head, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	if err != nil {
+		return ZeroHash, err
+	}
+	s := strings.TrimSpace(string(head))
+	if ref, ok := strings.CutPrefix(s, "ref: "); ok {
+		return r.readRef(ref)
+	}
+	return ParseHash(s)
+}

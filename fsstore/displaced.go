@@ -199,25 +199,3 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) error {
 	w.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
 	return nil
 }
-
-// Repair runs, under the write lock, what puts right a person's git beside
-// the agents (a reset that raced a write, files a checkout left behind or
-// took along, text written into a replaced file), and commits what that
-// turned up as people's edits. A watching server calls it every second
-// while there is something to look at: none of these makes an event.
-func (w *Workspace) Repair() error {
-	return w.withWriteLock(func() error { // which runs the repairs first
-		_, _, err := w.commitEditsLocked(nil)
-		if errors.Is(err, ErrWorkTreeBusy) {
-			return nil
-		}
-		return err
-	})
-}
-
-// NeedsRepair reports whether there is something for Repair to look at:
-// files kept for a person who may still write into them, or another branch
-// checked out.
-func (w *Workspace) NeedsRepair() bool {
-	return w.displaced.kept.Load() || w.repo.WorkTree().Elsewhere != ""
-}

@@ -9,10 +9,10 @@
 // People are writers too: what they change in the work tree with their
 // editor is found (Workspace.Watch, with fsstore/watch; before writes; at
 // start) and committed as their own version through that same path. What
-// they do with git beside the agents is repaired before every write: a
-// reset that raced a write (rescue.go), files a checkout left older than
-// the branch (unplaced.go), text written into a file a write replaced
-// (displaced.go).
+// they do with git beside the agents is repaired before every write
+// (repair.go): a reset that raced a write (rescue.go), files a checkout left
+// older than the branch or carried onto another (unplaced.go), text written
+// into a file a write replaced (displaced.go).
 //
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing

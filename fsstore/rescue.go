@@ -207,10 +207,3 @@ func (w *Workspace) keepDropped(move gitver.ReflogEntry, dropped int) error {
 		name, move.New.Short(), name, name)
 	return nil
 }
-
-// logf tells the operator what the workspace repaired on its own.
-func (w *Workspace) logf(format string, args ...any) {
-	if w.logFn != nil {
-		w.logFn(format, args...)
-	}
-}

@@ -230,17 +230,8 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 	if err := w.recover(); err != nil {
 		return fmt.Errorf("finish an interrupted write: %w", err)
 	}
-	if err := w.bringBackDropped(); err != nil {
-		return fmt.Errorf("look for agents' commits a reset dropped from the branch: %w", err)
-	}
-	if err := w.placeUnplaced(); err != nil {
-		return fmt.Errorf("put in place the files of writes made while another branch was checked out: %w", err)
-	}
-	if err := w.takeBackLeaked(); err != nil {
-		return fmt.Errorf("take writes' files back out of another branch's checkout: %w", err)
-	}
-	if err := w.takeDisplaced(); err != nil {
-		return fmt.Errorf("look at files a write replaced while a person had them open: %w", err)
+	if err := w.repair(); err != nil {
+		return err
 	}
 	return fn()
 }

@@ -152,44 +152,69 @@ type ReflogEntry struct {
 	Message  string // "reset: moving to HEAD", "commit: ...", "blackboard: ..."
 }
 
+// reflogTail is how much of the end of the branch's reflog is read: a
+// reflog grows by a line a move, so this is hundreds of the newest moves.
+const reflogTail = 64 << 10
+
 // LastMoveBy returns the newest move of the branch whose reflog message
 // starts with own (the caller's own moves); found is false when none of the
-// moves in the reflog's last 64 KB is. It reads only the end of the file: a
-// reflog grows by a line a move, and the newest line is usually the
-// caller's own.
+// moves in the reflog's last 64 KB is. It reads the last 4 KB first: the
+// newest line is usually the caller's own.
 func (r *Repo) LastMoveBy(own string) (last ReflogEntry, found bool, err error) {
-	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
-	if errors.Is(err, os.ErrNotExist) {
-		return last, false, nil
-	}
-	if err != nil {
-		return last, false, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return last, false, err
-	}
-	for _, tail := range []int64{4 << 10, 64 << 10} {
-		start := max(0, fi.Size()-tail)
-		buf := make([]byte, fi.Size()-start)
-		if _, err := f.ReadAt(buf, start); err != nil {
+	for _, tail := range []int64{4 << 10, reflogTail} {
+		moves, whole, err := r.branchMoves(tail)
+		if err != nil {
 			return last, false, err
 		}
-		lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
-		if start > 0 {
-			lines = lines[1:] // the first line read may be cut
-		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			if e, ok := parseReflogLine(lines[i]); ok && strings.HasPrefix(e.Message, own) {
-				return e, true, nil
+		for i := len(moves) - 1; i >= 0; i-- {
+			if strings.HasPrefix(moves[i].Message, own) {
+				return moves[i], true, nil
 			}
 		}
-		if start == 0 {
+		if whole {
 			break
 		}
 	}
 	return last, false, nil
+}
+
+// RecentBranchMoves returns the moves in the last 64 KB of the branch's
+// reflog, oldest first.
+func (r *Repo) RecentBranchMoves() ([]ReflogEntry, error) {
+	moves, _, err := r.branchMoves(reflogTail)
+	return moves, err
+}
+
+// branchMoves reads the moves in the last tail bytes of the branch's
+// reflog, oldest first; whole says the whole reflog was read.
+func (r *Repo) branchMoves(tail int64) (moves []ReflogEntry, whole bool, err error) {
+	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	start := max(0, fi.Size()-tail)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil {
+		return nil, false, err
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	if start > 0 {
+		lines = lines[1:] // the first line read may be cut
+	}
+	for _, line := range lines {
+		if e, ok := parseReflogLine(line); ok {
+			moves = append(moves, e)
+		}
+	}
+	return moves, start == 0, nil
 }
 
 func parseReflogLine(line string) (ReflogEntry, bool) {
@@ -203,39 +228,6 @@ func parseReflogLine(line string) (ReflogEntry, bool) {
 		return ReflogEntry{}, false
 	}
 	return ReflogEntry{Old: old, New: new, Message: msg}, true
-}
-
-// RecentBranchMoves returns the moves in the last 64 KB of the branch's
-// reflog (hundreds of them), oldest first.
-func (r *Repo) RecentBranchMoves() ([]ReflogEntry, error) {
-	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	start := max(0, fi.Size()-64<<10)
-	buf := make([]byte, fi.Size()-start)
-	if _, err := f.ReadAt(buf, start); err != nil {
-		return nil, err
-	}
-	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
-	if start > 0 {
-		lines = lines[1:] // the first line read may be cut
-	}
-	var out []ReflogEntry
-	for _, line := range lines {
-		if e, ok := parseReflogLine(line); ok {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 // Refs lists the refs under prefix (e.g. "refs/blackboard/"), loose and

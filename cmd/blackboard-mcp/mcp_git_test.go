@@ -485,11 +485,7 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 		len(acked), resets, stashes, restored)
 
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
-	for v, digest := range acked {
-		if want := fmt.Sprintf("update %s v%d: %s", key, v, digest); !strings.Contains(history, want) {
-			t.Errorf("acknowledged %q is not on the branch", want)
-		}
-	}
+	counting.onBranch(t, history, key)
 	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2 {
 		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2)
 	}
@@ -656,11 +652,7 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
 	})
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
-	for v, digest := range acked {
-		if want := fmt.Sprintf("update %s v%d: %s", key, v, digest); !strings.Contains(history, want) {
-			t.Errorf("acknowledged %q is not on the branch", want)
-		}
-	}
+	counting.onBranch(t, history, key)
 	if strings.Contains(history, "by hand") {
 		t.Errorf("stale files were committed as the person's edit:\n%s\nHEAD's reflog:\n%s", grepLines(history, "by hand"),
 			gitCmd(t, dir, "reflog", "--format=%h %gs", "HEAD"))
@@ -822,4 +814,15 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 	t.Logf("%d lines by each; %d of them not in the note as it is now (each is in an earlier version)", lines, missing)
 	s.closeClean()
 	checkWorkspace(t, dir)
+}
+
+// onBranch checks that every acknowledged increment of key is in history
+// (the subjects of the branch's commits that changed it).
+func (c *counting) onBranch(t *testing.T, history, key string) {
+	t.Helper()
+	for v, digest := range c.acked {
+		if want := fmt.Sprintf("update %s v%d: %s", key, v, digest); !strings.Contains(history, want) {
+			t.Errorf("acknowledged %q is not on the branch", want)
+		}
+	}
 }

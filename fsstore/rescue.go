@@ -27,10 +27,19 @@ import (
 //     (a file the person changed since stays theirs, to be committed on
 //     top), through the journal, so that a crash midway is finished like
 //     any write;
-//   - otherwise the rewind was meant: the branch stays where the person put
-//     it, and the dropped commits are kept under
+//   - otherwise the rewind was meant: its content stands, as a commit on
+//     top of the dropped commits that puts back the content the person
+//     reset to, followed by the commits the person made since. The dropped
+//     writes stay in history and versions keep rising: a version number is
+//     never given twice to different content;
+//   - a reset to a commit outside the branch's history (another branch) is
+//     left as it is, and the dropped commits are kept under
 //     refs/blackboard/rescued/<commit>, said in the log and by health until
 //     the person deletes the ref.
+//
+// The reflog is what tells a reset from other moves: a person who means to
+// take commits out of the board's history for good (a secret written by
+// mistake) stops the servers, rewrites the branch and expires its reflog.
 
 // RescuePrefix names the refs that keep commits a person's rewind dropped
 // from the board's branch.
@@ -68,13 +77,16 @@ func (w *Workspace) bringBackDropped() error {
 		return err
 	}
 	resets, races := 0, 0
+	var rewind gitver.ReflogEntry // the last reset that was not a race
 	for _, m := range moves {
 		if m.Old == ours && !strings.HasPrefix(m.Message, ownMove) {
-			if strings.HasPrefix(m.Message, "reset: moving to ") {
+			switch {
+			case m.Message == "reset: moving to HEAD":
 				resets++
-			}
-			if m.Message == "reset: moving to HEAD" {
 				races++
+			case strings.HasPrefix(m.Message, "reset: moving to "):
+				resets++
+				rewind = m
 			}
 		}
 	}
@@ -86,10 +98,90 @@ func (w *Workspace) bringBackDropped() error {
 		return err
 	}
 	move := gitver.ReflogEntry{Old: ours, New: head, Message: moves[len(moves)-1].Message}
-	if races == resets && behind && w.repo.WorkTree().Operation == "" {
-		return w.restoreBranch(move, dropped)
+	if races == resets {
+		if behind && w.repo.WorkTree().Operation == "" {
+			return w.restoreBranch(move, dropped)
+		}
+		return w.keepDropped(move, dropped)
+	}
+	if done, err := w.undoOnTop(ours, head, rewind, dropped); err != nil || done {
+		return err
 	}
 	return w.keepDropped(move, dropped)
+}
+
+// undoOnTop keeps a person's rewind of the branch to an older commit of its
+// own history as a commit on top of what the rewind dropped: a commit that
+// puts back the older content, and then the person's commits made on the
+// rewound branch since, each with its tree, author and message unchanged.
+// The branch ends with the same files the person has, so their work tree
+// and git's index stay as they are; the dropped writes stay in history, and
+// every note the rewind changed gets a new, higher version instead of a
+// number its dropped commits had with other content. done is false when the
+// rewind went somewhere this cannot describe (to a commit that is not in
+// the dropped commits' history, or followed by more than a linear history
+// of commits on top): that case is kept under a rescue ref.
+func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
+	if onOurs, err := w.reaches(ours, rewind.New); err != nil || !onOurs {
+		return false, err
+	}
+	var since []*gitver.CommitInfo // the person's commits on the rewound branch, newest first
+	for h := head; h != rewind.New; {
+		if h.IsZero() || len(since) == maxDropped {
+			return false, nil
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return false, err
+		}
+		since = append(since, c)
+		h = c.FirstParent()
+	}
+	if w.repo.WorkTree().Operation != "" {
+		return true, nil // the person is in the middle of a merge or rebase: look again when it is over
+	}
+	to, err := w.repo.ReadCommit(rewind.New)
+	if err != nil {
+		return false, err
+	}
+	program := w.agentSignature(note.InitAgent)
+	person := rewind.Who
+	if person.Name == "" || person.When.IsZero() {
+		person = w.personSignature()
+	}
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	what := strings.TrimPrefix(rewind.Message, "reset: moving to ")
+	tip, err := w.repo.WriteCommit(gitver.CommitObject{
+		Tree: to.Tree, Parents: []gitver.Hash{ours}, Author: person, Committer: program,
+		Message: fmt.Sprintf("rewind %s to %s (%s)\n\n"+
+			"A person reset %s to %s, past %d of the board's commits. This commit puts\n"+
+			"the content back as the reset left it, on top of them: they stay in the\n"+
+			"history, and no note's version number is given twice to different content.\n",
+			branch, rewind.New.Short(), what, branch, rewind.New.Short(), dropped),
+	})
+	if err != nil {
+		return false, err
+	}
+	for i := len(since) - 1; i >= 0; i-- {
+		c := since[i]
+		if tip, err = w.repo.WriteCommit(gitver.CommitObject{
+			Tree: c.Tree, Parents: append([]gitver.Hash{tip}, c.Parents[1:]...),
+			Author: c.Author, Committer: c.Committer, Message: c.Message,
+		}); err != nil {
+			return false, err
+		}
+	}
+	reason := fmt.Sprintf(ownMove+"keep `%s` as an undo on top of the %d commits it dropped", rewind.Message, dropped)
+	if err := w.repo.UpdateBranch(head, tip, program, reason); err != nil {
+		if errors.Is(err, gitver.ErrBranchMoved) {
+			return true, nil // moved meanwhile: the next look decides
+		}
+		return false, err
+	}
+	w.logf("`%s` rewound %s past %d of the board's commits; the rewound content stands as a new commit on top of them "+
+		"(%s), so the notes it changed get new versions; `git log %s` shows all of it", rewind.Message, branch, dropped,
+		tip.Short(), branch)
+	return true, nil
 }
 
 // reaches reports whether target is on the first-parent history of from,

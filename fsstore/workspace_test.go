@@ -346,7 +346,26 @@ func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
 	}
 }
 
-// The index follows the branch anywhere: a reset to an older commit, and a
+// A person who means to take commits out of the board's history for good
+// (a secret written by mistake) rewinds and expires the reflog: the board
+// then finds no reset to undo, and the rewind stands in history too.
+func TestRewindWithExpiredReflogStands(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/k", 0, "one", "1")
+	put(t, w, "t/k", 1, "the secret", "s3cr3t")
+	git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
+	git(t, w.Dir(), "reflog", "expire", "--expire=now", "--all")
+	if res := put(t, w, "t/k", 1, "two", "2"); res.Version != 2 {
+		t.Errorf("the write after the purge made v%d, want v2", res.Version)
+	}
+	if log := git(t, w.Dir(), "log", "--all", "--format=%s"); strings.Contains(log, "secret") {
+		t.Errorf("the purged commit is back:\n%s", log)
+	}
+}
+
+// The index follows the branch anywhere: a reset to an older commit (which
+// the next write keeps as a commit on top of what it dropped), and a
 // deleted or corrupted index file, which is rebuilt from git.
 func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 	requireGit(t)
@@ -362,7 +381,12 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 	if _, err := agentView(w).Get("t/other", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("note created after the reset point still found: %v", err)
 	}
-	put(t, w, "t/k", 1, "two again", "2")
+	if res := put(t, w, "t/k", 3, "two again", "2"); res.Version != 4 {
+		t.Errorf("the write after the rewind made v%d, want v4 (two before, the rewind's commit)", res.Version)
+	}
+	if _, err := agentView(w).Get("t/other", false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("note the rewind removed found again: %v", err)
+	}
 	cursor, err := w.Cursor()
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +406,7 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 			}
 		}
 		w2 := openWorkspace(t, dir, false)
-		if n := get(t, w2, "t/k"); n.Version != 2 || n.Digest != "two again" {
+		if n := get(t, w2, "t/k"); n.Version != 4 || n.Digest != "two again" {
 			t.Errorf("rebuilt index (corrupt=%v): v%d %q", corrupt, n.Version, n.Digest)
 		}
 		w2.Close()

@@ -243,29 +243,59 @@ func (r *Repo) BuildCommit(req CommitRequest) (*PendingCommit, error) {
 			return nil, err
 		}
 	}
-	sig := object.Signature{Name: identity(req.Author.Name), Email: identity(req.Author.Email), When: req.Author.When}
-	c := &object.Commit{
-		Author:    sig,
-		Committer: sig,
-		Message:   req.Message,
-		TreeHash:  plumbing.Hash(tree),
-	}
+	c := CommitObject{Tree: tree, Author: req.Author, Committer: req.Author, Message: req.Message}
 	if !req.Parent.IsZero() {
-		c.ParentHashes = []plumbing.Hash{plumbing.Hash(req.Parent)}
+		c.Parents = []Hash{req.Parent}
 	}
-	mem := &plumbing.MemoryObject{}
-	if err := c.Encode(mem); err != nil {
-		return nil, err
-	}
-	content, err := memContent(mem)
-	if err != nil {
-		return nil, err
-	}
-	h, err := w.write("commit", content)
+	h, err := w.writeCommit(c)
 	if err != nil {
 		return nil, err
 	}
 	return &PendingCommit{Hash: h, w: w}, nil
+}
+
+// CommitObject is a commit made of a tree that already exists: a commit
+// placed on other parents with its tree, authorship and message unchanged,
+// or one that puts an older tree back.
+type CommitObject struct {
+	Tree              Hash
+	Parents           []Hash
+	Author, Committer Signature
+	Message           string
+}
+
+// WriteCommit stores c durably and returns its name.
+func (r *Repo) WriteCommit(c CommitObject) (Hash, error) {
+	w := r.newObjectWriter()
+	h, err := w.writeCommit(c)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return h, w.flush()
+}
+
+func (w *objectWriter) writeCommit(c CommitObject) (Hash, error) {
+	sig := func(s Signature) object.Signature {
+		return object.Signature{Name: identity(s.Name), Email: identity(s.Email), When: s.When}
+	}
+	obj := &object.Commit{
+		Author:    sig(c.Author),
+		Committer: sig(c.Committer),
+		Message:   c.Message,
+		TreeHash:  plumbing.Hash(c.Tree),
+	}
+	for _, p := range c.Parents {
+		obj.ParentHashes = append(obj.ParentHashes, plumbing.Hash(p))
+	}
+	mem := &plumbing.MemoryObject{}
+	if err := obj.Encode(mem); err != nil {
+		return ZeroHash, err
+	}
+	content, err := memContent(mem)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return w.write("commit", content)
 }
 
 func memContent(m *plumbing.MemoryObject) ([]byte, error) {
@@ -464,11 +494,12 @@ func (r *Repo) decodeTree(h Hash) (*object.Tree, error) {
 
 // CommitInfo is what history readers need of a commit.
 type CommitInfo struct {
-	Hash    Hash
-	Tree    Hash
-	Parents []Hash
-	Author  Signature
-	Message string
+	Hash      Hash
+	Tree      Hash
+	Parents   []Hash
+	Author    Signature
+	Committer Signature
+	Message   string
 }
 
 // FirstParent is the commit's first parent, zero for a root commit.
@@ -504,10 +535,11 @@ func (r *Repo) ReadCommit(h Hash) (*CommitInfo, error) {
 		return nil, err
 	}
 	info := &CommitInfo{
-		Hash:    h,
-		Tree:    Hash(c.TreeHash),
-		Author:  Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.Author.When},
-		Message: c.Message,
+		Hash:      h,
+		Tree:      Hash(c.TreeHash),
+		Author:    Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.Author.When},
+		Committer: Signature{Name: c.Committer.Name, Email: c.Committer.Email, When: c.Committer.When},
+		Message:   c.Message,
 	}
 	for _, p := range c.ParentHashes {
 		info.Parents = append(info.Parents, Hash(p))

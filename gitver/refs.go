@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -149,7 +150,8 @@ func (r *Repo) UpdateRef(name string, old, new Hash, who Signature, reason strin
 // ReflogEntry is one move of a ref as its reflog records it.
 type ReflogEntry struct {
 	Old, New Hash
-	Message  string // "reset: moving to HEAD", "commit: ...", "blackboard: ..."
+	Who      Signature // who moved it, and when
+	Message  string    // "reset: moving to HEAD", "commit: ...", "blackboard: ..."
 }
 
 // reflogTail is how much of the end of the branch's reflog is read: a
@@ -227,7 +229,32 @@ func parseReflogLine(line string) (ReflogEntry, bool) {
 	if err1 != nil || err2 != nil {
 		return ReflogEntry{}, false
 	}
-	return ReflogEntry{Old: old, New: new, Message: msg}, true
+	return ReflogEntry{Old: old, New: new, Who: parseIdent(head[82:]), Message: msg}, true
+}
+
+// parseIdent reads "Name <email> 1700000000 +0100" as git writes it in a
+// reflog line; what it cannot read stays empty.
+func parseIdent(s string) Signature {
+	var who Signature
+	name, rest, ok := strings.Cut(s, " <")
+	if !ok {
+		return who
+	}
+	email, when, ok := strings.Cut(rest, "> ")
+	if !ok {
+		return who
+	}
+	who.Name, who.Email = name, email
+	secs, zone, _ := strings.Cut(when, " ")
+	unix, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return who
+	}
+	who.When = time.Unix(unix, 0)
+	if z, err := time.Parse("-0700", zone); err == nil {
+		who.When = who.When.In(z.Location())
+	}
+	return who
 }
 
 // Refs lists the refs under prefix (e.g. "refs/blackboard/"), loose and

@@ -366,7 +366,7 @@ func TestLastMoveBy(t *testing.T) {
 	defer r.Close()
 	hash := func(i int) string { return fmt.Sprintf("%040x", i) }
 	line := func(i int, msg string) string {
-		return hash(i) + " " + hash(i+1) + " Ada <ada@example.com> 1700000000 +0000\t" + msg + "\n"
+		return hash(i) + " " + hash(i+1) + " Ada Lovelace <ada@example.com> 1700000000 +0100\t" + msg + "\n"
 	}
 	logPath := filepath.Join(dir, ".git", "logs", "refs", "heads", "main")
 	var many []string
@@ -400,6 +400,10 @@ func TestLastMoveBy(t *testing.T) {
 		own, found, err := r.LastMoveBy("blackboard: ")
 		if err != nil || found != tt.found || found && own.Old.String() != hash(tt.own) {
 			t.Errorf("%s: found %v (%s), %v; want %v (from %s)", tt.name, found, own.Old, err, tt.found, hash(tt.own))
+		}
+		if _, offset := own.Who.When.Zone(); found && (own.Who.Name != "Ada Lovelace" || own.Who.Email != "ada@example.com" ||
+			own.Who.When.Unix() != 1700000000 || offset != 3600) {
+			t.Errorf("%s: the move was made by %+v", tt.name, own.Who)
 		}
 		moves, err := r.RecentBranchMoves()
 		if err != nil || tt.moves >= 0 && len(moves) != tt.moves {

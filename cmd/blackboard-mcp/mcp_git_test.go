@@ -501,33 +501,115 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
-// A rewind the person means (`git reset --hard HEAD~2`) stands: the branch
-// stays where they put it, the agents' commits it dropped are kept under a
-// rescue ref, and the server's log and health say where and how to bring
-// them back.
-func TestMCPDeliberateRewindIsKept(t *testing.T) {
+// A rewind the person means (`git reset --hard HEAD~2`) stands in content,
+// but never takes version numbers back: the server (from its watcher, with
+// no write needed) puts the rewound content as a commit on top of the
+// agents' commits the reset dropped, so the note's next version is higher
+// than any it had, the dropped writes stay in history, and the person's
+// files and git's index are left as the reset made them.
+func TestMCPDeliberateRewindGivesNewVersions(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	s := startMCPGo(t, dir, "agent")
 	const key = "team/plan"
 	for v := range 3 {
 		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})
 	}
-	dropped := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
 	gitCmd(t, dir, "reset", "-q", "--hard", "HEAD~2")
-	it := s.waitVersion(key, 1)
-	s.write(map[string]any{"uri": key, "digest": "plan after the rewind", "body": "after\n", "expect_version": it.Version})
+	it := s.waitVersion(key, 4)
+	if strings.TrimSpace(it.Body) != "1" || it.Digest != "plan 1" {
+		t.Errorf("after the rewind the note reads %q (%q) at version %d, want the rewound 1 (plan 1)", it.Body, it.Digest, it.Version)
+	}
+	if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "\n1\n") {
+		t.Errorf("the rewind did not stand on disk: %q", got)
+	}
+	s.write(map[string]any{"uri": key, "digest": "plan after the rewind", "body": "after\n", "expect_version": 4})
+
+	history := gitLog(t, dir, key+".md")
+	want := []string{"plan after the rewind", "rewind main to ", "plan 3", "plan 2", "plan 1"}
+	if len(history) != len(want) {
+		t.Fatalf("the note's history:\n%s", strings.Join(history, "\n"))
+	}
+	for i, w := range want {
+		if !strings.Contains(history[i], w) {
+			t.Errorf("commit %d of the note's history is %q, want %q", i, history[i], w)
+		}
+	}
+	if gitCmd(t, dir, "rev-list", "--merges", "main") != "" {
+		t.Error("the history is no longer linear")
+	}
+	eventually(t, "the server's log tells of the rewind", func() bool { return strings.Contains(s.stderr.String(), "rewound main past 2") })
+	if refs := gitCmd(t, dir, "for-each-ref", "refs/blackboard/rescued/"); refs != "" {
+		t.Errorf("a rescue ref for commits still in the history:\n%s", refs)
+	}
+	s.closeClean()
+	checkWorkspace(t, dir)
+	if out, err := cliCommand(dir, "health").CombinedOutput(); err != nil {
+		t.Errorf("health after the rewind: %v\n%s", err, out)
+	}
+}
+
+// A person rewinds and then commits on the rewound branch before the board
+// looks (no server runs; the next CLI write is the first to see it). Their
+// commits are kept with their trees, authors and messages, after the commit
+// that undoes the dropped writes, and every version is higher than before.
+func TestRewindThenPersonsCommitsAreKept(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init")
+	for v := range 3 {
+		runCLI(t, dir, "put", "team/plan", "--digest", fmt.Sprintf("plan %d", v+1), "--body", fmt.Sprintf("%d", v+1), "--expect", strconv.Itoa(v))
+	}
+	gitCmd(t, dir, "reset", "-q", "--hard", "HEAD~2")
+	if err := os.WriteFile(filepath.Join(dir, "team", "idea.md"), []byte("---\ndigest: my idea\n---\nan idea\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, dir, "add", "team/idea.md")
+	gitCmd(t, dir, "commit", "-q", "-m", "my idea")
+	const format = "--format=%T %an <%ae> %ad %cn <%ce> %cd %s"
+	idea := gitCmd(t, dir, "log", "-1", format, "HEAD")
+
+	runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+
+	subjects := strings.Split(strings.TrimSpace(gitCmd(t, dir, "log", "--format=%an%x09%s", "-6", "main")), "\n")
+	want := []string{"\tupdate team/other v1", "\tmy idea", "\trewind main to ", "\tupdate team/plan v3", "\tupdate team/plan v2", "\tupdate team/plan v1"}
+	for i, w := range want {
+		if i >= len(subjects) || !strings.Contains(subjects[i], w) {
+			t.Fatalf("the branch's history:\n%s\nwant, in order: %q", strings.Join(subjects, "\n"), want)
+		}
+	}
+	if got := gitCmd(t, dir, "log", "-1", format, "HEAD~1"); got != idea {
+		t.Errorf("the person's commit was changed:\n%s, was\n%s", got, idea)
+	}
+	if out := runCLI(t, dir, "get", "team/plan"); !strings.Contains(out, "/team/plan v4\ndigest: plan 1\n") {
+		t.Errorf("team/plan after the rewind, want version 4 (3 before it, and the rewind's commit) with the rewound digest:\n%s", out)
+	}
+	if out := runCLI(t, dir, "get", "team/idea"); !strings.Contains(out, "/team/idea v1\ndigest: my idea\n") {
+		t.Errorf("the person's note after the rewind:\n%s", out)
+	}
+	checkWorkspace(t, dir)
+}
+
+// A reset to a commit outside the branch's history (another branch) cannot
+// be kept as an undo on top: the branch stays where the person put it, the
+// agents' commits it dropped are kept under a rescue ref, and the server's
+// log and health say where and how to bring them back.
+func TestMCPResetElsewhereKeepsARescueRef(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent")
+	const key = "team/plan"
+	for v := range 2 {
+		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})
+	}
+	dropped := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
+	side := strings.TrimSpace(gitCmd(t, dir, "commit-tree", "-p", "main~2", "-m", "a person's side line", "main~2^{tree}"))
+	gitCmd(t, dir, "branch", "side", side)
+	gitCmd(t, dir, "reset", "-q", "--hard", "side")
+	s.waitGone(key)
 
 	ref := "refs/blackboard/rescued/" + dropped
-	if got := strings.TrimSpace(gitCmd(t, dir, "rev-parse", ref)); got != dropped {
-		t.Fatalf("the dropped commits are not kept under %s: %q", ref, got)
-	}
-	if subjects := gitCmd(t, dir, "log", "--format=%s", "main.."+ref); !strings.Contains(subjects, "plan 3") || !strings.Contains(subjects, "plan 2") {
+	eventually(t, "the server's log tells of the rescue", func() bool { return strings.Contains(s.stderr.String(), ref) })
+	if subjects := gitCmd(t, dir, "log", "--format=%s", "main.."+ref); !strings.Contains(subjects, "plan 2") || !strings.Contains(subjects, "plan 1") {
 		t.Errorf("the rescue ref holds:\n%s", subjects)
 	}
-	if history := gitLog(t, dir, key+".md"); len(history) != 2 || !strings.HasSuffix(history[0], "plan after the rewind") {
-		t.Errorf("the rewind did not stand:\n%s", strings.Join(history, "\n"))
-	}
-	eventually(t, "the server's log tells of the rescue", func() bool { return strings.Contains(s.stderr.String(), ref) })
 	out, err := cliCommand(dir, "health").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "git merge "+ref) {
 		t.Errorf("health (%v) does not tell of the rescue:\n%s", err, out)

@@ -23,7 +23,7 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 		return err
 	}
 	return w.withWriteLock(func() error {
-		return whileBranchMoves("save access", note.AccessFile, func() error {
+		return w.whileBranchMoves("save access", note.AccessFile, func() error {
 			head, _, err := w.catchUp(nil, nil)
 			if err != nil {
 				return err

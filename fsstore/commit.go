@@ -166,7 +166,10 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		defer gitIndex.Release()
 		// Holding git's index, look again: a checkout that began since
 		// has finished writing its files by now.
-		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere {
+		// And a checkout of the branch that ended since the repairs ran
+		// may have left files older than the branch's, to be put right
+		// before anything is compared or placed (see unplaced.go).
+		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
 			gitIndex.Release()
 			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
 		}

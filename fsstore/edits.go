@@ -267,7 +267,7 @@ func (w *Workspace) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, 
 	var rep *EditReport
 	// A person's git commit landing meanwhile moves the branch: compare
 	// again.
-	err := whileBranchMoves("commit people's edits", "", func() error {
+	err := w.whileBranchMoves("commit people's edits", "", func() error {
 		var err error
 		head, rep, err = w.commitEditsOnce(keys, paths, all)
 		return err

@@ -114,10 +114,17 @@ func fromFormat(err error) error {
 var errBranchMoved = errors.New("branch moved during the write")
 
 // whileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times; past that, the write is a conflict the caller may try
-// again.
-func whileBranchMoves(op, uri string, attempt func() error) error {
-	for range maxMoves {
+// most maxMoves times, running the repairs before each new attempt (what
+// moved may need one: a checkout that ended meanwhile); past that, the
+// write is a conflict the caller may try again. The caller holds the write
+// lock.
+func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
+	for i := range maxMoves {
+		if i > 0 {
+			if err := w.repair(); err != nil {
+				return err
+			}
+		}
 		if err := attempt(); !errors.Is(err, errBranchMoved) {
 			return err
 		}

@@ -40,6 +40,12 @@ type unplacedRecord struct {
 
 func (w *Workspace) unplacedPath() string { return filepath.Join(w.repo.GitDir(), unplacedName) }
 
+// hasUnplaced reports whether writes' files wait to be placed.
+func (w *Workspace) hasUnplaced() bool {
+	_, err := os.Lstat(w.unplacedPath())
+	return err == nil
+}
+
 func (w *Workspace) loadUnplaced() (*unplacedRecord, error) {
 	u := &unplacedRecord{Paths: map[string][]gitver.Hash{}}
 	b, err := os.ReadFile(w.unplacedPath())
@@ -145,17 +151,7 @@ func (w *Workspace) placeUnplaced() error {
 		case disk == want[i]:
 		case slices.Contains(u.Paths[p], disk):
 			// An older version of the branch's file: put the branch's in.
-			if want[i].IsZero() {
-				if err := w.removeFile(p); err != nil {
-					return err
-				}
-				break
-			}
-			blob, err := w.repo.ReadBlob(want[i])
-			if err != nil {
-				return err
-			}
-			if err := w.writeFileAtomic(p, blob); err != nil {
+			if err := w.putBlob(p, want[i]); err != nil {
 				return err
 			}
 		default:
@@ -239,30 +235,60 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	if err != nil || len(changes) == 0 || len(changes) > maxLeakPaths {
 		return nil, 0, err
 	}
+	versions, err := w.versionsSince(head, at, changes)
+	if err != nil {
+		return nil, 0, err
+	}
+	paths := make([]string, len(changes))
+	for i, ch := range changes {
+		paths[i] = ch.Path
+	}
+	staged, err := w.repo.IndexBlobs(paths)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Older versions that a checkout of the branch wrote and that were not
+	// yet put right when `git checkout -b` carried them over count too.
+	waiting, err := w.loadUnplaced()
+	if err != nil {
+		return nil, 0, err
+	}
+	leaked := func(p string, old, blob gitver.Hash) bool {
+		return blob != old && (slices.Contains(versions[p], blob) || slices.Contains(waiting.Paths[p], blob))
+	}
 	var entries []gitver.IndexEntry
 	older := map[string]gitver.Hash{}
 	for _, ch := range changes {
-		if !w.holds(ch.Path, ch.New) {
-			continue // the checkout's own file, or the person's
+		content, _, exists, err := w.ReadFile(ch.Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		var disk gitver.Hash
+		if exists {
+			disk = gitver.BlobHash(content)
+		}
+		// A file or an index entry holding one of the board's versions
+		// came from a write or a checkout; anything else is this
+		// checkout's or the person's, and stays.
+		fileLeaked := leaked(ch.Path, ch.Old, disk)
+		indexLeaked := leaked(ch.Path, ch.Old, staged[ch.Path])
+		if !fileLeaked && !indexLeaked {
+			continue
+		}
+		if fileLeaked {
+			if err := w.putBlob(ch.Path, ch.Old); err != nil {
+				return nil, 0, err
+			}
+			disk = ch.Old
 		}
 		e := gitver.IndexEntry{Path: ch.Path}
-		if ch.Old.IsZero() {
-			if err := w.removeFile(ch.Path); err != nil {
-				return nil, 0, err
+		if !ch.Old.IsZero() {
+			e.Blob, e.Info = ch.Old, staleInfo{} // the person's file: git compares its content
+			if disk == ch.Old {
+				if e.Info, err = w.root.Lstat(ch.Path); err != nil {
+					return nil, 0, err
+				}
 			}
-		} else {
-			content, err := w.repo.ReadBlob(ch.Old)
-			if err != nil {
-				return nil, 0, err
-			}
-			if err := w.writeFileAtomic(ch.Path, content); err != nil {
-				return nil, 0, err
-			}
-			fi, err := w.root.Lstat(ch.Path)
-			if err != nil {
-				return nil, 0, err
-			}
-			e.Blob, e.Info = ch.Old, fi
 		}
 		older[ch.Path] = ch.Old
 		entries = append(entries, e)
@@ -271,4 +297,52 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 		return nil, 0, nil
 	}
 	return entries, len(older), w.recordUnplaced(older)
+}
+
+// putBlob makes the file at p hold blob (zero: no file).
+func (w *Workspace) putBlob(p string, blob gitver.Hash) error {
+	if blob.IsZero() {
+		return w.removeFile(p)
+	}
+	content, err := w.repo.ReadBlob(blob)
+	if err != nil {
+		return err
+	}
+	return w.writeFileAtomic(p, content)
+}
+
+// versionsSince returns, for each changed path, every blob it had in the
+// commits after at on head's first-parent history (zero: no file). The
+// work tree can hold any of them: the last write before a checkout moved
+// HEAD put its files in place, and later ones only moved the branch.
+func (w *Workspace) versionsSince(head, at gitver.Hash, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
+	versions := make(map[string][]gitver.Hash, len(changes))
+	for _, ch := range changes {
+		versions[ch.Path] = nil
+	}
+	for h := head; h != at && !h.IsZero(); {
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return nil, err
+		}
+		var parentTree gitver.Hash
+		if p := c.FirstParent(); !p.IsZero() {
+			pc, err := w.repo.ReadCommit(p)
+			if err != nil {
+				return nil, err
+			}
+			parentTree = pc.Tree
+		}
+		diff, err := w.repo.DiffTrees(parentTree, c.Tree)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range diff {
+			if vs, ok := versions[d.Path]; ok && !slices.Contains(vs, d.New) {
+				versions[d.Path] = append(vs, d.New)
+			}
+		}
+		h = c.FirstParent()
+	}
+	return versions, nil
 }

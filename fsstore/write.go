@@ -117,7 +117,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
-		return whileBranchMoves(op, uri, func() error {
+		return w.whileBranchMoves(op, uri, func() error {
 			res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
 			return err
 		})
@@ -476,7 +476,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	}
 	var res *UpdateResult
 	err = w.withWriteLock(func() error {
-		return whileBranchMoves(op, uri, func() error {
+		return w.whileBranchMoves(op, uri, func() error {
 			res, err = v.linkLocked(addr, rel, targets)
 			return err
 		})

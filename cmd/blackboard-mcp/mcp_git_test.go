@@ -668,26 +668,64 @@ func TestMCPResetRaceBringsWritesBack(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
+// The steps of one bad interleaving, made to happen every time with git's
+// own commands and the CLI (whose every write runs the repairs first): a
+// write lands while the person is on a branch of theirs; their `git
+// checkout main` writes the older file it read before that write; before
+// the board puts it right, they make a new branch, which carries the older
+// file over as a staged change; another write lands. The board gives the
+// new branch its own file back, `git checkout main` works, and the board's
+// file comes back on main: nothing staged the person did not make, nothing
+// committed as their edit.
+func TestOlderFileCarriedOntoANewBranchIsGivenBack(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init")
+	const key = "team/counter"
+	put := func(v int) {
+		runCLI(t, dir, "put", key, "--digest", fmt.Sprintf("count %d", v), "--body", strconv.Itoa(v), "--expect", strconv.Itoa(v-1))
+	}
+	put(1)
+	gitCmd(t, dir, "checkout", "-q", "-b", "side")
+	put(2) // to main only: side is checked out
+	// `git checkout main` that read main before that write: version 1's
+	// files, HEAD on main.
+	gitCmd(t, dir, "symbolic-ref", "HEAD", "refs/heads/main")
+	gitCmd(t, dir, "checkout", "-q", "-b", "side2")
+	if st := gitCmd(t, dir, "status", "--porcelain"); st != "M  "+key+".md\n" {
+		t.Fatalf("the new branch should start with the older file staged, git status says %q", st)
+	}
+	put(3) // to main only
+	runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+	if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("the person's new branch is left with changes they did not make:\n%s", st)
+	}
+	gitCmd(t, dir, "checkout", "-q", "main")
+	runCLI(t, dir, "put", "team/third", "--digest", "third", "--body", "t", "--expect", "0")
+	if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n3") {
+		t.Errorf("the counter on main holds %q, want version 3's", got)
+	}
+	if history := strings.Join(gitLog(t, dir, key+".md"), "\n"); strings.Contains(history, "by hand") {
+		t.Errorf("the older file was committed as the person's edit:\n%s", history)
+	}
+	checkWorkspace(t, dir)
+}
+
 // A person who steps onto a branch of their own and back
 // (`git checkout -b side && git checkout main`), again and again while two
 // servers count with compare-and-swap, never reverts an acknowledged write
 // in the files, never commits stale files as their own edit, and is never
 // left with a staged change they did not make.
 //
-// Open: git's checkout and reset let git's index lock go before they move
-// HEAD or the branch, and `git checkout -b` can read HEAD before a write and
-// write git's index after it. A write that was waiting for the lock now
-// waits a moment more (gitver's settleAfterGit), one that HEAD left in its
-// middle takes its files back out, and the next look takes back a write's
-// files a checkout carried onto a new branch (fsstore/unplaced.go). Still,
-// in about half the runs an older version of the file ends up staged on the
-// person's branch, carried along from branch to branch, and `git checkout
-// main` refuses, or it is committed as their edit. So the test runs only
-// when BLACKBOARD_OPEN_BUGS is set.
+// git's checkout lets git's index lock go before it moves HEAD, and
+// `git checkout -b` can read HEAD before a write and write git's index
+// after it; `git checkout main` can write files older than the branch. A
+// write that was waiting for the lock waits a moment more (gitver's
+// settleAfterGit), one that HEAD left in its middle takes its files back
+// out, the next look takes back what a checkout carried onto a new branch
+// (any version of the board's newer than that branch, or older than the
+// board's and recorded as waiting to be put right), and no write compares
+// or places files while such older files wait (fsstore/unplaced.go).
 func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
-	if os.Getenv("BLACKBOARD_OPEN_BUGS") == "" {
-		t.Skip("BUG (an unlocked `git checkout -b` racing a write); set BLACKBOARD_OPEN_BUGS=1 to run it")
-	}
 	dir := newWorkspaceDir(t)
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
 	const key = "team/counter"

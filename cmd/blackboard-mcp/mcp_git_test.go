@@ -442,6 +442,12 @@ func TestMCPDiskFull(t *testing.T) {
 func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the branch's reflog:\n%s\nthe servers' logs:\n%s\n%s", gitCmd(t, dir, "reflog", "--format=%h %gs", "main"),
+				servers[0].stderr.String(), servers[1].stderr.String())
+		}
+	})
 	const key = "team/counter"
 	servers[0].write(map[string]any{"uri": key, "digest": "count 0", "body": "0\n", "expect_version": 0})
 	writeTree(t, dir, "scratch.txt", "the person's scratch file\n")
@@ -476,9 +482,19 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 		}
 		break
 	}
-	// One more write brings back whatever the last reset dropped.
-	last := servers[0].itemOf(key)
-	servers[0].write(map[string]any{"uri": key, "digest": "final", "body": last.Body, "expect_version": last.Version})
+	// One more write brings back whatever the last reset dropped. What it
+	// read may be from before that (a reset had just dropped the last
+	// increment): then it conflicts, as it must, and reads again.
+	for try := 0; ; try++ {
+		last := servers[0].itemOf(key)
+		res := servers[0].call("update_state", map[string]any{"uri": key, "digest": "final", "body": last.Body, "expect_version": last.Version})
+		if !res.isError {
+			break
+		}
+		if !strings.HasPrefix(res.text, "conflict: ") || try == 3 {
+			t.Fatalf("the last write: %s", res.text)
+		}
+	}
 	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
 	acked := counting.acked
 	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back",

@@ -48,7 +48,7 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 			return w.branchGone(indexed)
 		}
 		if indexed != head {
-			if seq, err = w.syncIndex(tx, head, seq, hint, nil); err != nil {
+			if seq, err = w.syncIndex(tx, head, hint, nil); err != nil {
 				return err
 			}
 		}
@@ -73,62 +73,59 @@ func (w *Workspace) branchGone(last gitver.Hash) error {
 		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
 }
 
-func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
-	hint map[gitver.Hash][]gitver.PathChange, progress Progress) (int, error) {
-	var chain []*gitver.CommitInfo
-	base := 0
-	h := target
-	for !h.IsZero() {
-		seq, ok, err := tx.SeqOf(h)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			base = seq
-			break
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return 0, err
-		}
-		chain = append(chain, c)
-		if progress != nil && len(chain)%1000 == 0 {
-			progress("history", len(chain), 0)
-		}
-		h = c.FirstParent()
+// syncIndex brings the index from the commit it reflects to target, in tx,
+// and returns target's cursor.
+//
+// The index holds every commit target reaches, parents before children, in
+// the order a depth-first walk that follows first parents first finishes
+// them, each with the files whose content differs from a parent's. A note's
+// version is the number of its commits: the same number on every clone,
+// whichever side a merge has first, never lower on a commit that reaches
+// another, and equal to the first-parent count on a linear history. The
+// cursor is the number of commits.
+//
+// When the branch moved forward, only the commits new to the index are
+// added. When it moved to a commit that does not reach the indexed one (a
+// reset, a rewritten history), the index is first cut back to the newest
+// commit both share at which the index was whole, undoing the version
+// counts of what came after.
+func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.Hash][]gitver.PathChange, progress Progress) (int, error) {
+	indexed, seq, err := tx.Head()
+	if err != nil {
+		return 0, err
+	}
+	plan, err := w.planSync(tx, target, indexed, progress)
+	if err != nil {
+		return 0, err
 	}
 	refresh := map[string]bool{}
-	if base < indexedSeq {
-		notes, err := tx.Truncate(base)
+	if !plan.reachesIndexed {
+		base, baseSeq, err := w.cutPoint(tx, plan.boundary)
+		if err != nil {
+			return 0, err
+		}
+		notes, err := tx.Truncate(baseSeq)
 		if err != nil {
 			return 0, err
 		}
 		for _, n := range notes {
 			refresh[n] = true
 		}
-	}
-	var parentTree gitver.Hash
-	if !h.IsZero() {
-		pc, err := w.repo.ReadCommit(h)
-		if err != nil {
+		seq = baseSeq
+		if plan, err = w.planSync(tx, target, base, progress); err != nil {
 			return 0, err
 		}
-		parentTree = pc.Tree
 	}
-	seq := base
-	for i := len(chain) - 1; i >= 0; i-- {
-		if progress != nil && (seq-base)%500 == 0 {
-			progress("commits", seq-base, len(chain))
+	for i, c := range plan.order {
+		if progress != nil && i%500 == 0 {
+			progress("commits", i, len(plan.order))
 		}
-		c := chain[i]
 		changes, ok := hint[c.Hash]
 		if !ok {
-			var err error
-			if changes, err = w.repo.DiffTrees(parentTree, c.Tree); err != nil {
+			if changes, err = w.repo.Changes(c); err != nil {
 				return 0, err
 			}
 		}
-		parentTree = c.Tree
 		seq++
 		rows := make([]index.Change, 0, len(changes))
 		for _, ch := range changes {
@@ -138,6 +135,7 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 		touched, err := tx.AddCommit(index.Commit{
 			Seq: seq, Hash: c.Hash, Author: c.Author.Name, Email: c.Author.Email,
 			Time: c.Author.When.Unix(), Subject: c.Subject(), ByProgram: note.ByProgram(c.Message),
+			Closed: plan.closed[i],
 		}, rows)
 		if err != nil {
 			return 0, err
@@ -160,6 +158,124 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, indexedSeq int,
 		progress("notes", len(refresh), len(refresh))
 	}
 	return seq, tx.SetHead(target)
+}
+
+// syncPlan is what target adds to an index that holds exactly the commits
+// its head reaches.
+type syncPlan struct {
+	order  []*gitver.CommitInfo // the commits new to the index, parents first
+	closed []bool               // for each: the index is then exactly what it reaches
+	// boundary lists the indexed commits the walk met.
+	boundary []gitver.Hash
+	// reachesIndexed is false when target does not reach the index's head:
+	// the index must be cut back before the plan can be applied.
+	reachesIndexed bool
+}
+
+// planSync walks from target to the commits the index holds. A commit on
+// target's first-parent history that reaches the index's head is closed:
+// everything before it in the order is what it reaches.
+func (w *Workspace) planSync(tx *index.Tx, target, indexed gitver.Hash, progress Progress) (*syncPlan, error) {
+	plan := &syncPlan{reachesIndexed: indexed.IsZero() || target == indexed}
+	if target.IsZero() || target == indexed {
+		return plan, nil
+	}
+	met := map[gitver.Hash]bool{}
+	isIndexed := func(h gitver.Hash) (bool, error) {
+		if met[h] {
+			return true, nil
+		}
+		_, ok, err := tx.CommitOf(h)
+		if ok {
+			met[h] = true
+			plan.boundary = append(plan.boundary, h)
+		}
+		return ok, err
+	}
+	if ok, err := isIndexed(target); err != nil || ok {
+		return plan, err
+	}
+	type frame struct {
+		c        *gitver.CommitInfo
+		next     int  // the parent to look at next
+		mainline bool // on target's first-parent history
+		reaches  bool // reaches the index's head
+	}
+	top, err := w.repo.ReadCommit(target)
+	if err != nil {
+		return nil, err
+	}
+	stack := []frame{{c: top, mainline: true}}
+	reaches := map[gitver.Hash]bool{} // of the commits walked
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.next < len(f.c.Parents) {
+			p := f.c.Parents[f.next]
+			first := f.next == 0
+			f.next++
+			if p == indexed {
+				f.reaches = true
+			}
+			if r, walked := reaches[p]; walked {
+				f.reaches = f.reaches || r
+				continue
+			}
+			if ok, err := isIndexed(p); err != nil || ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			c, err := w.repo.ReadCommit(p)
+			if err != nil {
+				return nil, err
+			}
+			reaches[p] = false // walked: a DAG never meets it again before it is done
+			stack = append(stack, frame{c: c, mainline: f.mainline && first})
+			if progress != nil && len(reaches)%1000 == 0 {
+				progress("history", len(reaches), 0)
+			}
+			continue
+		}
+		done := *f
+		stack = stack[:len(stack)-1]
+		reaches[done.c.Hash] = done.reaches
+		if len(stack) > 0 && done.reaches {
+			stack[len(stack)-1].reaches = true
+		}
+		plan.order = append(plan.order, done.c)
+		plan.closed = append(plan.closed, done.mainline && (indexed.IsZero() || done.reaches))
+	}
+	plan.reachesIndexed = indexed.IsZero() || met[indexed]
+	return plan, nil
+}
+
+// cutPoint returns the newest closed commit that the boundary's commits
+// reach along their first parents, and its cursor: the index cut back to it
+// holds only commits the new head reaches too. Zero when there is none.
+func (w *Workspace) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash, int, error) {
+	var best gitver.Hash
+	bestSeq := 0
+	for _, h := range boundary {
+		for !h.IsZero() {
+			ic, ok, err := tx.CommitOf(h)
+			if err != nil {
+				return gitver.ZeroHash, 0, err
+			}
+			if ok && ic.Closed {
+				if ic.Seq > bestSeq {
+					best, bestSeq = h, ic.Seq
+				}
+				break
+			}
+			c, err := w.repo.ReadCommit(h)
+			if err != nil {
+				return gitver.ZeroHash, 0, err
+			}
+			h = c.FirstParent()
+		}
+	}
+	return best, bestSeq, nil
 }
 
 // refreshNote reads a note's current fields, search text and links from git
@@ -258,7 +374,7 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 		if err != nil {
 			return err
 		}
-		seq, err = w.syncIndex(tx, head, 0, nil, progress)
+		seq, err = w.syncIndex(tx, head, nil, progress)
 		return err
 	})
 	return seq, err

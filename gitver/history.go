@@ -6,29 +6,57 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// PathChange is one file that a commit changed relative to its first parent.
-// Old is zero for a created file, New is zero for a deleted one.
+// PathChange is one file that a commit changed. Old is the first parent's
+// blob (zero for a created file), New the commit's (zero for a deleted one);
+// a merge's file that only differs from another parent has Old == New.
 type PathChange struct {
 	Path     string
 	Old, New Hash
 }
 
-// Changes lists the files commit changed relative to its first parent (all
-// of its files for a root commit). Subtrees with equal hashes are skipped
-// without being read, so the cost follows what changed, not the size of the
-// tree. This is what a note's version counts: first-parent commits only.
+// Changes lists the files whose content in commit c differs from at least
+// one parent's (all of its files for a root commit): what a note's version
+// counts. On a linear history that is what each commit changed; a merge
+// counts for every file either side changed, so that a version is the same
+// number whichever side a merge has first. Subtrees with equal hashes are
+// skipped without being read, so the cost follows what changed, not the
+// size of the tree.
 func (r *Repo) Changes(c *CommitInfo) ([]PathChange, error) {
-	var base Hash
-	if p := c.FirstParent(); !p.IsZero() {
+	var out []PathChange
+	if len(c.Parents) == 0 {
+		err := r.diffTrees("", ZeroHash, c.Tree, &out)
+		return out, err
+	}
+	var seen map[string]bool // the paths listed, once a merge needs them
+	for i, p := range c.Parents {
 		pc, err := r.ReadCommit(p)
 		if err != nil {
 			return nil, err
 		}
-		base = pc.Tree
+		if i == 0 {
+			if err := r.diffTrees("", pc.Tree, c.Tree, &out); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var other []PathChange
+		if err := r.diffTrees("", pc.Tree, c.Tree, &other); err != nil {
+			return nil, err
+		}
+		if seen == nil {
+			seen = make(map[string]bool, len(out))
+			for _, o := range out {
+				seen[o.Path] = true
+			}
+		}
+		for _, ch := range other {
+			if !seen[ch.Path] {
+				seen[ch.Path] = true
+				out = append(out, PathChange{Path: ch.Path, Old: ch.New, New: ch.New})
+			}
+		}
 	}
-	var out []PathChange
-	err := r.diffTrees("", base, c.Tree, &out)
-	return out, err
+	return out, nil
 }
 
 // DiffTrees lists the files that differ between two trees (either may be

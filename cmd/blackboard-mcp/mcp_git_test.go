@@ -495,6 +495,13 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 			t.Fatalf("the last write: %s", res.text)
 		}
 	}
+	// The person's last change is thrown away for good (their last reset
+	// may have met a write's index lock and failed).
+	eventually(t, "the person's scratch file is back", func() bool {
+		cmd := exec.Command("git", "checkout", "-q", "--", "scratch.txt")
+		cmd.Dir, cmd.Env = dir, mcpEnv("")
+		return cmd.Run() == nil
+	})
 	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
 	acked := counting.acked
 	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back",

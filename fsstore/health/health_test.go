@@ -223,7 +223,7 @@ func TestHealthFindings(t *testing.T) {
 			if _, err := db.Exec("UPDATE notes SET version = version + 5 WHERE key = 'research/a'"); err != nil {
 				t.Fatal(err)
 			}
-		}, "index", "research/a.md", "says version 7; 2 first-parent commits", ""},
+		}, "index", "research/a.md", "says version 7; 2 commits changed", ""},
 		{"corrupt loose blob", func(t *testing.T, dir string) {
 			corruptObject(t, dir, git(t, dir, "rev-parse", "HEAD:research/a.md"))
 		}, "objects", "research/a.md", "cannot be read", ""},

@@ -90,8 +90,9 @@ func (c *checker) checkIndexNotes(files map[string]gitver.Hash, r *Report) {
 }
 
 // checkVersions recounts, from git, the versions of the most recently
-// changed notes: a note's version is the number of first-parent commits that
-// changed its file or its blob (SPEC 4). The walk starts at the commit the
+// changed notes: a note's version is the number of commits the branch
+// reaches whose content at its file or its blob differs from a parent's
+// (SPEC 4; the first-parent count on a linear history). The walk starts at the commit the
 // index reflects, so a stale index is not mistaken for a wrong one. When the
 // history is longer than the walk, the commits walked are compared one by
 // one instead of the totals.
@@ -112,47 +113,39 @@ func (c *checker) checkVersions(from gitver.Hash, seq int, opts Options, r *Repo
 	}
 	touched := map[string]map[gitver.Hash]bool{} // note -> commits that changed it
 	walked := map[gitver.Hash]bool{}
-	h := from
-	var parentTree gitver.Hash
-	var pending *gitver.CommitInfo
-	// Walk newest first; each commit's changes need its parent's tree, so a
-	// commit is diffed once its parent has been read.
-	for !h.IsZero() && len(walked) < opts.VersionCommits {
+	// Walk what the commit reaches, newest first, as far as the bound.
+	queue := []gitver.Hash{}
+	if !from.IsZero() {
+		queue = append(queue, from)
+		walked[from] = true
+	}
+	complete := true // every commit it reaches was walked
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
 		commit, err := c.repo.ReadCommit(h)
 		if err != nil {
 			r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
 			return
 		}
-		if pending != nil {
-			if err := c.countChanges(pending, commit.Tree, sampled, touched); err != nil {
-				r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
-				return
-			}
-		}
-		walked[commit.Hash] = true
-		pending = commit
-		h = commit.FirstParent()
-	}
-	complete := h.IsZero()
-	if pending != nil {
-		if !complete {
-			// The oldest commit walked: its parent is outside the walk but
-			// still needed for its diff.
-			pc, err := c.repo.ReadCommit(h)
-			if err != nil {
-				r.Infof("index versions: not recounted, commit %s cannot be read (see objects)", h.Short())
-				return
-			}
-			parentTree = pc.Tree
-		}
-		if err := c.countChanges(pending, parentTree, sampled, touched); err != nil {
-			r.Infof("index versions: not recounted, a tree of commit %s cannot be read (see objects)", pending.Hash.Short())
+		if err := c.countChanges(commit, sampled, touched); err != nil {
+			r.Infof("index versions: not recounted, a tree of commit %s or of a parent cannot be read (see objects)", h.Short())
 			return
+		}
+		for _, p := range commit.Parents {
+			switch {
+			case walked[p]:
+			case len(walked) >= opts.VersionCommits:
+				complete = false
+			default:
+				walked[p] = true
+				queue = append(queue, p)
+			}
 		}
 	}
 	if complete && len(walked) != seq {
 		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
-			Message: fmt.Sprintf("the derived index counts %d commits up to %s; git's first-parent history has %d", seq, from.Short(), len(walked)),
+			Message: fmt.Sprintf("the derived index counts %d commits up to %s; git's history has %d", seq, from.Short(), len(walked)),
 			Fix:     fixReindex})
 	}
 	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
@@ -165,7 +158,7 @@ func (c *checker) checkVersions(from gitver.Hash, seq int, opts Options, r *Repo
 			if complete {
 				if n.Version != len(git) {
 					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.Key + ".md",
-						Message: fmt.Sprintf("the derived index says version %d; %d first-parent commits changed the note's files", n.Version, len(git)),
+						Message: fmt.Sprintf("the derived index says version %d; %d commits changed the note's files", n.Version, len(git)),
 						Fix:     fixReindex})
 				}
 				continue
@@ -200,9 +193,8 @@ func (c *checker) checkVersions(from gitver.Hash, seq int, opts Options, r *Repo
 	r.Infof("index: versions of %d notes recounted over %s", len(sample), scope)
 }
 
-func (c *checker) countChanges(commit *gitver.CommitInfo, parentTree gitver.Hash, sampled map[string]bool,
-	touched map[string]map[gitver.Hash]bool) error {
-	changes, err := c.repo.DiffTrees(parentTree, commit.Tree)
+func (c *checker) countChanges(commit *gitver.CommitInfo, sampled map[string]bool, touched map[string]map[gitver.Hash]bool) error {
+	changes, err := c.repo.Changes(commit)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,12 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 3
+const schemaVersion = 4
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
--- The first-parent history of the branch, oldest first: seq is the cursor.
+-- Every commit reachable from the branch, parents before children: seq is
+-- the cursor. On a linear history that is the first-parent history.
 CREATE TABLE commits(
 	seq INTEGER PRIMARY KEY,
 	hash TEXT NOT NULL UNIQUE,
@@ -37,9 +38,10 @@ CREATE TABLE commits(
 	email TEXT NOT NULL,
 	time INTEGER NOT NULL,
 	subject TEXT NOT NULL,
-	by_program INTEGER NOT NULL -- 1 when the message has the Blackboard-Agent trailer
+	by_program INTEGER NOT NULL, -- 1 when the message has the Blackboard-Agent trailer
+	closed INTEGER NOT NULL      -- 1 when the commits up to this seq are exactly those it reaches
 );
--- Every file a commit changed relative to its first parent.
+-- Every file whose content in a commit differs from a parent's.
 CREATE TABLE changes(
 	path TEXT NOT NULL,
 	seq INTEGER NOT NULL,

@@ -105,6 +105,10 @@ type Commit struct {
 	// edits it committed, init): its message has the Blackboard-Agent
 	// trailer. A person's own git commit has not.
 	ByProgram bool
+	// Closed says that the commits up to this one (by Seq) are exactly
+	// those it reaches: the index can be cut back to it when the branch
+	// moves to where it no longer holds what came after.
+	Closed bool
 }
 
 // Change is one file a commit changed. Note is the short address of the note
@@ -157,21 +161,27 @@ func (x *Tx) Reset() error {
 	return nil
 }
 
-// SeqOf returns the cursor of a commit on the indexed first-parent history.
-func (x *Tx) SeqOf(hash gitver.Hash) (int, bool, error) {
-	var seq int
-	err := x.queryRow("SELECT seq FROM commits WHERE hash=?", hash).Scan(&seq)
+// IndexedCommit is where a commit stands in the index.
+type IndexedCommit struct {
+	Seq    int
+	Closed bool
+}
+
+// CommitOf returns where a commit stands in the index; ok is false when it
+// is not indexed.
+func (x *Tx) CommitOf(hash gitver.Hash) (c IndexedCommit, ok bool, err error) {
+	err = x.queryRow("SELECT seq, closed FROM commits WHERE hash=?", hash).Scan(&c.Seq, &c.Closed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+		return c, false, nil
 	}
-	return seq, err == nil, err
+	return c, err == nil, err
 }
 
 // AddCommit appends a commit and its changes, and counts a version for every
 // note it touched. It returns those notes' keys.
 func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
-	if _, err := x.exec("INSERT INTO commits(seq,hash,author,email,time,subject,by_program) VALUES(?,?,?,?,?,?,?)",
-		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject, c.ByProgram); err != nil {
+	if _, err := x.exec("INSERT INTO commits(seq,hash,author,email,time,subject,by_program,closed) VALUES(?,?,?,?,?,?,?,?)",
+		c.Seq, c.Hash, c.Author, c.Email, c.Time, c.Subject, c.ByProgram, c.Closed); err != nil {
 		return nil, err
 	}
 	var touched []string

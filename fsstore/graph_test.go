@@ -1,0 +1,269 @@
+package fsstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// graphKeys are the notes of the random histories.
+var graphKeys = []string{"t/a", "t/b", "t/c", "u/d"}
+
+// history is a random commit graph made with gitver: commits on any earlier
+// commit, merges of any two, contents drawn from a few values so that a
+// note often gets a content it had before.
+type history struct {
+	t       *testing.T
+	w       *Workspace
+	rng     *rand.Rand
+	commits []gitver.Hash
+	when    time.Time
+	blobs   map[string]gitver.Hash // commit and key -> the note's blob
+}
+
+func (h *history) content() gitver.Hash {
+	if h.rng.IntN(6) == 0 {
+		return gitver.ZeroHash // the note is deleted, or stays absent
+	}
+	blob, err := h.w.repo.WriteBlob(fmt.Appendf(nil, "---\ndigest: value %d\n---\n", h.rng.IntN(4)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return blob
+}
+
+// commit makes a commit on parents[0] with some notes changed, and the
+// other parents as further parents.
+func (h *history) commit(parents ...gitver.Hash) gitver.Hash {
+	h.t.Helper()
+	changes := map[string]gitver.Hash{}
+	for range 1 + h.rng.IntN(2) {
+		changes[graphKeys[h.rng.IntN(len(graphKeys))]+".md"] = h.content()
+	}
+	if len(parents) > 1 && h.rng.IntN(3) == 0 {
+		changes = nil // a clean merge: the first parent's tree
+	}
+	h.when = h.when.Add(time.Second)
+	who := gitver.Signature{Name: "graph", Email: "graph@example.com", When: h.when}
+	base, err := h.w.repo.Commit(gitver.CommitRequest{Parent: parents[0], Changes: changes, Author: who,
+		Message: fmt.Sprintf("commit %d", len(h.commits))})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(parents) == 1 {
+		h.commits = append(h.commits, base)
+		return base
+	}
+	info, err := h.w.repo.ReadCommit(base)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	merge, err := h.w.repo.WriteCommit(gitver.CommitObject{Tree: info.Tree, Parents: parents, Author: who, Committer: who,
+		Message: fmt.Sprintf("merge %d", len(h.commits))})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.commits = append(h.commits, merge)
+	return merge
+}
+
+func (h *history) pick() gitver.Hash { return h.commits[h.rng.IntN(len(h.commits))] }
+
+// reach lists every commit c reaches, c included.
+func (h *history) reach(c gitver.Hash) []*gitver.CommitInfo {
+	seen := map[gitver.Hash]bool{c: true}
+	var out []*gitver.CommitInfo
+	for queue := []gitver.Hash{c}; len(queue) > 0; queue = queue[1:] {
+		info, err := h.w.repo.ReadCommit(queue[0])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, info)
+		for _, p := range info.Parents {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return out
+}
+
+func (h *history) blob(c gitver.Hash, key string) gitver.Hash {
+	if b, ok := h.blobs[c.String()+key]; ok {
+		return b
+	}
+	b, err := h.w.repo.PathBlob(c, key+".md")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.blobs[c.String()+key] = b
+	return b
+}
+
+// version is the definition, computed the slow way: the commits c reaches
+// whose content at the note differs from a parent's (from nothing, for a
+// root commit).
+func (h *history) version(c gitver.Hash, key string) int {
+	n := 0
+	for _, info := range h.reach(c) {
+		mine := h.blob(info.Hash, key)
+		differs := len(info.Parents) == 0 && !mine.IsZero()
+		for _, p := range info.Parents {
+			differs = differs || h.blob(p, key) != mine
+		}
+		if differs {
+			n++
+		}
+	}
+	return n
+}
+
+// firstParentVersion counts the first-parent commits that changed the note:
+// the definition of a linear history.
+func (h *history) firstParentVersion(c gitver.Hash, key string) int {
+	n := 0
+	for !c.IsZero() {
+		info, err := h.w.repo.ReadCommit(c)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var before gitver.Hash
+		if p := info.FirstParent(); !p.IsZero() {
+			before = h.blob(p, key)
+		}
+		if h.blob(c, key) != before {
+			n++
+		}
+		c = info.FirstParent()
+	}
+	return n
+}
+
+// moveBranch points the board's branch at c, as a person's git would.
+func (h *history) moveBranch(c gitver.Hash) {
+	h.t.Helper()
+	old, err := h.w.repo.Head()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.w.repo.UpdateBranch(old, c, gitver.Signature{Name: "graph", Email: "graph@example.com", When: h.when},
+		"graph: move"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// checkIndex compares what the index says at the branch's head with the
+// definition.
+func (h *history) checkIndex(head gitver.Hash, what string) {
+	h.t.Helper()
+	cursor, err := h.w.Cursor()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if want := len(h.reach(head)); cursor != want {
+		h.t.Fatalf("%s: cursor %d, want %d (the commits the head reaches)", what, cursor, want)
+	}
+	err = h.w.ReadIndex(func(s *index.Snapshot) error {
+		for _, key := range graphKeys {
+			n, ok, err := s.Note(key)
+			if err != nil {
+				return err
+			}
+			want := h.version(head, key)
+			if got := n.Version; !ok && want != 0 || ok && got != want {
+				h.t.Fatalf("%s: %s is at version %d (indexed %v), want %d", what, key, got, ok, want)
+			}
+			if blob := h.blob(head, key); ok && n.Present != !blob.IsZero() || ok && n.NoteBlob != blob {
+				h.t.Fatalf("%s: %s holds %s (present %v), want %s", what, key, n.NoteBlob.Short(), n.Present, blob.Short())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A note's version is defined on the commit graph, so that it is the same
+// number on every clone whatever merges do: the commits the branch reaches
+// whose content at the note differs from a parent's. Over random histories
+// (commits on any commit, merges of any two in either order, contents that
+// come back, deletions), the branch moved anywhere (forward, back, across)
+// and the index following it incrementally:
+//
+//   - the index's version of every note and its cursor equal the
+//     definition, computed the slow way, after every move and after a
+//     rebuild;
+//   - on a linear history the version is the first-parent count (boards
+//     made before merges counted need no migration);
+//   - along any path of history a version never goes down, and two commits
+//     one reaches the other with the same version have the same content:
+//     a version number never stands for two contents.
+func TestVersionsOnTheCommitGraph(t *testing.T) {
+	requireGit(t)
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			w := newWorkspace(t, false)
+			init, err := w.repo.Head()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
+				blobs: map[string]gitver.Hash{}}
+			linear := seed%4 == 0
+			for range 30 {
+				switch {
+				case linear:
+					h.commit(h.commits[len(h.commits)-1])
+				case h.rng.IntN(4) == 0 && len(h.commits) > 2:
+					a, b := h.pick(), h.pick()
+					if a != b {
+						h.commit(a, b)
+					}
+				default:
+					h.commit(h.pick())
+				}
+				if h.rng.IntN(3) == 0 || linear {
+					head := h.commits[len(h.commits)-1]
+					if !linear && h.rng.IntN(2) == 0 {
+						head = h.pick()
+					}
+					h.moveBranch(head)
+					h.checkIndex(head, fmt.Sprintf("after a move to %s", head.Short()))
+				}
+			}
+			head := h.commits[len(h.commits)-1]
+			h.moveBranch(head)
+			if _, err := w.Reindex(nil); err != nil {
+				t.Fatal(err)
+			}
+			h.checkIndex(head, "after a rebuild")
+			for _, c := range h.commits {
+				for _, key := range graphKeys {
+					v := h.version(c, key)
+					if linear {
+						if fp := h.firstParentVersion(c, key); v != fp {
+							t.Fatalf("%s at %s: version %d on a linear history, first-parent count %d", key, c.Short(), v, fp)
+						}
+					}
+					for _, info := range h.reach(c) {
+						a := info.Hash
+						va := h.version(a, key)
+						if va > v {
+							t.Fatalf("%s: version %d at %s, which reaches %s at version %d", key, v, c.Short(), a.Short(), va)
+						}
+						if va == v && h.blob(a, key) != h.blob(c, key) {
+							t.Fatalf("%s: version %d stands for two contents, at %s and at %s", key, v, a.Short(), c.Short())
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -69,6 +69,18 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			err = &unfinishedError{commit: commit, err: err}
 		}
 	}()
+	// A reset may have dropped the program's commits from the branch since
+	// the repairs ran, before parent was read: put that right first, or
+	// this commit would give a version they had to other content.
+	if err := w.bringBackDropped(); err != nil {
+		return gitver.ZeroHash, err
+	}
+	if head, err := w.repo.Head(); err != nil || head != parent {
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		return gitver.ZeroHash, errBranchMoved
+	}
 	wt := w.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
 		return gitver.ZeroHash, errorf("write", "", ErrConflict,
@@ -124,15 +136,15 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			w.root.Remove(f.tmp)
 		}
 	}()
-	var durable errgroup.Group
-	durable.Go(pending.Write)
-	durable.Go(w.syncJournal)
-	if !onDisk && !branchOnly {
+	stage := func(g *errgroup.Group) {
+		if onDisk || branchOnly {
+			return
+		}
 		for _, c := range changes {
 			if c.deleted {
 				continue
 			}
-			durable.Go(func() error {
+			g.Go(func() error {
 				tmp, fi, err := w.stageFile(c.path, c.content)
 				if err == nil {
 					stagedMu.Lock()
@@ -143,10 +155,30 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			})
 		}
 	}
+	var durable errgroup.Group
+	durable.Go(pending.Write)
+	durable.Go(w.syncJournal)
+	if w.remote == "" {
+		stage(&durable)
+	}
 	if err := durable.Wait(); err != nil {
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 	}
 	reach("objects")
+	if w.remote != "" {
+		// The remote is where the write counts: the local branch moves
+		// only once it took the commit. The files are staged after: a
+		// push the remote refuses brings the remote's files first.
+		if err := w.publish(commit); err != nil {
+			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+		}
+		reach("pushed")
+		var files errgroup.Group
+		stage(&files)
+		if err := files.Wait(); err != nil {
+			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+		}
+	}
 	if branchOnly {
 		// The work tree keeps the parent's files; when the branch is
 		// checked out again, git may write those (see unplaced.go).

@@ -3,6 +3,8 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
@@ -113,19 +115,48 @@ func fromFormat(err error) error {
 // (a person's git commit) moved the branch between its check and its commit.
 var errBranchMoved = errors.New("branch moved during the write")
 
+// errRemoteMoved tells a write to start over because another clone's push
+// reached the remote first; the local branch has been brought to it.
+var errRemoteMoved = errors.New("the remote moved during the write")
+
 // whileBranchMoves runs attempt again while it fails with errBranchMoved, at
 // most maxMoves times, running the repairs before each new attempt (what
 // moved may need one: a checkout that ended meanwhile); past that, the
-// write is a conflict the caller may try again. The caller holds the write
-// lock.
+// write is a conflict the caller may try again. An attempt that lost the
+// remote to another clone's push (errRemoteMoved) runs again after a
+// random pause that grows with each loss, at most maxRemoteRetries times.
+// The caller holds the write lock.
 func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
-	for i := range maxMoves {
-		if i > 0 {
+	fetched := false
+	for moves, lost := 0, 0; moves < maxMoves; {
+		if moves+lost > 0 {
 			if err := w.repair(); err != nil {
 				return err
 			}
 		}
-		if err := attempt(); !errors.Is(err, errBranchMoved) {
+		err := attempt()
+		if errors.Is(err, ErrConflict) && w.remote != "" && !fetched {
+			// This clone may be behind the remote, where the write would
+			// count: a conflict is answered against what it holds now.
+			fetched = true
+			if moved, ferr := w.refreshFromRemoteLocked(); ferr == nil && moved {
+				moves++
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, errRemoteMoved):
+			lost++
+			if lost > maxRemoteRetries {
+				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times); try again", maxRemoteRetries)
+			}
+			// Jitter, so that clones racing for the remote do not meet
+			// again: up to 10 ms after the first loss, 320 ms after the
+			// sixth and later.
+			time.Sleep(time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(lost-1, 5))))
+		case errors.Is(err, errBranchMoved):
+			moves++
+		default:
 			return err
 		}
 	}

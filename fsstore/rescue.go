@@ -238,45 +238,14 @@ func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain 
 // restoreBranch moves the branch forward again to the commits a racing
 // reset dropped, and puts their files back.
 func (w *Workspace) restoreBranch(move gitver.ReflogEntry, dropped int) error {
-	at, err := w.repo.ReadCommit(move.New)
-	if err != nil {
-		return err
-	}
-	back, err := w.repo.ReadCommit(move.Old)
-	if err != nil {
-		return err
-	}
-	changes, err := w.repo.DiffTrees(at.Tree, back.Tree)
-	if err != nil {
-		return err
-	}
-	who := w.agentSignature(note.InitAgent)
-	j := &journal{Old: move.New, New: move.Old, Time: who.When, BranchOnly: w.repo.WorkTree().Elsewhere != ""}
-	for _, ch := range changes {
-		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
-	}
-	if err := w.writeJournal(j); err != nil {
-		return err
-	}
-	if err := w.syncJournal(); err != nil {
-		return errors.Join(err, w.clearJournal())
-	}
 	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
-	if err := w.repo.UpdateBranch(move.New, move.Old, who, reason); err != nil {
-		if cerr := w.clearJournal(); cerr != nil {
-			return cerr
-		}
-		if errors.Is(err, gitver.ErrBranchMoved) {
-			return nil // moved meanwhile: the next look decides
-		}
+	moved, err := w.moveBranchWithFiles(move.New, move.Old, reason)
+	if err != nil || !moved {
 		return err
 	}
 	w.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
 		"they are back (%s), with their files", dropped, strings.TrimPrefix(w.repo.Branch(), "refs/heads/"), move.Old.Short())
-	if j.BranchOnly {
-		return w.clearJournal()
-	}
-	return w.finishJournal(j)
+	return nil
 }
 
 // keepDropped keeps the commits a rewind dropped under a rescue ref, once.

@@ -22,7 +22,14 @@ type WatchOptions struct {
 	// Logf receives a line for each problem: a watch that failed, edits
 	// that wait for git, a commit that failed and will be tried again.
 	Logf func(format string, args ...any)
+	// FetchEvery is how often a board with a remote fetches it, so that
+	// reads follow the other clones; RemoteFetchEvery when zero.
+	FetchEvery time.Duration
 }
+
+// RemoteFetchEvery is how often a watching server fetches the board's
+// remote by default.
+const RemoteFetchEvery = 2 * time.Second
 
 // Watching commits people's edits while it runs.
 type Watching struct {
@@ -76,7 +83,45 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.start(opts)
 		ws.loop()
 	})
+	if w.remote != "" {
+		if opts.FetchEvery <= 0 {
+			opts.FetchEvery = RemoteFetchEvery
+		}
+		ws.done.Go(func() { ws.fetchLoop(opts.FetchEvery) })
+	}
 	return ws
+}
+
+// fetchLoop fetches the board's remote every period and brings the local
+// branch to it. A failure is logged when it first happens and when it
+// ends, not every time.
+func (ws *Watching) fetchLoop(every time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-ws.stop
+		cancel()
+	}()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	failing := ""
+	for {
+		select {
+		case <-ws.stop:
+			return
+		case <-tick.C:
+		}
+		err := ws.w.FetchRemote(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && err.Error() != failing:
+			failing = err.Error()
+			ws.logf("remote: %v; reads are served from this clone as it is, and writes wait for the remote", err)
+		case err == nil && failing != "":
+			failing = ""
+			ws.logf("remote: reachable again")
+		}
+	}
 }
 
 // start starts the watcher (or polling) and asks for a comparison of the

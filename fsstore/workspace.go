@@ -62,6 +62,9 @@ type Workspace struct {
 	// displaced watches the files writes replaced while a person may still
 	// write into them (see displaced.go).
 	displaced displacedFiles
+	// remote is the remote the board's branch follows, "" for none: a
+	// write counts once it took it (see remote.go).
+	remote string
 }
 
 // Name is the workspace name that full addresses carry.
@@ -173,7 +176,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
-		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf}
+		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.

@@ -24,6 +24,7 @@ var errorCodes = []struct {
 	{fsstore.ErrNotFound, "not_found"},
 	{fsstore.ErrForbidden, "forbidden"},
 	{fsstore.ErrTooLarge, "too_large"},
+	{fsstore.ErrUnavailable, "unavailable"},
 }
 
 // errorResult turns an error into a tool result: `code: message`, with

@@ -12,7 +12,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
-func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("get", stderr, &c)
 	full := fs.Bool("full", false, "print the body (or table) too")
@@ -28,7 +28,7 @@ func runGet(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wri
 	if len(pos) != 1 {
 		return cli.Usagef("get takes one address")
 	}
-	w, err := c.Open(agentName())
+	w, err := c.OpenToRead(ctx, agentName())
 	if err != nil {
 		return err
 	}

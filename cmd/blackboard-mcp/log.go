@@ -11,7 +11,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-func runLog(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runLog(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("log", stderr, &c)
 	limit := fs.Int("n", 50, "show at most this many changes")
@@ -31,7 +31,7 @@ from, and the digest it had after the change.`)
 	if len(pos) != 1 {
 		return cli.Usagef("log takes one address")
 	}
-	w, err := c.Open(agentName())
+	w, err := c.OpenToRead(ctx, agentName())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-func runLs(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("ls", stderr, &c)
 	kind := fs.String("kind", "", "only notes of this kind")
@@ -32,7 +32,7 @@ func runLs(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	if len(pos) == 1 {
 		opts.Topic = pos[0]
 	}
-	w, err := c.Open(agentName())
+	w, err := c.OpenToRead(ctx, agentName())
 	if err != nil {
 		return err
 	}

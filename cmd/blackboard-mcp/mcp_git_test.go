@@ -504,13 +504,18 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	})
 	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
 	acked := counting.acked
-	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back",
-		len(acked), resets, stashes, restored)
-
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
+	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back; %d stale files committed as the person's",
+		len(acked), resets, stashes, restored, strings.Count(history, "by hand"))
+
 	counting.onBranch(t, history, key)
-	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2 {
-		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2)
+	// A reset of the person's that git refused halfway (it found the
+	// branch moved) leaves its older files behind: they are committed as
+	// the person's edit, which the agents' compare-and-swap then sees.
+	// Nothing is lost, and the versions count those edits too.
+	byHand := strings.Count(history, "by hand")
+	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2+byHand {
+		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2+byHand)
 	}
 	if disk := readTree(t, dir, key+".md"); !strings.HasSuffix(disk, "\n"+strconv.Itoa(2*perAgent)+"\n") {
 		t.Errorf("the counter on disk: %q", disk)

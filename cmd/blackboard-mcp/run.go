@@ -15,6 +15,8 @@ const usage = `blackboard-mcp: a shared blackboard for teams of LLM agents, in f
 Usage:
   blackboard-mcp serve [--dir DIR] [--http ADDR]  serve the board to agents over MCP (stdio by default)
   blackboard-mcp init [DIR]                       make DIR a workspace (idempotent)
+  blackboard-mcp clone URL DIR                    make DIR a workspace from a board on a git remote
+  blackboard-mcp remote [set URL]                 the board's remote; attach one
   blackboard-mcp put ADDRESS --digest D [flags]   write a note (body from --body or stdin)
   blackboard-mcp get ADDRESS [--full]             read a note
   blackboard-mcp log ADDRESS                      who changed a note, when, at which version
@@ -35,6 +37,8 @@ Run 'blackboard-mcp VERB -h' for a verb's flags.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return cli.Program{Usage: usage, Verbs: map[string]cli.Verb{
 		"init":    runInit,
+		"clone":   runClone,
+		"remote":  runRemote,
 		"put":     runPut,
 		"get":     runGet,
 		"log":     runLog,

@@ -9,7 +9,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 )
 
-func runSearch(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("search", stderr, &c)
 	topic := fs.String("topic", "", "only notes under this topic or topic prefix")
@@ -25,7 +25,7 @@ func runSearch(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if len(pos) == 0 {
 		return cli.Usagef("search needs a query")
 	}
-	w, err := c.Open(agentName())
+	w, err := c.OpenToRead(ctx, agentName())
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,25 @@ func (ws *WorkspaceFlags) Dir() string {
 // its own. agent is the author of the
 // workspace's writes; "" where every write names its own.
 func (ws *WorkspaceFlags) Open(agent string) (*fsstore.Workspace, error) {
+	return ws.open(agent)
+}
+
+// OpenToRead opens the workspace as Open does and, when the board has a
+// remote, first brings it up to date with the remote, so that a person
+// reads what every clone wrote. A remote that cannot be reached is said on
+// stderr, and the read is served from this clone as it is.
+func (ws *WorkspaceFlags) OpenToRead(ctx context.Context, agent string) (*fsstore.Workspace, error) {
+	w, err := ws.open(agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.FetchRemote(ctx); err != nil {
+		fmt.Fprintf(ws.stderr, "reading this clone as it is: %v\n", err)
+	}
+	return w, nil
+}
+
+func (ws *WorkspaceFlags) open(agent string) (*fsstore.Workspace, error) {
 	return fsstore.Open(ws.Dir(), fsstore.Options{NoSync: ws.NoSync, Agent: agent,
 		OnEdits: func(r *fsstore.EditReport) {
 			for _, line := range r.Lines() {

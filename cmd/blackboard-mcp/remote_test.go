@@ -1,0 +1,282 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// boardWithRemote makes a bare repository, the remote all of a test's
+// clones share, and a first board attached to it. It returns the remote's
+// URL, its path, and the first board's directory.
+func boardWithRemote(t *testing.T) (url, bare, first string) {
+	t.Helper()
+	root := t.TempDir()
+	bare = filepath.Join(root, "board.git")
+	gitCmd(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	first = filepath.Join(root, "acme")
+	runCLI(t, first, "init")
+	if out := runCLI(t, first, "remote", "set", "file://"+bare); !strings.Contains(out, "follows") {
+		t.Fatalf("remote set: %s", out)
+	}
+	return "file://" + bare, bare, first
+}
+
+// cloneBoard makes dir a clone of the board at url, through the CLI.
+func cloneBoard(t *testing.T, url, dir string) {
+	t.Helper()
+	cmd := exec.Command(testBinary, "clone", url, dir)
+	cmd.Env = mcpEnv("")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("clone %s: %v\n%s", url, err, out)
+	}
+}
+
+// putCmd is a CLI write of one note.
+func putCmd(dir, key, digest, body string, expect int) *exec.Cmd {
+	return cliCommand(dir, "put", key, "--digest", digest, "--body", body, "--expect", strconv.Itoa(expect))
+}
+
+// remoteLog is the remote branch's history, oldest first: "subject" lines.
+func remoteLog(t *testing.T, bare string) []string {
+	t.Helper()
+	branch := strings.TrimSpace(gitCmd(t, bare, "symbolic-ref", "--short", "HEAD"))
+	if gitCmd(t, bare, "for-each-ref", "refs/heads/"+branch) == "" {
+		branch = "main"
+	}
+	return strings.Split(strings.TrimSpace(gitCmd(t, bare, "log", "--reverse", "--format=%s", branch)), "\n")
+}
+
+// Three clones write at once, each its own notes, through separate CLI
+// processes: every write is acknowledged and on the remote, the history is
+// linear, and every clone (and a fresh one, after reindex) gives every note
+// the same version.
+func TestRemoteClonesShareOneBoard(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	clones := []string{first, filepath.Join(t.TempDir(), "b"), filepath.Join(t.TempDir(), "c")}
+	for _, c := range clones[1:] {
+		cloneBoard(t, url, c)
+	}
+	const perClone = 12
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var took []time.Duration
+	for i, dir := range clones {
+		wg.Go(func() {
+			for n := range perClone {
+				key := fmt.Sprintf("c%d/n%d", i, n)
+				start := time.Now()
+				out, err := putCmd(dir, key, fmt.Sprintf("clone %d note %d", i, n), "x", 0).CombinedOutput()
+				if err != nil {
+					t.Errorf("put %s on clone %d: %v\n%s", key, i, err, out)
+					return
+				}
+				mu.Lock()
+				took = append(took, time.Since(start))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	history := remoteLog(t, bare)
+	if got, want := len(history), 1+len(clones)*perClone; got != want {
+		t.Fatalf("the remote has %d commits, want %d:\n%s", got, want, strings.Join(history, "\n"))
+	}
+	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+		t.Errorf("the remote's history has merges:\n%s", merges)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	runCLI(t, fresh, "reindex")
+	want := runCLI(t, fresh, "ls", "--name", "-n", "100")
+	for _, dir := range clones {
+		if got := runCLI(t, dir, "ls", "--name", "-n", "100"); got != want {
+			t.Errorf("%s lists\n%s\na fresh clone lists\n%s", dir, got, want)
+		}
+	}
+	t.Logf("%d writes from %d clones at once, each a CLI process: %s each on average", len(took), len(clones), average(took))
+}
+
+func average(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	return (sum / time.Duration(len(ds))).Round(time.Millisecond)
+}
+
+// Clones race one expect_version: exactly one write wins, the others are
+// told of the conflict with the winner's version, whatever clone they are
+// on.
+func TestRemoteOneExpectVersionWins(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	clones := []string{first, filepath.Join(t.TempDir(), "b"), filepath.Join(t.TempDir(), "c"), filepath.Join(t.TempDir(), "d")}
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	for _, c := range clones[1:] {
+		cloneBoard(t, url, c)
+	}
+	for round := 1; round <= 4; round++ {
+		var wg sync.WaitGroup
+		results := make([]error, len(clones))
+		outs := make([]string, len(clones))
+		for i, dir := range clones {
+			wg.Go(func() {
+				out, err := putCmd(dir, "team/plan", fmt.Sprintf("plan %d by clone %d", round+1, i), "x", round).CombinedOutput()
+				results[i], outs[i] = err, string(out)
+			})
+		}
+		wg.Wait()
+		won := 0
+		for i, err := range results {
+			switch {
+			case err == nil:
+				won++
+			case !strings.Contains(outs[i], "you expected version "+strconv.Itoa(round)+"; the note is at version "+strconv.Itoa(round+1)):
+				t.Errorf("round %d, clone %d: %v\n%s", round, i, err, outs[i])
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d writes won, want exactly 1:\n%s", round, won, strings.Join(outs, "\n"))
+		}
+	}
+}
+
+// A server on one clone follows what the others write (it fetches in the
+// background), and what its agent writes reaches them.
+func TestRemoteServerFollowsOtherClones(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	second := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, second)
+	s := startMCPGo(t, second, "agent-b")
+	runCLI(t, first, "put", "team/plan", "--digest", "from the first clone", "--body", "1", "--expect", "0")
+	start := time.Now()
+	it := s.waitVersion("team/plan", 1)
+	t.Logf("the server on the other clone read the write %s after it was acknowledged", time.Since(start).Round(time.Millisecond))
+	if it.Digest != "from the first clone" {
+		t.Errorf("the server reads %q", it.Digest)
+	}
+	s.write(map[string]any{"uri": "team/plan", "digest": "from the server", "body": "2", "expect_version": 1})
+	if out := runCLI(t, first, "get", "team/plan"); !strings.Contains(out, "v2\ndigest: from the server") {
+		t.Errorf("the first clone reads:\n%s", out)
+	}
+	s.closeClean()
+	checkWorkspace(t, second)
+	checkWorkspace(t, first)
+}
+
+// With the remote out of reach, writes are refused at once with the reason
+// (nothing written, nothing left to go later), reads work, and writes go
+// through again once it is back.
+func TestRemoteUnreachable(t *testing.T) {
+	_, bare, first := boardWithRemote(t)
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	if err := os.Rename(bare, bare+".away"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := putCmd(first, "team/plan", "plan 2", "2", 1).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cannot take the write") || !strings.Contains(string(out), "nothing was written") {
+		t.Fatalf("a write with the remote away: %v\n%s", err, out)
+	}
+	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+	if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, "v1\ndigest: plan 1") {
+		t.Errorf("a read with the remote away:\n%s", got)
+	}
+	checkWorkspace(t, first)
+	if err := os.Rename(bare+".away", bare); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 2", "--body", "2", "--expect", "1")
+	if history := remoteLog(t, bare); !strings.HasSuffix(history[len(history)-1], "plan 2") {
+		t.Errorf("the remote after it came back:\n%s", strings.Join(history, "\n"))
+	}
+}
+
+// A person commits a note on one clone without pushing while an agent on
+// another clone writes the same note: the remote's content stays the note,
+// the person's is kept as a sibling note linked `contradicts` to it (and
+// their commit under a rescue ref), and their other changes go through.
+func TestRemotePersonsCommitContradicted(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	second := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, second)
+
+	writeTree(t, first, "team/plan.md", handNote("the person's plan", "mine\n"))
+	writeTree(t, first, "team/other.md", handNote("another note of theirs", "other\n"))
+	gitCmd(t, first, "add", "team")
+	gitCmd(t, first, "commit", "-q", "-m", "my plan")
+	person := strings.TrimSpace(gitCmd(t, first, "rev-parse", "--short=7", "HEAD"))
+
+	runCLI(t, second, "put", "team/plan", "--digest", "the agent's plan", "--body", "2", "--expect", "1")
+	runCLI(t, first, "put", "team/third", "--digest", "third", "--body", "3", "--expect", "0")
+
+	if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, "digest: the agent's plan") {
+		t.Errorf("the note after the person's commit met the remote's:\n%s", got)
+	}
+	sibling := runCLI(t, first, "get", "team/plan-"+person, "--full")
+	if !strings.Contains(sibling, "the person's plan") || !strings.Contains(sibling, "contradicts") || !strings.Contains(sibling, "team/plan") {
+		t.Errorf("the person's version as a sibling note:\n%s", sibling)
+	}
+	if got := runCLI(t, second, "get", "team/other"); !strings.Contains(got, "another note of theirs") {
+		t.Errorf("the person's other note on the other clone:\n%s", got)
+	}
+	if refs := gitCmd(t, first, "for-each-ref", "--format=%(refname)", "refs/blackboard/rescued/"); refs == "" {
+		t.Error("no rescue ref keeps the person's commit as it was")
+	}
+	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+		t.Errorf("the remote's history has merges:\n%s", merges)
+	}
+	checkWorkspace(t, first)
+}
+
+// Someone force-pushes a rewritten history to the remote (here: the last
+// two writes taken out). Writes are refused with what happened and what to
+// do; `remote repair` pushes a merge, never by force; afterwards no note's
+// version is lower than before, and writes go through again.
+func TestRemoteForcePushRepaired(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	for v := range 3 {
+		runCLI(t, first, "put", "team/plan", "--digest", fmt.Sprintf("plan %d", v+1), "--body", strconv.Itoa(v+1), "--expect", strconv.Itoa(v))
+	}
+	// A person's plain git clone, rewound and force-pushed.
+	plain := filepath.Join(t.TempDir(), "plain")
+	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+	gitCmd(t, plain, "reset", "--quiet", "--hard", "HEAD~2")
+	gitCmd(t, plain, "push", "--quiet", "--force", "origin", "HEAD")
+
+	out, err := putCmd(first, "team/plan", "plan 4", "4", 3).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "was rewritten") || !strings.Contains(string(out), "remote repair") {
+		t.Fatalf("a write after the force-push: %v\n%s", err, out)
+	}
+	if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, "v3\n") {
+		t.Errorf("a read after the force-push:\n%s", got)
+	}
+	if out := runCLI(t, first, "remote", "repair"); !strings.Contains(out, "a merge") {
+		t.Errorf("remote repair: %s", out)
+	}
+	if got := gitCmd(t, bare, "rev-list", "--count", "--merges", "main"); strings.TrimSpace(got) != "1" {
+		t.Errorf("the remote has %s merges after the repair, want 1", got)
+	}
+	// The merge differs from the rewritten side's content: it counts, so
+	// the note's version goes up, never down.
+	if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, "v4\ndigest: plan 3") {
+		t.Errorf("after the repair the note reads:\n%s", got)
+	}
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 4", "--body", "4", "--expect", "4")
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	if got := runCLI(t, fresh, "get", "team/plan"); !strings.Contains(got, "v5\ndigest: plan 4") {
+		t.Errorf("a fresh clone reads:\n%s", got)
+	}
+	checkWorkspace(t, first)
+}

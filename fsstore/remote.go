@@ -1,0 +1,517 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// A board whose branch follows a remote (branch.<board>.remote in git's
+// config, as `git clone` and `blackboard-mcp remote set` leave it) counts a
+// write where every clone sees it: on the remote. A commit is built on the
+// local branch, pushed, never by force, and the local branch moves to it
+// only once the remote took it: the push is the compare-and-swap, against
+// every clone's writes. A push the remote refuses because it moved on
+// fetches, brings the local branch to what the remote holds, and the write
+// starts over, its expect_version checked against the new history. Reads
+// are served from the local branch, which holds nothing the remote does
+// not (besides a person's own commits not yet pushed), and moves forward
+// only.
+
+// ErrUnavailable: the board's remote cannot take writes now (unreachable,
+// or its history was rewritten). Nothing was written; reads still work.
+var ErrUnavailable = errors.New("unavailable")
+
+// relContradicts links a local version that lost to the remote's.
+const relContradicts = "contradicts"
+
+// maxRemoteRetries bounds how often a write starts over because another
+// clone's push came first.
+const maxRemoteRetries = 12
+
+// Remote is the remote the board's branch follows, "" for none.
+func (w *Workspace) Remote() string { return w.remote }
+
+// publish offers commit, built on the local branch, to the remote. When
+// the remote moved on (another clone pushed first), it brings the local
+// branch to the remote's and returns errRemoteMoved, so that the write
+// starts over against the new history. The caller holds the write lock.
+func (w *Workspace) publish(commit gitver.Hash) error {
+	holds, err := w.holdsTracking(commit)
+	if err != nil {
+		return err
+	}
+	if holds {
+		err := w.repo.Push(context.Background(), w.remote, commit)
+		if !errors.Is(err, gitver.ErrRemoteMoved) {
+			return w.remoteFailure(err)
+		}
+	}
+	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
+		return w.remoteFailure(err)
+	}
+	if err := w.followRemoteLocked(); err != nil {
+		return err
+	}
+	return errRemoteMoved
+}
+
+// holdsTracking reports whether commit holds what this clone last knew of
+// the remote's branch: then pushing it only moves the remote forward.
+func (w *Workspace) holdsTracking(commit gitver.Hash) (bool, error) {
+	theirs, err := w.repo.Tracking(w.remote)
+	if err != nil || theirs.IsZero() || theirs == commit {
+		return err == nil, err
+	}
+	// Usually the commit's parent, or a few commits back (a person's
+	// commits not pushed yet): look there before asking git.
+	seen := map[gitver.Hash]bool{commit: true}
+	for queue := []gitver.Hash{commit}; len(queue) > 0 && len(seen) < 256; queue = queue[1:] {
+		c, err := w.repo.ReadCommit(queue[0])
+		if err != nil {
+			return false, err
+		}
+		for _, p := range c.Parents {
+			if p == theirs {
+				return true, nil
+			}
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return w.repo.IsAncestor(theirs, commit)
+}
+
+// remoteFailure words a failed network operation for the writer.
+func (w *Workspace) remoteFailure(err error) error {
+	var re *gitver.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	url := w.repo.RemoteURL(w.remote)
+	switch {
+	case errors.Is(err, gitver.ErrRemoteRewritten):
+		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
+			"what this clone fetched from it; nothing was written; reads still work; run `blackboard-mcp remote repair` to push "+
+			"a merge that keeps both", w.remote, url).because(err)
+	default:
+		return errorf("write", "", ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
+			"still work from this clone; write again once it is back", w.remote, url, re.Stderr).because(err)
+	}
+}
+
+// FetchRemote fetches the remote's branch and brings the local branch to
+// it: a server calls it every few seconds, so that reads follow the other
+// clones. It takes the write lock only when there is something to do.
+func (w *Workspace) FetchRemote(ctx context.Context) error {
+	if w.remote == "" {
+		return nil
+	}
+	if err := w.repo.Fetch(ctx, w.remote); err != nil {
+		return err
+	}
+	theirs, err := w.repo.Tracking(w.remote)
+	if err != nil {
+		return err
+	}
+	if head, err := w.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
+		return err
+	}
+	return w.withWriteLock(w.followRemoteLocked)
+}
+
+// refreshFromRemoteLocked fetches and brings the local branch to the
+// remote's; moved says whether the local branch moved. The caller holds the
+// write lock.
+func (w *Workspace) refreshFromRemoteLocked() (moved bool, err error) {
+	before, err := w.repo.Head()
+	if err != nil {
+		return false, err
+	}
+	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
+		return false, err
+	}
+	if err := w.followRemoteLocked(); err != nil {
+		return false, err
+	}
+	after, err := w.repo.Head()
+	return after != before, err
+}
+
+// followRemoteLocked brings the local branch to the remote's, as last
+// fetched: forward, files and all, when the remote holds the local branch;
+// when the local branch holds commits the remote has not (a person's
+// commits, or the whole board when the remote was just attached), they are
+// rebuilt on the remote's and pushed. The caller holds the write lock.
+func (w *Workspace) followRemoteLocked() error {
+	theirs, err := w.repo.Tracking(w.remote)
+	if err != nil {
+		return err
+	}
+	ours, err := w.repo.Head()
+	if err != nil || ours == theirs {
+		return err
+	}
+	if !theirs.IsZero() {
+		if behind, err := w.repo.IsAncestor(ours, theirs); err != nil || behind {
+			if err != nil {
+				return err
+			}
+			_, err := w.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+w.remote)
+			return err
+		}
+	}
+	// The local branch has commits the remote has not.
+	tip := ours
+	if !theirs.IsZero() {
+		if ahead, err := w.repo.IsAncestor(theirs, ours); err != nil {
+			return err
+		} else if !ahead {
+			if tip, err = w.rebuildOn(theirs, ours); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.repo.Push(context.Background(), w.remote, tip); err != nil {
+		if errors.Is(err, gitver.ErrRemoteMoved) {
+			return nil // the next fetch brings what came first
+		}
+		return w.remoteFailure(err)
+	}
+	if tip != ours {
+		_, err := w.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+w.remote)
+		return err
+	}
+	return nil
+}
+
+// rebuildOn places the commits ours has and theirs has not on top of theirs,
+// oldest first, each with its author and message. A note both sides changed
+// keeps the remote's content; the local side's is kept as a sibling note
+// linked `contradicts` to it, and the local commits as they were under a
+// rescue ref. It returns the new tip, written but on no branch.
+func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
+	base, err := w.repo.MergeBase(theirs, ours)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	var mine []*gitver.CommitInfo // newest first
+	for h := ours; h != base; {
+		if h.IsZero() || len(mine) == maxDropped {
+			return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		mine = append(mine, c)
+		h = c.FirstParent()
+	}
+	baseCommit, err := w.repo.ReadCommit(base)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	theirCommit, err := w.repo.ReadCommit(theirs)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	changedThere, err := w.repo.DiffTrees(baseCommit.Tree, theirCommit.Tree)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	theirNotes := map[string]bool{}
+	for _, ch := range changedThere {
+		if key, ok := note.KeyOf(ch.Path); ok {
+			theirNotes[key] = true
+		}
+	}
+	tip, kept := theirs, false
+	for i := len(mine) - 1; i >= 0; i-- {
+		c := mine[i]
+		var parentTree gitver.Hash
+		if p := c.FirstParent(); !p.IsZero() {
+			pc, err := w.repo.ReadCommit(p)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			parentTree = pc.Tree
+		}
+		changes, err := w.repo.DiffTrees(parentTree, c.Tree)
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		edit := map[string]gitver.Hash{}
+		var blobs [][]byte
+		for _, ch := range changes {
+			key, isNote := note.KeyOf(ch.Path)
+			if !isNote || !theirNotes[key] {
+				edit[ch.Path] = ch.New
+				continue
+			}
+			// Both sides changed the note: the remote's stays; this
+			// side's becomes a sibling that contradicts it.
+			kept = true
+			if !note.IsNoteFile(ch.Path) || ch.New.IsZero() {
+				continue
+			}
+			sibling, content, err := w.contradicting(key, ch.New, c.Hash)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			edit[sibling] = gitver.BlobHash(content)
+			blobs = append(blobs, content)
+		}
+		pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: tip, Changes: edit, Blobs: blobs, Author: c.Author, Message: c.Message})
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		if err := pending.Write(); err != nil {
+			return gitver.ZeroHash, err
+		}
+		tip = pending.Hash
+	}
+	if kept {
+		who := w.agentSignature(note.InitAgent)
+		if err := w.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
+			!errors.Is(err, gitver.ErrBranchMoved) {
+			return gitver.ZeroHash, err
+		}
+		w.logf("local commits changed notes the remote changed too: the remote's content stays, this clone's is kept as sibling notes "+
+			"linked `contradicts`, and the local commits as they were under %s%s", RescuePrefix, ours.Short())
+	}
+	return tip, nil
+}
+
+// contradicting returns the path and content of a sibling note holding a
+// local version of key (blob) that lost to the remote's: key-<commit>,
+// linked `contradicts` to key.
+func (w *Workspace) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
+	raw, err := w.repo.ReadBlob(blob)
+	if err != nil {
+		return "", nil, err
+	}
+	sibling := key + "-" + commit.Short()
+	f, err := note.Parse(raw)
+	if err != nil {
+		return sibling + ".md", raw, nil // unreadable front matter: kept as it is
+	}
+	rels, targets := f.Links()
+	if !slices.Contains(targets[relContradicts], key) {
+		if targets[relContradicts] == nil {
+			rels = append(rels, relContradicts)
+		}
+		targets[relContradicts] = append(targets[relContradicts], key)
+	}
+	if err := f.SetLinks(rels, targets); err != nil {
+		return "", nil, err
+	}
+	out, err := f.Render()
+	return sibling + ".md", out, err
+}
+
+// moveBranchWithFiles moves the local branch from one commit to another and
+// puts the files that differ in place, through the journal, so that a crash
+// midway is finished like any write; a file a person changed stays theirs.
+// moved is false when the branch was no longer at from.
+func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string) (moved bool, err error) {
+	a, err := w.repo.ReadCommit(from)
+	if err != nil {
+		return false, err
+	}
+	b, err := w.repo.ReadCommit(to)
+	if err != nil {
+		return false, err
+	}
+	changes, err := w.repo.DiffTrees(a.Tree, b.Tree)
+	if err != nil {
+		return false, err
+	}
+	who := w.agentSignature(note.InitAgent)
+	j := &journal{Old: from, New: to, Time: who.When, BranchOnly: w.repo.WorkTree().Elsewhere != ""}
+	for _, ch := range changes {
+		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
+	}
+	if err := w.writeJournal(j); err != nil {
+		return false, err
+	}
+	if err := w.syncJournal(); err != nil {
+		return false, errors.Join(err, w.clearJournal())
+	}
+	if err := w.repo.UpdateBranch(from, to, who, reason); err != nil {
+		if cerr := w.clearJournal(); cerr != nil {
+			return false, cerr
+		}
+		if errors.Is(err, gitver.ErrBranchMoved) {
+			return false, nil // moved meanwhile: the next look decides
+		}
+		return false, err
+	}
+	if j.BranchOnly {
+		return true, w.clearJournal()
+	}
+	return true, w.finishJournal(j)
+}
+
+// Clone makes dir a workspace from the board at url: a git clone whose
+// branch follows it. A repository that holds no board is refused (and the
+// clone removed).
+func Clone(ctx context.Context, url, dir string) error {
+	branch, err := gitver.DefaultBranch(ctx, url)
+	if err != nil {
+		return err
+	}
+	if branch == "" {
+		return fmt.Errorf("%s is empty: attach a board to it with `blackboard-mcp remote set %s` in the board", url, url)
+	}
+	if err := gitver.Clone(ctx, url, dir, branch); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, note.ConfigFile)); err != nil {
+		return errors.Join(fmt.Errorf("%s holds no board (no %s)", url, note.ConfigFile), os.RemoveAll(dir))
+	}
+	return nil
+}
+
+// RemoteName is the name a board gives the remote it is attached to.
+const RemoteName = "origin"
+
+// SetRemote attaches the board to the remote at url: an empty remote gets
+// the board's history; one that holds this board's history, or a later one,
+// is followed (the local branch moves to it, and local commits the remote
+// has not are rebuilt on it and pushed); a remote that holds an unrelated
+// history is refused, and the board stays as it was.
+func (w *Workspace) SetRemote(ctx context.Context, url string) error {
+	previous := w.repo.RemoteURL(RemoteName)
+	if err := w.repo.SetUpstream(RemoteName, url); err != nil {
+		return err
+	}
+	undo := func(cause error) error {
+		if previous != "" {
+			return errors.Join(cause, w.repo.SetUpstream(RemoteName, previous))
+		}
+		return errors.Join(cause, w.repo.RemoveRemote(RemoteName))
+	}
+	if err := w.repo.Fetch(ctx, RemoteName); err != nil {
+		return undo(err)
+	}
+	theirs, err := w.repo.Tracking(RemoteName)
+	if err != nil {
+		return undo(err)
+	}
+	ours, err := w.repo.Head()
+	if err != nil {
+		return undo(err)
+	}
+	if !theirs.IsZero() {
+		base, err := w.repo.MergeBase(theirs, ours)
+		if err != nil {
+			return undo(err)
+		}
+		if base.IsZero() {
+			return undo(fmt.Errorf("%s holds another history than this board's (no commit in common with %s): "+
+				"attach an empty repository, or clone that board with `blackboard-mcp clone`", url, ours.Short()))
+		}
+	}
+	w.remote = RemoteName
+	return w.withWriteLock(w.followRemoteLocked)
+}
+
+// RemoteStatus is what `blackboard-mcp remote` shows.
+type RemoteStatus struct {
+	Name, URL string
+	Local     gitver.Hash // the local branch
+	Remote    gitver.Hash // the remote's branch, as last fetched or pushed
+	LastSync  time.Time   // when that was last learned
+	// Waiting lists the local commits the remote has not (a person's
+	// commits, to be pushed with the next write or fetch), newest first.
+	Waiting []string
+	// Behind counts the remote's commits the local branch has not yet.
+	Behind int
+	// Problem says why the remote cannot take writes now, "" when it can.
+	Problem string
+}
+
+// RemoteStatus fetches and reports where the board stands against its
+// remote.
+func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
+	if w.remote == "" {
+		return nil, nil
+	}
+	st := &RemoteStatus{Name: w.remote, URL: w.repo.RemoteURL(w.remote)}
+	if err := w.repo.Fetch(ctx, w.remote); err != nil {
+		st.Problem = err.Error()
+	}
+	var err error
+	if st.Local, err = w.repo.Head(); err != nil {
+		return nil, err
+	}
+	if st.Remote, err = w.repo.Tracking(w.remote); err != nil {
+		return nil, err
+	}
+	st.LastSync = w.repo.RefTime(w.repo.TrackingRef(w.remote))
+	if st.Waiting, err = w.repo.Subjects(st.Remote, st.Local, 20); err != nil {
+		return nil, err
+	}
+	behind, err := w.repo.Subjects(st.Local, st.Remote, 1000)
+	st.Behind = len(behind)
+	return st, err
+}
+
+// RepairRemote joins a remote whose history was rewritten (a force-push)
+// with this clone's, never by force: it pushes a merge of the two whose
+// content is this clone's board, so every commit either side had stays in
+// the history and no note's version goes down. It returns the merge.
+func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
+	if w.remote == "" {
+		return gitver.ZeroHash, errors.New("the board has no remote")
+	}
+	var merge gitver.Hash
+	err := w.withWriteLock(func() error {
+		if err := w.repo.Fetch(ctx, w.remote); !errors.Is(err, gitver.ErrRemoteRewritten) {
+			if err == nil {
+				return fmt.Errorf("the history of %s was not rewritten: nothing to repair", w.remote)
+			}
+			return err
+		}
+		ref := "refs/blackboard/rewritten/" + w.remote
+		theirs, err := w.repo.FetchRewritten(ctx, w.remote, ref)
+		if err != nil {
+			return err
+		}
+		ours, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		head, err := w.repo.ReadCommit(ours)
+		if err != nil {
+			return err
+		}
+		branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+		who := w.agentSignature(note.InitAgent)
+		merge, err = w.repo.MergeCommit(head.Tree, []gitver.Hash{theirs, ours}, who, fmt.Sprintf(
+			"keep the board's history after %s/%s was rewritten\n\nThe remote's %s was replaced by a history that does not hold what this clone\n"+
+				"had fetched (a force-push). This merge joins both: the board's content is this\nclone's, and every commit of either history stays, so no version goes down.\n",
+			w.remote, branch, branch))
+		if err != nil {
+			return err
+		}
+		if err := w.repo.PushOver(ctx, w.remote, merge, theirs); err != nil {
+			return w.remoteFailure(err)
+		}
+		if _, err := w.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+w.remote); err != nil {
+			return err
+		}
+		return w.repo.DeleteRef(ref)
+	})
+	return merge, err
+}

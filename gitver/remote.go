@@ -1,0 +1,386 @@
+package gitver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Network operations go through the C git CLI, so that a person's ssh keys,
+// ssh config, credential helpers and proxies work unchanged. git never
+// prompts here: it runs in a session of its own with no terminal and no
+// standard input, with GIT_TERMINAL_PROMPT=0, and ssh in batch mode unless
+// the person configured ssh themselves; every operation has a timeout.
+
+// ErrRemoteMoved means the remote's branch is not where the push built on:
+// someone else's push came first. Fetch, and build on what it has.
+var ErrRemoteMoved = errors.New("the remote's branch moved")
+
+// ErrRemoteRewritten means the remote's branch no longer holds the commit
+// this clone last fetched from it: its history was rewritten (a
+// force-push).
+var ErrRemoteRewritten = errors.New("the remote's history was rewritten")
+
+// ErrRemoteUnavailable means the remote could not be reached or refused the
+// operation for another reason (no network, a timeout, credentials, a hook).
+var ErrRemoteUnavailable = errors.New("the remote is unavailable")
+
+// RemoteTimeout bounds every network operation.
+const RemoteTimeout = 20 * time.Second
+
+// RemoteError is a failed network operation, with what git said.
+type RemoteError struct {
+	Op     string // "fetch", "push"
+	Remote string
+	Err    error  // ErrRemoteMoved, ErrRemoteRewritten or ErrRemoteUnavailable
+	Stderr string // git's own words, trimmed
+}
+
+func (e *RemoteError) Error() string {
+	msg := fmt.Sprintf("%s %s: %v", e.Op, e.Remote, e.Err)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// gitCommand runs the C git CLI in the repository, never prompting, and
+// returns its standard output.
+func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_ASKPASS=", "SSH_ASKPASS=")
+	if os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" {
+		cmd.Env = append(cmd.Env, "GIT_SSH_VARIANT=ssh")
+		if !hasConfig(dir, "core.sshCommand") {
+			cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal to prompt on
+	cmd.WaitDelay = time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out: %w", ctx.Err())
+	}
+	return out.String(), strings.TrimSpace(errOut.String()), err
+}
+
+func hasConfig(dir, key string) bool {
+	cmd := exec.Command("git", "config", "--get", key)
+	cmd.Dir = dir
+	return cmd.Run() == nil
+}
+
+// Upstream returns the remote the board's branch follows
+// (branch.<name>.remote), "" when it has none.
+func (r *Repo) Upstream() string {
+	out, _, err := gitCommand(context.Background(), r.dir, "config", "--get", "branch."+strings.TrimPrefix(r.branch, "refs/heads/")+".remote")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// RemoteURL returns the URL of a remote, "" when there is none.
+func (r *Repo) RemoteURL(remote string) string {
+	out, _, err := gitCommand(context.Background(), r.dir, "config", "--get", "remote."+remote+".url")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// SetUpstream makes the board's branch follow url as the remote named
+// remote, adding or changing it.
+func (r *Repo) SetUpstream(remote, url string) error {
+	ctx := context.Background()
+	if r.RemoteURL(remote) == "" {
+		if _, stderr, err := gitCommand(ctx, r.dir, "remote", "add", remote, url); err != nil {
+			return fmt.Errorf("git remote add %s: %w: %s", remote, err, stderr)
+		}
+	} else if _, stderr, err := gitCommand(ctx, r.dir, "remote", "set-url", remote, url); err != nil {
+		return fmt.Errorf("git remote set-url %s: %w: %s", remote, err, stderr)
+	}
+	branch := strings.TrimPrefix(r.branch, "refs/heads/")
+	for _, kv := range [][2]string{{"branch." + branch + ".remote", remote}, {"branch." + branch + ".merge", r.branch}} {
+		if _, stderr, err := gitCommand(ctx, r.dir, "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("git config %s: %w: %s", kv[0], err, stderr)
+		}
+	}
+	return nil
+}
+
+// TrackingRef is the ref that holds what this clone last knew of the
+// remote's branch: refs/remotes/<remote>/<branch>.
+func (r *Repo) TrackingRef(remote string) string {
+	return "refs/remotes/" + remote + "/" + strings.TrimPrefix(r.branch, "refs/heads/")
+}
+
+// Tracking returns the commit of the tracking ref, zero when there is none.
+func (r *Repo) Tracking(remote string) (Hash, error) {
+	return r.readRef(r.TrackingRef(remote))
+}
+
+// Fetch brings the remote's branch into its tracking ref. The tracking ref
+// only moves forward: a remote whose branch no longer holds what it held is
+// ErrRemoteRewritten, and the tracking ref keeps the old commit. A remote
+// whose branch does not exist yet leaves the tracking ref as it is.
+func (r *Repo) Fetch(ctx context.Context, remote string) error {
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
+	branch := strings.TrimPrefix(r.branch, "refs/heads/")
+	// Not --quiet: git then says nothing of a rejected update.
+	_, stderr, err := gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", remote,
+		r.branch+":"+r.TrackingRef(remote))
+	switch {
+	case err == nil:
+		return nil
+	case strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "(rejected)"):
+		return &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteRewritten, Stderr: stderr}
+	case strings.Contains(stderr, "couldn't find remote ref "+r.branch) || strings.Contains(stderr, "couldn't find remote ref "+branch):
+		return nil // an empty remote
+	}
+	return &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
+}
+
+// Push offers commit to the remote as its branch, on the condition that
+// the remote's branch is still where the tracking ref says (a lease; zero:
+// that it does not exist). The caller makes sure commit holds the tracking
+// ref's commit, so the push only ever moves the remote forward; the lease
+// makes any other move of the remote since the last fetch, forward or a
+// rewrite, a refusal: ErrRemoteMoved, to be told apart by a fetch. The
+// tracking ref moves to commit when the remote took it.
+func (r *Repo) Push(ctx context.Context, remote string, commit Hash) error {
+	expected, err := r.Tracking(remote)
+	if err != nil {
+		return err
+	}
+	return r.PushOver(ctx, remote, commit, expected)
+}
+
+// PushOver is Push with the lease given: the remote's branch must be at
+// expected.
+func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Hash) error {
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
+	lease := "--force-with-lease=" + r.branch + ":"
+	if !expected.IsZero() {
+		lease += expected.String()
+	}
+	stdout, stderr, err := gitCommand(ctx, r.dir, "push", "--porcelain", "--quiet", lease, remote, commit.String()+":"+r.branch)
+	if err == nil {
+		return r.setTracking(remote, commit)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if !strings.HasPrefix(line, "!\t") {
+			continue
+		}
+		// Refused because the remote's branch is elsewhere: found when
+		// the push began (stale info: not where the lease said), or when the
+		// remote moved the branch, by another push that won the race for
+		// its lock (failed to update ref, failed to lock).
+		for _, moved := range []string{"stale info", "fetch first", "non-fast-forward", "failed to update ref", "failed to lock"} {
+			if strings.Contains(line, moved) {
+				return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteMoved, Stderr: strings.TrimSpace(line)}
+			}
+		}
+	}
+	return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr+"\n"+stdout, err)}
+}
+
+// setTracking records that the remote's branch is at commit.
+func (r *Repo) setTracking(remote string, commit Hash) error {
+	name := r.TrackingRef(remote)
+	cur, err := r.readRef(name)
+	if err != nil || cur == commit {
+		return err
+	}
+	err = r.UpdateRef(name, cur, commit, Signature{Name: "blackboard-mcp", Email: "blackboard-mcp@blackboard.local", When: time.Now()}, "blackboard: pushed")
+	if errors.Is(err, ErrBranchMoved) {
+		return nil // a fetch meanwhile moved it, forward only
+	}
+	return err
+}
+
+// firstLines keeps what a failed git command said that tells why: its
+// "fatal:" and "error:" lines, or its first lines.
+func firstLines(stderr string, err error) string {
+	var keep []string
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "fatal:") || strings.HasPrefix(line, "error:") || strings.HasPrefix(line, "remote:") || strings.HasPrefix(line, "!") {
+			keep = append(keep, line)
+		}
+	}
+	if len(keep) == 0 {
+		for _, line := range strings.Split(stderr, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				keep = append(keep, line)
+			}
+		}
+	}
+	if len(keep) > 3 {
+		keep = keep[:3]
+	}
+	if len(keep) == 0 && err != nil {
+		return err.Error()
+	}
+	return strings.Join(keep, "; ")
+}
+
+// DefaultBranch returns the branch a clone of url checks out: the one the
+// remote's HEAD names when it exists, else its only branch, else main when
+// it has one; "" when it has no branch at all.
+func DefaultBranch(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
+	out, stderr, err := gitCommand(ctx, ".", "ls-remote", "--symref", "--", url)
+	if err != nil {
+		return "", &RemoteError{Op: "ls-remote", Remote: url, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
+	}
+	head := ""
+	var branches []string
+	for _, line := range strings.Split(out, "\n") {
+		if target, ok := strings.CutPrefix(line, "ref: "); ok && strings.HasSuffix(target, "\tHEAD") {
+			head = strings.TrimPrefix(strings.TrimSuffix(target, "\tHEAD"), "refs/heads/")
+			continue
+		}
+		if _, ref, ok := strings.Cut(line, "\t"); ok {
+			if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+				branches = append(branches, b)
+			}
+		}
+	}
+	switch {
+	case slices.Contains(branches, head):
+		return head, nil
+	case len(branches) == 1:
+		return branches[0], nil
+	case slices.Contains(branches, "main"):
+		return "main", nil
+	case len(branches) == 0:
+		return "", nil
+	}
+	return "", fmt.Errorf("%s has branches %s and its HEAD names none of them: say which holds the board", url, strings.Join(branches, ", "))
+}
+
+// Clone makes dir a clone of url, checked out at branch ("" for the
+// remote's default), never prompting.
+func Clone(ctx context.Context, url, dir, branch string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*RemoteTimeout)
+	defer cancel()
+	args := []string{"clone", "--quiet", "--no-tags"}
+	if branch != "" {
+		args = append(args, "--branch", branch)
+	}
+	args = append(args, "--", url, dir)
+	if _, stderr, err := gitCommand(ctx, ".", args...); err != nil {
+		return &RemoteError{Op: "clone", Remote: url, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
+	}
+	return nil
+}
+
+// IsAncestor reports whether a is b or one of its ancestors.
+func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
+	if a == b {
+		return true, nil
+	}
+	_, stderr, err := gitCommand(context.Background(), r.dir, "merge-base", "--is-ancestor", a.String(), b.String())
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("git merge-base --is-ancestor: %w: %s", err, stderr)
+}
+
+// MergeBase returns the best common ancestor of a and b, zero when their
+// histories are unrelated.
+func (r *Repo) MergeBase(a, b Hash) (Hash, error) {
+	out, stderr, err := gitCommand(context.Background(), r.dir, "merge-base", a.String(), b.String())
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return ParseHash(strings.TrimSpace(out))
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return ZeroHash, nil
+	}
+	return ZeroHash, fmt.Errorf("git merge-base: %w: %s", err, stderr)
+}
+
+// RemoveRemote forgets a remote, and that the board's branch followed it.
+func (r *Repo) RemoveRemote(remote string) error {
+	if _, stderr, err := gitCommand(context.Background(), r.dir, "remote", "remove", remote); err != nil {
+		return fmt.Errorf("git remote remove %s: %w: %s", remote, err, stderr)
+	}
+	return nil
+}
+
+// RefTime is when a ref was last written, zero when it does not exist.
+func (r *Repo) RefTime(name string) time.Time {
+	fi, err := os.Stat(r.refPath(name))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// Subjects lists "<short hash> <subject>" of the commits to reaches and from
+// does not, newest first, at most limit (from zero: all of to's history).
+func (r *Repo) Subjects(from, to Hash, limit int) ([]string, error) {
+	if to.IsZero() || from == to {
+		return nil, nil
+	}
+	args := []string{"log", "--format=%h %s", fmt.Sprintf("--max-count=%d", limit), to.String()}
+	if !from.IsZero() {
+		args = append(args, "^"+from.String())
+	}
+	out, stderr, err := gitCommand(context.Background(), r.dir, args...)
+	if err != nil {
+		return nil, fmt.Errorf("git log: %w: %s", err, stderr)
+	}
+	if out = strings.TrimSpace(out); out == "" {
+		return nil, nil
+	}
+	return strings.Split(out, "\n"), nil
+}
+
+// FetchRewritten fetches the remote's branch as it is now, whatever its
+// history, into ref (not the tracking ref, which keeps what this clone
+// knew), and returns its commit.
+func (r *Repo) FetchRewritten(ctx context.Context, remote, ref string) (Hash, error) {
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
+	if _, stderr, err := gitCommand(ctx, r.dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+		"+"+r.branch+":"+ref); err != nil {
+		return ZeroHash, &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
+	}
+	return r.readRef(ref)
+}
+
+// MergeCommit writes a commit of tree with the given parents, by who: the
+// merge that joins a rewritten remote's history and this clone's.
+func (r *Repo) MergeCommit(tree Hash, parents []Hash, who Signature, message string) (Hash, error) {
+	return r.WriteCommit(CommitObject{Tree: tree, Parents: parents, Author: who, Committer: who, Message: message})
+}
+
+// DeleteRef removes a ref, loose or packed.
+func (r *Repo) DeleteRef(name string) error {
+	if _, stderr, err := gitCommand(context.Background(), r.dir, "update-ref", "-d", name); err != nil {
+		return fmt.Errorf("git update-ref -d %s: %w: %s", name, err, stderr)
+	}
+	return nil
+}

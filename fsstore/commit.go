@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -17,6 +18,10 @@ import (
 // maxFileBytes bounds any single file the program reads from the workspace:
 // a note, a blob, a person's edit.
 const maxFileBytes = 64 << 20
+
+// settleBeforeEdits is how long a commit of people's edits that met a git
+// command in the work tree waits before it compares again.
+const settleBeforeEdits = 100 * time.Millisecond
 
 // crashPoint, when set (only by the crash tests), is called as a write passes
 // each step; the tests kill the process there to prove every step recoverable.
@@ -203,6 +208,18 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		// before anything is compared or placed (see unplaced.go).
 		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
 			gitIndex.Release()
+			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
+		}
+		// A person's edits were read from the work tree while a git
+		// command was writing it: a `git reset --hard` that read the
+		// branch before an agent's write writes older files, and moves the
+		// branch only after it lets the index go. Let it finish, and
+		// compare again: its move shows in the reflog then, and the
+		// repairs put the agent's write back instead of taking the older
+		// files for an edit.
+		if onDisk && gitIndex.Waited {
+			gitIndex.Release()
+			time.Sleep(settleBeforeEdits)
 			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
 		}
 	}

@@ -124,10 +124,11 @@ var errRemoteMoved = errors.New("the remote moved during the write")
 // moved may need one: a checkout that ended meanwhile); past that, the
 // write is a conflict the caller may try again. An attempt that lost the
 // remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, at most maxRemoteRetries times.
+// random pause that grows with each loss, for at most maxRemoteRace.
 // The caller holds the write lock.
 func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
 	fetched := false
+	var since time.Time // when the write first lost the remote to another clone
 	for moves, lost := 0, 0; moves < maxMoves; {
 		if moves+lost > 0 {
 			if err := w.repair(); err != nil {
@@ -147,13 +148,17 @@ func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error
 		switch {
 		case errors.Is(err, errRemoteMoved):
 			lost++
-			if lost > maxRemoteRetries {
-				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times); try again", maxRemoteRetries)
+			if lost == 1 {
+				since = time.Now()
+			}
+			if time.Since(since) > maxRemoteRace {
+				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times in %s); try again", lost,
+					maxRemoteRace)
 			}
 			// Jitter, so that clones racing for the remote do not meet
-			// again: up to 10 ms after the first loss, 320 ms after the
-			// sixth and later.
-			time.Sleep(time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(lost-1, 5))))
+			// again: up to 5 ms after the first loss, 80 ms after the
+			// fifth and later.
+			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
 		case errors.Is(err, errBranchMoved):
 			moves++
 		default:

@@ -132,6 +132,17 @@ func (w *Workspace) recover() error {
 // files in place (a person's change to one since stays), git's index
 // entries, the temporary files gone, the journal cleared.
 func (w *Workspace) finishJournal(j *journal) error {
+	gitIndex, err := w.repo.LockIndex()
+	if err != nil {
+		return err
+	}
+	defer gitIndex.Release()
+	return w.finishJournalHolding(j, gitIndex)
+}
+
+// finishJournalHolding is finishJournal for a caller that holds git's
+// index lock, which it releases: no git command writes files meanwhile.
+func (w *Workspace) finishJournalHolding(j *journal, gitIndex *gitver.IndexLock) error {
 	var entries []gitver.IndexEntry
 	for _, f := range j.Files {
 		entry, err := w.finishFile(f, j.OnDisk)
@@ -143,7 +154,7 @@ func (w *Workspace) finishJournal(j *journal) error {
 		}
 	}
 	w.dropTemps(j)
-	if err := w.repo.UpdateIndex(entries); err != nil {
+	if err := gitIndex.Write(entries); err != nil {
 		return err
 	}
 	return w.clearJournal()

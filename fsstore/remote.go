@@ -33,9 +33,10 @@ var ErrUnavailable = errors.New("unavailable")
 // relContradicts links a local version that lost to the remote's.
 const relContradicts = "contradicts"
 
-// maxRemoteRetries bounds how often a write starts over because another
-// clone's push came first.
-const maxRemoteRetries = 12
+// maxRemoteRace bounds how long a write keeps starting over because other
+// clones' pushes came first: a busy board makes a write lose a few times,
+// never for long.
+const maxRemoteRace = 15 * time.Second
 
 // Remote is the remote the board's branch follows, "" for none.
 func (w *Workspace) Remote() string { return w.remote }
@@ -347,6 +348,19 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string) (mo
 	if err := w.syncJournal(); err != nil {
 		return false, errors.Join(err, w.clearJournal())
 	}
+	// git's index lock is held from before the branch moves until the
+	// files are in place: a git command that read the branch before the
+	// move (a person's `git reset --hard`) cannot write its older files
+	// over these meanwhile; it either finished before, or fails to take
+	// the lock, or starts after and then moves the branch too, which the
+	// reflog tells.
+	var gitIndex *gitver.IndexLock
+	if !j.BranchOnly {
+		if gitIndex, err = w.repo.LockIndex(); err != nil {
+			return false, errors.Join(err, w.clearJournal())
+		}
+		defer gitIndex.Release()
+	}
 	if err := w.repo.UpdateBranch(from, to, who, reason); err != nil {
 		if cerr := w.clearJournal(); cerr != nil {
 			return false, cerr
@@ -359,7 +373,7 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string) (mo
 	if j.BranchOnly {
 		return true, w.clearJournal()
 	}
-	return true, w.finishJournal(j)
+	return true, w.finishJournalHolding(j, gitIndex)
 }
 
 // Clone makes dir a workspace from the board at url: a git clone whose

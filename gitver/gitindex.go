@@ -71,6 +71,9 @@ type IndexLock struct {
 	r    *Repo
 	f    *os.File
 	done bool
+	// Waited says a git command held the lock when LockIndex was called:
+	// what was read of the work tree before may be from its middle.
+	Waited bool
 }
 
 // settleAfterGit is how long LockIndex waits after a git command let the
@@ -93,7 +96,7 @@ func (r *Repo) LockIndex() (*IndexLock, error) {
 			if waited {
 				time.Sleep(settleAfterGit)
 			}
-			return &IndexLock{r: r, f: f}, nil
+			return &IndexLock{r: r, f: f, Waited: waited}, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return nil, err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,19 +15,46 @@ import (
 )
 
 // boardWithRemote makes a bare repository, the remote all of a test's
-// clones share, and a first board attached to it. It returns the remote's
-// URL, its path, and the first board's directory.
+// clones share, reached over file://, and a first board attached to it. It
+// returns the remote's URL, its path, and the first board's directory.
 func boardWithRemote(t *testing.T) (url, bare, first string) {
+	t.Helper()
+	return boardWithRemoteOver(t, "file")
+}
+
+// boardWithRemoteOver is boardWithRemote over a transport: "file", or
+// "http", git's own smart HTTP server (git http-backend) behind a test
+// HTTP server.
+func boardWithRemoteOver(t *testing.T, transport string) (url, bare, first string) {
 	t.Helper()
 	root := t.TempDir()
 	bare = filepath.Join(root, "board.git")
 	gitCmd(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	url = "file://" + bare
+	if transport == "http" {
+		gitCmd(t, bare, "config", "http.receivepack", "true")
+		url = smartHTTP(t, root) + "/board.git"
+	}
 	first = filepath.Join(root, "acme")
 	runCLI(t, first, "init")
-	if out := runCLI(t, first, "remote", "set", "file://"+bare); !strings.Contains(out, "follows") {
+	if out := runCLI(t, first, "remote", "set", url); !strings.Contains(out, "follows") {
 		t.Fatalf("remote set: %s", out)
 	}
-	return "file://" + bare, bare, first
+	return url, bare, first
+}
+
+// smartHTTP serves the repositories under root over git's smart HTTP
+// protocol, through git's own CGI program, and returns the server's URL.
+func smartHTTP(t *testing.T, root string) string {
+	t.Helper()
+	execPath := strings.TrimSpace(gitCmd(t, root, "--exec-path"))
+	backend := &cgi.Handler{
+		Path: filepath.Join(execPath, "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
+	}
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // cloneBoard makes dir a clone of the board at url, through the CLI.
@@ -58,7 +87,13 @@ func remoteLog(t *testing.T, bare string) []string {
 // linear, and every clone (and a fresh one, after reindex) gives every note
 // the same version.
 func TestRemoteClonesShareOneBoard(t *testing.T) {
-	url, bare, first := boardWithRemote(t)
+	for _, transport := range []string{"file", "http"} {
+		t.Run(transport, func(t *testing.T) { clonesShareOneBoard(t, transport) })
+	}
+}
+
+func clonesShareOneBoard(t *testing.T, transport string) {
+	url, bare, first := boardWithRemoteOver(t, transport)
 	clones := []string{first, filepath.Join(t.TempDir(), "b"), filepath.Join(t.TempDir(), "c")}
 	for _, c := range clones[1:] {
 		cloneBoard(t, url, c)
@@ -100,7 +135,7 @@ func TestRemoteClonesShareOneBoard(t *testing.T) {
 			t.Errorf("%s lists\n%s\na fresh clone lists\n%s", dir, got, want)
 		}
 	}
-	t.Logf("%d writes from %d clones at once, each a CLI process: %s each on average", len(took), len(clones), average(took))
+	t.Logf("over %s: %d writes from %d clones at once, each a CLI process: %s each on average", transport, len(took), len(clones), average(took))
 }
 
 func average(ds []time.Duration) time.Duration {
@@ -279,4 +314,130 @@ func TestRemoteForcePushRepaired(t *testing.T) {
 		t.Errorf("a fresh clone reads:\n%s", got)
 	}
 	checkWorkspace(t, first)
+}
+
+// A writer killed (kill -9) while its push is in the remote's hands: while
+// the remote checks it (a pre-receive hook that sleeps, then takes it or
+// refuses it), and once the remote took it (a post-receive hook that
+// sleeps). The write was never acknowledged; whether it counts is the
+// remote's to say, and the clone comes to exactly what the remote holds,
+// files and all, at its next use; another clone reads the same.
+func TestRemoteWriterKilledDuringPush(t *testing.T) {
+	for _, tt := range []struct{ name, hook, exit string }{
+		{"while the remote checks it", "pre-receive", "exit 0"},
+		{"and the remote refuses it", "pre-receive", "exit 1"},
+		{"once the remote took it", "post-receive", "exit 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hook := tt.hook
+			url, bare, first := boardWithRemote(t)
+			runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+			marker := filepath.Join(t.TempDir(), "hook-ran")
+			script := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ntouch %q\nsleep 1\n%s\n", marker, tt.exit)
+			if err := os.WriteFile(filepath.Join(bare, "hooks", hook), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := putCmd(first, "team/plan", "plan 2", "2", 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the hook runs", func() bool { _, err := os.Stat(marker); return err == nil })
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			// The push goes on without the writer, and ends.
+			time.Sleep(1500 * time.Millisecond)
+			os.Remove(filepath.Join(bare, "hooks", hook))
+
+			remoteHead := strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main"))
+			counted := strings.HasSuffix(remoteLog(t, bare)[len(remoteLog(t, bare))-1], "plan 2")
+			want := "v1\ndigest: plan 1"
+			if counted {
+				want = "v2\ndigest: plan 2"
+			}
+			if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, want) {
+				t.Errorf("the killed writer's clone reads (the remote counted the write: %v):\n%s", counted, got)
+			}
+			if local := strings.TrimSpace(gitCmd(t, first, "rev-parse", "main")); local != remoteHead {
+				t.Errorf("the clone is at %s, the remote at %s", local, remoteHead)
+			}
+			checkWorkspace(t, first)
+			other := filepath.Join(t.TempDir(), "b")
+			cloneBoard(t, url, other)
+			if got := runCLI(t, other, "get", "team/plan"); !strings.Contains(got, want) {
+				t.Errorf("another clone reads:\n%s", got)
+			}
+			if want := tt.exit == "exit 0"; counted != want {
+				t.Errorf("the remote counted the write: %v, want %v", counted, want)
+			}
+		})
+	}
+}
+
+// A person works with plain git on one clone (commits, `git pull` that
+// merges, `git push`) while an agent writes from another: every note's
+// versions map to one content each, never go down, and every acknowledged
+// write is in the history.
+func TestRemotePersonPullsAndPushes(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	plain := filepath.Join(t.TempDir(), "plain")
+	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+
+	seen := map[string]map[int]string{} // note -> version -> digest
+	look := func(dir string) {
+		t.Helper()
+		for _, key := range []string{"team/plan", "team/mine"} {
+			out, err := cliCommand(dir, "get", key).CombinedOutput()
+			if err != nil {
+				continue
+			}
+			head, digest, _ := strings.Cut(string(out), "\n")
+			v, _ := strconv.Atoi(head[strings.LastIndex(head, " v")+2:])
+			digest = strings.TrimPrefix(strings.SplitN(digest, "\n", 2)[0], "digest: ")
+			if seen[key] == nil {
+				seen[key] = map[int]string{}
+			}
+			if d, ok := seen[key][v]; ok && d != digest {
+				t.Errorf("%s v%d stands for %q and %q", key, v, d, digest)
+			}
+			seen[key][v] = digest
+			for older := range seen[key] {
+				if older > v && dir == first {
+					t.Errorf("%s went from v%d down to v%d", key, older, v)
+				}
+			}
+		}
+	}
+	for round := range 4 {
+		out := runCLI(t, first, "get", "team/plan")
+		v, _ := strconv.Atoi(strings.TrimSpace(out[strings.Index(out, " v")+2 : strings.Index(out, "\n")]))
+		runCLI(t, first, "put", "team/plan", "--digest", fmt.Sprintf("agent round %d", round), "--body", "x", "--expect", strconv.Itoa(v))
+		writeTree(t, plain, "team/mine.md", handNote(fmt.Sprintf("person round %d", round), "y\n"))
+		gitCmd(t, plain, "add", "team/mine.md")
+		gitCmd(t, plain, "commit", "-q", "-m", fmt.Sprintf("person round %d", round))
+		gitCmd(t, plain, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+		gitCmd(t, plain, "push", "--quiet", "origin", "HEAD:main")
+		look(first)
+	}
+	for round := range 4 {
+		if !strings.Contains(strings.Join(remoteLogAll(t, plain), "\n"), fmt.Sprintf("agent round %d", round)) {
+			t.Errorf("agent round %d is not in the history", round)
+		}
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	look(fresh)
+	if a, b := runCLI(t, first, "ls", "--name"), runCLI(t, fresh, "ls", "--name"); a != b {
+		t.Errorf("the agent's clone lists\n%s\na fresh clone lists\n%s", a, b)
+	}
+	checkWorkspace(t, first)
+}
+
+// remoteLogAll is every subject of a repository's history.
+func remoteLogAll(t *testing.T, dir string) []string {
+	t.Helper()
+	gitCmd(t, dir, "fetch", "--quiet", "origin")
+	return strings.Split(gitCmd(t, dir, "log", "--format=%s", "origin/main"), "\n")
 }

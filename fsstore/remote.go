@@ -529,3 +529,37 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 	})
 	return merge, err
 }
+
+// RemoteCheck protects the remote's branch where it can, and says how to
+// where it cannot: a bare repository on this machine (a path or file://)
+// gets receive.denyNonFastForwards and receive.denyDeletes, so no push can
+// rewrite or delete the board's history there; for a hosted remote, the
+// advice names the host's own setting.
+func (w *Workspace) RemoteCheck(ctx context.Context) (done, advice string, err error) {
+	if w.remote == "" {
+		return "", "", errors.New("the board has no remote")
+	}
+	url := w.repo.RemoteURL(w.remote)
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	if path, local := strings.CutPrefix(url, "file://"); local || filepath.IsAbs(url) {
+		if !local {
+			path = url
+		}
+		if err := gitver.ProtectBare(ctx, path); err != nil {
+			return "", "", err
+		}
+		return fmt.Sprintf("%s refuses pushes that rewrite or delete history (receive.denyNonFastForwards, receive.denyDeletes)", path), "", nil
+	}
+	switch {
+	case strings.Contains(url, "github.com"):
+		advice = fmt.Sprintf("on GitHub: Settings > Branches (or Rules) > protect %s: block force pushes and deletions", branch)
+	case strings.Contains(url, "gitlab"):
+		advice = fmt.Sprintf("on GitLab: Settings > Repository > Protected branches: protect %s, with force push off", branch)
+	case strings.Contains(url, "gitea") || strings.Contains(url, "forgejo") || strings.Contains(url, "codeberg"):
+		advice = fmt.Sprintf("on Gitea/Forgejo: Settings > Branches > add a protection rule for %s (force pushes are then refused)", branch)
+	default:
+		advice = "on the server: git config receive.denyNonFastForwards true and receive.denyDeletes true in the bare repository, " +
+			"or the host's protected-branch setting for " + branch
+	}
+	return "", advice, nil
+}

@@ -384,3 +384,14 @@ func (r *Repo) DeleteRef(name string) error {
 	}
 	return nil
 }
+
+// ProtectBare makes the bare repository at path refuse pushes that rewrite
+// or delete a branch.
+func ProtectBare(ctx context.Context, path string) error {
+	for _, key := range []string{"receive.denyNonFastForwards", "receive.denyDeletes"} {
+		if _, stderr, err := gitCommand(ctx, path, "config", key, "true"); err != nil {
+			return fmt.Errorf("git config %s in %s: %w: %s", key, path, err, stderr)
+		}
+	}
+	return nil
+}

@@ -49,6 +49,7 @@ func runRemote(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintln(stderr, `Usage:
   blackboard-mcp remote           the board's remote, its last sync, and what waits to go
   blackboard-mcp remote set URL   attach the board to a git remote (an empty one gets the board)
+  blackboard-mcp remote check     protect the remote's branch against force-pushes (or say how)
   blackboard-mcp remote repair    after a force-push rewrote the remote: push a merge that keeps both
 
 With a remote, a write counts once the remote took it: every clone's agents share one
@@ -94,6 +95,18 @@ history, and expect_version holds across machines.`)
 			return cli.ErrSilent
 		}
 		return nil
+	case pos[0] == "check" && len(pos) == 1:
+		done, advice, err := w.RemoteCheck(ctx)
+		if err != nil {
+			return err
+		}
+		if done != "" {
+			fmt.Fprintln(stdout, done)
+		}
+		if advice != "" {
+			fmt.Fprintln(stdout, "protect the board's branch against force-pushes and deletion "+advice)
+		}
+		return nil
 	case pos[0] == "repair" && len(pos) == 1:
 		merge, err := w.RepairRemote(ctx)
 		if err != nil {
@@ -108,7 +121,7 @@ history, and expect_version holds across machines.`)
 		fmt.Fprintf(stdout, "board %s follows %s: writes count once it took them\n", w.Name(), pos[1])
 		return nil
 	}
-	return cli.Usagef("remote takes no argument, set URL, or repair")
+	return cli.Usagef("remote takes no argument, set URL, check, or repair")
 }
 
 func shortHash(h gitver.Hash) string {

@@ -441,3 +441,24 @@ func remoteLogAll(t *testing.T, dir string) []string {
 	gitCmd(t, dir, "fetch", "--quiet", "origin")
 	return strings.Split(gitCmd(t, dir, "log", "--format=%s", "origin/main"), "\n")
 }
+
+// `remote check` protects a bare repository it can reach: a force-push is
+// refused there from then on.
+func TestRemoteCheckProtectsABareRepository(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	if out := runCLI(t, first, "remote", "check"); !strings.Contains(out, "refuses pushes that rewrite") {
+		t.Fatalf("remote check: %s", out)
+	}
+	plain := filepath.Join(t.TempDir(), "plain")
+	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+	gitCmd(t, plain, "reset", "--quiet", "--hard", "HEAD~1")
+	cmd := exec.Command("git", "-C", plain, "push", "--quiet", "--force", "origin", "HEAD:main")
+	cmd.Env = mcpEnv("")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("a force-push went through after remote check:\n%s", out)
+	}
+	if got := remoteLog(t, bare); !strings.HasSuffix(got[len(got)-1], "plan 1") {
+		t.Errorf("the remote's history: %q", got)
+	}
+}

@@ -383,6 +383,8 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		switch {
 		case ch != nil && halfSaved(ch, c):
 			rep.Unsettled = append(rep.Unsettled, p)
+		case ch != nil && w.checkedOutJustNow(ch):
+			rep.Unsettled = append(rep.Unsettled, p)
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
@@ -494,6 +496,22 @@ func (w *Workspace) readSettled(p string, committed gitver.Hash) ([]byte, fs.Fil
 // emptyGrace is how long a note file emptied in place is taken for a save
 // in progress rather than a person's wish.
 const emptyGrace = 2 * time.Second
+
+// gitSettle is how long a file git itself wrote is left before it is taken
+// for a person's edit.
+const gitSettle = 500 * time.Millisecond
+
+// checkedOutJustNow reports whether git itself wrote the changed file a
+// moment ago: a `git reset --hard` or `git stash` that read the branch
+// before an agent's write writes the older file, and moves the branch only
+// after; when its move comes, the reflog tells and the repairs put the
+// agent's write back. Until then the file is not taken for an edit. A file
+// git wrote and left (`git checkout HEAD~1 -- note.md`) is the person's
+// edit once gitSettle has passed.
+func (w *Workspace) checkedOutJustNow(ch *fileChange) bool {
+	return !ch.deleted && ch.info != nil && time.Since(ch.info.ModTime()) < gitSettle &&
+		w.repo.WroteByGit(ch.path, ch.info, gitver.BlobHash(ch.content))
+}
 
 // halfSaved reports whether a change looks like a save caught between its
 // truncation and its write: a file that had content, empty since a moment.

@@ -99,7 +99,7 @@ func (w *Workspace) remoteFailure(err error) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	url := w.repo.RemoteURL(w.remote)
+	url := gitver.Redact(w.repo.RemoteURL(w.remote))
 	switch {
 	case errors.Is(err, gitver.ErrRemoteRewritten):
 		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
@@ -385,13 +385,13 @@ func Clone(ctx context.Context, url, dir string) error {
 		return err
 	}
 	if branch == "" {
-		return fmt.Errorf("%s is empty: attach a board to it with `blackboard-mcp remote set %s` in the board", url, url)
+		return fmt.Errorf("%s is empty: attach a board to it with `blackboard-mcp remote set %s` in the board", gitver.Redact(url), gitver.Redact(url))
 	}
 	if err := gitver.Clone(ctx, url, dir, branch); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, note.ConfigFile)); err != nil {
-		return errors.Join(fmt.Errorf("%s holds no board (no %s)", url, note.ConfigFile), os.RemoveAll(dir))
+		return errors.Join(fmt.Errorf("%s holds no board (no %s)", gitver.Redact(url), note.ConfigFile), os.RemoveAll(dir))
 	}
 	return nil
 }
@@ -433,7 +433,7 @@ func (w *Workspace) SetRemote(ctx context.Context, url string) error {
 		}
 		if base.IsZero() {
 			return undo(fmt.Errorf("%s holds another history than this board's (no commit in common with %s): "+
-				"attach an empty repository, or clone that board with `blackboard-mcp clone`", url, ours.Short()))
+				"attach an empty repository, or clone that board with `blackboard-mcp clone`", gitver.Redact(url), ours.Short()))
 		}
 	}
 	w.remote = RemoteName

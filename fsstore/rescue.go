@@ -69,9 +69,9 @@ func (w *Workspace) bringBackDropped() error {
 		return err // commits, merges and pulls on top keep the program's commit
 	}
 	// The branch no longer holds the program's last commit. The moves that
-	// left it say how: git appends its reflog line after it moves the
-	// branch, as this program does, so a reset racing a write can log its
-	// move before the write logs its own, and all of them are read.
+	// left it say how. git and this program both log a move while they
+	// hold the branch's lock, so the reflog has them in order; all of those
+	// that moved away from the program's commit are read.
 	moves, err := w.repo.RecentBranchMoves()
 	if err != nil {
 		return err

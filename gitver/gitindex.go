@@ -1,6 +1,7 @@
 package gitver
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -218,4 +219,30 @@ func (r *Repo) RemoveStaleIndexLock(since time.Time) (bool, error) {
 		return false, nil
 	}
 	return true, os.Remove(r.IndexLockPath())
+}
+
+// WroteByGit reports whether git's index records path with the very stat of
+// fi (its time to the nanosecond, size and inode) and with blob: git itself
+// wrote the file (a checkout, a reset, a stash), as no editor's save keeps
+// all three.
+func (r *Repo) WroteByGit(path string, fi os.FileInfo, blob Hash) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.loadIndex()
+	if err != nil {
+		return false
+	}
+	r.index = c
+	i, ok := c.x.find(path, 0)
+	if !ok {
+		return false
+	}
+	e := c.x.buf[c.x.offs[i]:]
+	be := binary.BigEndian
+	st := statFor(fi)
+	var h Hash
+	copy(h[:], e[40:60])
+	return h == blob &&
+		be.Uint32(e[8:]) == uint32(st.mtime.Unix()) && be.Uint32(e[12:]) == uint32(st.mtime.Nanosecond()) &&
+		be.Uint32(e[20:]) == st.ino && be.Uint32(e[36:]) == st.size
 }

@@ -136,15 +136,16 @@ func (r *Repo) UpdateRef(name string, old, new Hash, who Signature, reason strin
 	if err := f.Close(); err != nil {
 		return err
 	}
+	// The reflog line goes first, while the lock is held, as git writes
+	// its own: the reflog then lists the moves of every writer, git's and
+	// this program's, in the order they happened, which is what tells a
+	// reset that dropped agents' commits (see fsstore's rescue.go).
+	r.appendReflog(name, old, new, who, reason)
 	if err := os.Rename(lock, r.refPath(name)); err != nil {
 		return err
 	}
 	committed = true
-	if err := r.SyncDir(filepath.Dir(lock)); err != nil {
-		return err
-	}
-	r.appendReflog(name, old, new, who, reason)
-	return nil
+	return r.SyncDir(filepath.Dir(lock))
 }
 
 // ReflogEntry is one move of a ref as its reflog records it.

@@ -411,3 +411,19 @@ func TestLastMoveBy(t *testing.T) {
 		}
 	}
 }
+
+// Redact hides the credentials a URL carries wherever it appears in what
+// git says, and leaves everything else as it is.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://alice:ghp_secret@github.com/team/board.git":                   "https://***@github.com/team/board.git",
+		"fatal: unable to access 'https://x-token:abc@host/b.git/': timed out": "fatal: unable to access 'https://***@host/b.git/': timed out",
+		"git@github.com:team/board.git":                                        "git@github.com:team/board.git",
+		"ssh://git@example.com/board.git":                                      "ssh://***@example.com/board.git",
+		"file:///srv/git/board.git":                                            "file:///srv/git/board.git",
+	} {
+		if got := gitver.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

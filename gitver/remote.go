@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -44,7 +45,7 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	msg := fmt.Sprintf("%s %s: %v", e.Op, e.Remote, e.Err)
+	msg := fmt.Sprintf("%s %s: %v", e.Op, Redact(e.Remote), e.Err)
 	if e.Stderr != "" {
 		msg += ": " + e.Stderr
 	}
@@ -140,9 +141,19 @@ func (r *Repo) Fetch(ctx context.Context, remote string) error {
 	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
 	defer cancel()
 	branch := strings.TrimPrefix(r.branch, "refs/heads/")
-	// Not --quiet: git then says nothing of a rejected update.
-	_, stderr, err := gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", remote,
-		r.branch+":"+r.TrackingRef(remote))
+	var stderr string
+	var err error
+	for range 5 {
+		// Not --quiet: git then says nothing of a rejected update.
+		_, stderr, err = gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", remote,
+			r.branch+":"+r.TrackingRef(remote))
+		// Another fetch (a server's background one) moved the tracking
+		// ref meanwhile: fetch again.
+		if err == nil || !strings.Contains(stderr, "unable to update local ref") || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -213,9 +224,20 @@ func (r *Repo) setTracking(remote string, commit Hash) error {
 	return err
 }
 
+// userinfo matches the credentials a URL may carry (https://user:token@host).
+var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// Redact hides the credentials a URL carries, wherever one appears in s:
+// what git says and a remote's URL reach logs and agents.
+func Redact(s string) string { return userinfo.ReplaceAllString(s, "${1}***@") }
+
 // firstLines keeps what a failed git command said that tells why: its
-// "fatal:" and "error:" lines, or its first lines.
+// "fatal:" and "error:" lines, or its first lines, credentials hidden.
 func firstLines(stderr string, err error) string {
+	return Redact(keepLines(stderr, err))
+}
+
+func keepLines(stderr string, err error) string {
 	var keep []string
 	for _, line := range strings.Split(stderr, "\n") {
 		line = strings.TrimSpace(line)

@@ -38,7 +38,7 @@ once URL took it, so the agents of every clone share one board.`)
 	}
 	defer w.Close()
 	abs, _ := filepath.Abs(pos[1])
-	fmt.Fprintf(stdout, "workspace %s cloned into %s from %s\n", w.Name(), abs, pos[0])
+	fmt.Fprintf(stdout, "workspace %s cloned into %s from %s\n", w.Name(), abs, gitver.Redact(pos[0]))
 	return nil
 }
 
@@ -75,7 +75,7 @@ history, and expect_version holds across machines.`)
 			fmt.Fprintln(stdout, "no remote: the board lives in this directory only (blackboard-mcp remote set URL)")
 			return nil
 		}
-		fmt.Fprintf(stdout, "remote %s %s\n", st.Name, st.URL)
+		fmt.Fprintf(stdout, "remote %s %s\n", st.Name, gitver.Redact(st.URL))
 		fmt.Fprintf(stdout, "local  %s\nremote %s", shortHash(st.Local), shortHash(st.Remote))
 		if !st.LastSync.IsZero() {
 			fmt.Fprintf(stdout, " (last sync %s ago)", time.Since(st.LastSync).Round(time.Second))
@@ -118,7 +118,7 @@ history, and expect_version holds across machines.`)
 		if err := w.SetRemote(ctx, pos[1]); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "board %s follows %s: writes count once it took them\n", w.Name(), pos[1])
+		fmt.Fprintf(stdout, "board %s follows %s: writes count once it took them\n", w.Name(), gitver.Redact(pos[1]))
 		return nil
 	}
 	return cli.Usagef("remote takes no argument, set URL, check, or repair")

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // boardWithRemote makes a bare repository, the remote all of a test's
@@ -460,5 +462,140 @@ func TestRemoteCheckProtectsABareRepository(t *testing.T) {
 	}
 	if got := remoteLog(t, bare); !strings.HasSuffix(got[len(got)-1], "plan 1") {
 		t.Errorf("the remote's history: %q", got)
+	}
+}
+
+// Attaching a board to a remote that holds another board's history is
+// refused with the reason, and the board is left as it was; `remote` then
+// says the board has none. A remote that holds nothing but is not a board
+// cannot be cloned.
+func TestRemoteSetRefusesAnotherHistory(t *testing.T) {
+	url, _, _ := boardWithRemote(t)
+	other := filepath.Join(t.TempDir(), "other")
+	runCLI(t, other, "init")
+	out, err := cliCommand(other, "remote", "set", url).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another history") {
+		t.Fatalf("remote set to another board's remote: %v\n%s", err, out)
+	}
+	if remotes := gitCmd(t, other, "remote"); remotes != "" {
+		t.Errorf("the refused remote stayed: %q", remotes)
+	}
+	if got := runCLI(t, other, "remote"); !strings.Contains(got, "no remote") {
+		t.Errorf("remote after the refusal: %s", got)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.git")
+	gitCmd(t, filepath.Dir(empty), "init", "--quiet", "--bare", empty)
+	cmd := exec.Command(testBinary, "clone", "file://"+empty, filepath.Join(t.TempDir(), "c"))
+	cmd.Env = mcpEnv("")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "is empty") {
+		t.Errorf("clone of an empty remote: %v\n%s", err, out)
+	}
+}
+
+// casInput and casOutput are one compare-and-swap write of the note the
+// linearizability test races for.
+type casInput struct {
+	expect int
+	value  string
+}
+
+type casOutput struct {
+	ok      bool
+	version int // the new version when ok
+}
+
+// casModel is the note as one register: its version and its value. A
+// write with expect_version equal to the version moves it on by one;
+// otherwise it is a conflict.
+var casModel = porcupine.Model{
+	Init: func() any { return casState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(casState), input.(casInput), output.(casOutput)
+		if !out.ok {
+			return s.version != in.expect, s
+		}
+		if s.version != in.expect || out.version != in.expect+1 {
+			return false, s
+		}
+		return true, casState{version: in.expect + 1, value: in.value}
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(casInput), output.(casOutput)
+		return fmt.Sprintf("write(expect %d, %s) -> ok %v v%d", in.expect, in.value, out.ok, out.version)
+	},
+}
+
+type casState struct {
+	version int
+	value   string
+}
+
+// The compare-and-swap of four clones' servers, each an MCP server process
+// on its own clone of one remote, racing for one note, is linearizable
+// (porcupine checks the history of every write, with when it was sent and
+// when it was answered): every acknowledged version follows the one its
+// writer expected, and every conflict was true at some moment of the call.
+func TestRemoteCompareAndSwapIsLinearizable(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	dirs := []string{first}
+	for i := 1; i < 4; i++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i))
+		cloneBoard(t, url, dir)
+		dirs = append(dirs, dir)
+	}
+	var servers []*session
+	for i, dir := range dirs {
+		servers = append(servers, startMCPGo(t, dir, fmt.Sprintf("agent-%d", i)))
+	}
+	const perClient = 15
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c, s := range servers {
+		wg.Go(func() {
+			expect := 0
+			for i := range perClient {
+				in := casInput{expect: expect, value: fmt.Sprintf("c%d-%d", c, i)}
+				call := time.Since(start).Nanoseconds()
+				res := s.call("update_state", map[string]any{"uri": "team/race", "digest": in.value, "body": "x", "expect_version": in.expect})
+				ret := time.Since(start).Nanoseconds()
+				var out casOutput
+				switch {
+				case !res.isError:
+					out = casOutput{ok: true, version: decodeWrite(t, res.text).Version}
+					expect = out.version
+				case strings.Contains(res.text, "the note is at version "):
+					rest := res.text[strings.Index(res.text, "the note is at version ")+len("the note is at version "):]
+					n, _ := strconv.Atoi(strings.TrimRight(strings.Fields(rest)[0], ",;."))
+					expect = n
+				case strings.Contains(res.text, "does not exist"):
+					expect = 0
+				default:
+					t.Errorf("client %d: %s", c, res.text)
+					return
+				}
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, op := range history {
+		if op.Output.(casOutput).ok {
+			won++
+		}
+	}
+	if won == 0 {
+		t.Fatal("no write went through: nothing was raced")
+	}
+	if !porcupine.CheckOperations(casModel, history) {
+		t.Fatalf("the history of %d writes across %d clones is not linearizable", len(history), len(servers))
+	}
+	t.Logf("%d writes from %d clones, %d acknowledged, %d conflicts: linearizable", len(history), len(servers), won, len(history)-won)
+	for _, s := range servers {
+		s.closeClean()
 	}
 }

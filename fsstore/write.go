@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Write limits the engine adds to the format's (note's).
@@ -197,7 +198,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	if err != nil {
 		return nil, err
 	}
-	cur, err := w.indexedNote(key)
+	cur, err := w.noteAt(key, head)
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +391,27 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 }
 
 // indexedNote returns the index's row for key (zero when it never existed).
+// noteAt is a note as the derived index holds it, which must be at head:
+// the index is shared by every process, and another may have brought it to
+// where the branch went since head was read (a person's reset). Then the
+// write starts over, or it would check its expect_version against one
+// commit and build on another.
+func (w *Workspace) noteAt(key string, head gitver.Hash) (index.Note, error) {
+	var n index.Note
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		at, _, err := s.Head()
+		if err != nil {
+			return err
+		}
+		if at != head {
+			return errBranchMoved
+		}
+		n, _, err = s.Note(key)
+		return err
+	})
+	return n, err
+}
+
 func (w *Workspace) indexedNote(key string) (index.Note, error) {
 	var n index.Note
 	err := w.idx.Read(func(s *index.Snapshot) error {
@@ -492,7 +514,7 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 	if err != nil {
 		return nil, err
 	}
-	cur, err := w.indexedNote(key)
+	cur, err := w.noteAt(key, head)
 	if err != nil {
 		return nil, err
 	}

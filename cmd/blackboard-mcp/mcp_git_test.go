@@ -444,8 +444,9 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the branch's reflog:\n%s\nthe servers' logs:\n%s\n%s", gitCmd(t, dir, "reflog", "--format=%h %gs", "main"),
-				servers[0].stderr.String(), servers[1].stderr.String())
+			t.Logf("the branch's reflog:\n%s\nHEAD's reflog:\n%s\nthe branch's last commits (commit, parents):\n%s\nthe servers' logs:\n%s\n%s",
+				gitCmd(t, dir, "reflog", "-40", "--format=%h %gs", "main"), gitCmd(t, dir, "reflog", "-40", "--format=%h %gs", "HEAD"),
+				gitCmd(t, dir, "log", "-40", "--format=%h %p %s", "main"), servers[0].stderr.String(), servers[1].stderr.String())
 		}
 	})
 	const key = "team/counter"

@@ -114,6 +114,9 @@ func TestRemoteBench(t *testing.T) {
 			t.Fatal(err)
 		}
 		report("remote-bench a new server on the clone answered tools/list %s after it started", time.Since(start).Round(time.Millisecond))
-		s.closeClean()
+		// It is still comparing the fresh clone's 10,000 files in the
+		// background (no stat of them is known yet); how fast a server
+		// stops then is not measured here.
+		_ = s.close()
 	})
 }

@@ -170,29 +170,21 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 	}
 	reach("objects")
+	pushed := false
 	if w.remote != "" {
 		// The remote is where the write counts: the local branch moves
-		// only once it took the commit. The files are staged after: a
-		// push the remote refuses brings the remote's files first.
+		// only once it took the commit, and from then on the write stands,
+		// whatever happens here. The files are staged after: a push the
+		// remote refuses brings the remote's files first.
 		if err := w.publish(commit); err != nil {
 			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 		}
+		pushed, committed = true, true
 		reach("pushed")
 		var files errgroup.Group
 		stage(&files)
 		if err := files.Wait(); err != nil {
-			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
-		}
-	}
-	if branchOnly {
-		// The work tree keeps the parent's files; when the branch is
-		// checked out again, git may write those (see unplaced.go).
-		older := make(map[string]gitver.Hash, len(changes))
-		for i, c := range changes {
-			older[c.path] = olds[i]
-		}
-		if err := w.recordUnplaced(older); err != nil {
-			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
+			return commit, errors.Join(err, w.clearJournal())
 		}
 	}
 	var gitIndex *gitver.IndexLock
@@ -208,7 +200,19 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		// before anything is compared or placed (see unplaced.go).
 		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
 			gitIndex.Release()
-			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
+			if !pushed {
+				return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
+			}
+			// The remote took the write: it stands, and the branch moves
+			// alone; its files come as those of any write made while the
+			// work tree is not the branch's.
+			gitIndex, branchOnly, j.BranchOnly = nil, true, true
+			if err := w.writeJournal(j); err != nil {
+				return commit, err
+			}
+			if err := w.syncJournal(); err != nil {
+				return commit, err
+			}
 		}
 		// A person's edits were read from the work tree while a git
 		// command was writing it: a `git reset --hard` that read the
@@ -217,10 +221,24 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		// compare again: its move shows in the reflog then, and the
 		// repairs put the agent's write back instead of taking the older
 		// files for an edit.
-		if onDisk && gitIndex.Waited {
+		if onDisk && gitIndex != nil && gitIndex.Waited && !pushed {
 			gitIndex.Release()
 			time.Sleep(settleBeforeEdits)
 			return gitver.ZeroHash, errors.Join(errBranchMoved, w.clearJournal())
+		}
+	}
+	if branchOnly {
+		// The work tree keeps the parent's files; when the branch is
+		// checked out again, git may write those (see unplaced.go).
+		older := make(map[string]gitver.Hash, len(changes))
+		for i, c := range changes {
+			older[c.path] = olds[i]
+		}
+		if err := w.recordUnplaced(older); err != nil {
+			if pushed {
+				return commit, errors.Join(err, w.clearJournal())
+			}
+			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 		}
 	}
 	if err := w.repo.UpdateBranch(parent, commit, author, ownMove+subject(message)); err != nil {
@@ -229,6 +247,12 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		}
 		if cerr := w.clearJournal(); cerr != nil {
 			return gitver.ZeroHash, cerr
+		}
+		if pushed && errors.Is(err, gitver.ErrBranchMoved) {
+			// A person's commit moved the local branch since: the remote
+			// holds the write, and the next fetch rebuilds their commit on
+			// it (remote.go).
+			return commit, nil
 		}
 		if errors.Is(err, gitver.ErrBranchMoved) {
 			return gitver.ZeroHash, errBranchMoved

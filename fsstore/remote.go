@@ -215,6 +215,14 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 		if err != nil {
 			return gitver.ZeroHash, err
 		}
+		if len(c.Parents) > 1 {
+			// A person's merge not pushed yet, and the remote moved since:
+			// replaying it is theirs to do, with git.
+			branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+			return gitver.ZeroHash, errorf("write", "", ErrUnavailable, "the local %s has a merge the remote has not (%s) and the "+
+				"remote moved since: nothing was written; bring them together with git (git pull, then git push) and write again",
+				branch, c.Hash.Short())
+		}
 		mine = append(mine, c)
 		h = c.FirstParent()
 	}

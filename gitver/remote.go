@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-git/go-git/v5/config"
 )
 
 // Network operations go through the C git CLI, so that a person's ssh keys,
@@ -60,11 +63,9 @@ func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_ASKPASS=", "SSH_ASKPASS=")
-	if os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" {
-		cmd.Env = append(cmd.Env, "GIT_SSH_VARIANT=ssh")
-		if !hasConfig(dir, "core.sshCommand") {
-			cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
-		}
+	if network[args[0]] && os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" && !hasConfig(dir, "core.sshCommand") {
+		// The person's ssh, in batch mode: it fails rather than ask.
+		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes", "GIT_SSH_VARIANT=ssh")
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal to prompt on
 	cmd.WaitDelay = time.Second
@@ -77,6 +78,9 @@ func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr
 	return out.String(), strings.TrimSpace(errOut.String()), err
 }
 
+// network are the git commands that may reach a remote.
+var network = map[string]bool{"fetch": true, "push": true, "clone": true, "ls-remote": true}
+
 func hasConfig(dir, key string) bool {
 	cmd := exec.Command("git", "config", "--get", key)
 	cmd.Dir = dir
@@ -84,22 +88,40 @@ func hasConfig(dir, key string) bool {
 }
 
 // Upstream returns the remote the board's branch follows
-// (branch.<name>.remote), "" when it has none.
+// (branch.<name>.remote in the repository's config), "" when it has none.
+// It reads the config file itself: every process that opens the board asks.
 func (r *Repo) Upstream() string {
-	out, _, err := gitCommand(context.Background(), r.dir, "config", "--get", "branch."+strings.TrimPrefix(r.branch, "refs/heads/")+".remote")
-	if err != nil {
+	c := r.config()
+	if c == nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	if b := c.Branches[strings.TrimPrefix(r.branch, "refs/heads/")]; b != nil {
+		return b.Remote
+	}
+	return ""
 }
 
 // RemoteURL returns the URL of a remote, "" when there is none.
 func (r *Repo) RemoteURL(remote string) string {
-	out, _, err := gitCommand(context.Background(), r.dir, "config", "--get", "remote."+remote+".url")
-	if err != nil {
+	c := r.config()
+	if c == nil || c.Remotes[remote] == nil || len(c.Remotes[remote].URLs) == 0 {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	return c.Remotes[remote].URLs[0]
+}
+
+// config reads the repository's own config file, nil when it cannot.
+func (r *Repo) config() *config.Config {
+	f, err := os.Open(filepath.Join(r.gitDir, "config"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	c, err := config.ReadConfig(f)
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // SetUpstream makes the board's branch follow url as the remote named

@@ -599,3 +599,26 @@ func TestRemoteCompareAndSwapIsLinearizable(t *testing.T) {
 		s.closeClean()
 	}
 }
+
+// With another branch checked out on a clone, a write still goes to the
+// remote and to the board's branch only; checking the board's branch out
+// again brings its file, and nothing is left staged.
+func TestRemoteWriteWhileAnotherBranchIsCheckedOut(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	gitCmd(t, first, "checkout", "-q", "-b", "side")
+	runCLI(t, first, "put", "team/plan", "--digest", "plan 2", "--body", "2", "--expect", "1")
+	if got := readTree(t, first, "team/plan.md"); strings.Contains(got, "plan 2") {
+		t.Errorf("the write reached the other branch's checkout: %q", got)
+	}
+	other := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, other)
+	if got := runCLI(t, other, "get", "team/plan"); !strings.Contains(got, "v2\ndigest: plan 2") {
+		t.Errorf("another clone reads:\n%s", got)
+	}
+	gitCmd(t, first, "checkout", "-q", "main")
+	if got := readTree(t, first, "team/plan.md"); !strings.Contains(got, "plan 2") {
+		t.Errorf("the board's branch checked out again holds: %q", got)
+	}
+	checkWorkspace(t, first)
+}

@@ -65,7 +65,7 @@ func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_ASKPASS=", "SSH_ASKPASS=")
 	if network[args[0]] && os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" && !hasConfig(dir, "core.sshCommand") {
 		// The person's ssh, in batch mode: it fails rather than ask.
-		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes", "GIT_SSH_VARIANT=ssh")
+		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes -o ConnectTimeout=10", "GIT_SSH_VARIANT=ssh")
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal to prompt on
 	cmd.WaitDelay = time.Second

@@ -82,10 +82,10 @@ history, and expect_version holds across machines.`)
 		}
 		fmt.Fprintln(stdout)
 		if st.Behind > 0 {
-			fmt.Fprintf(stdout, "behind by %d commits: the next write or a server's fetch brings them\n", st.Behind)
+			fmt.Fprintf(stdout, "behind by %s: the next write or read, or a server's fetch, brings them\n", commits(st.Behind))
 		}
 		if len(st.Waiting) > 0 {
-			fmt.Fprintf(stdout, "waiting to go (%d, pushed with the next write):\n", len(st.Waiting))
+			fmt.Fprintf(stdout, "waiting to go: %s, pushed with the next write or a server's fetch\n", commits(len(st.Waiting)))
 			for _, s := range st.Waiting {
 				fmt.Fprintln(stdout, "  "+s)
 			}
@@ -129,4 +129,12 @@ func shortHash(h gitver.Hash) string {
 		return "(none)"
 	}
 	return h.Short()
+}
+
+// commits says how many commits: "1 commit", "3 commits".
+func commits(n int) string {
+	if n == 1 {
+		return "1 commit"
+	}
+	return fmt.Sprintf("%d commits", n)
 }

@@ -622,3 +622,45 @@ func TestRemoteWriteWhileAnotherBranchIsCheckedOut(t *testing.T) {
 	}
 	checkWorkspace(t, first)
 }
+
+// Two clones, each with its server, write 200 notes each at once, over git's
+// smart HTTP: every write is acknowledged and on the remote, the history is
+// linear, and both clones and a fresh one (after reindex) give every note the
+// same version.
+func TestRemoteTwoServersTwoHundredWritesEach(t *testing.T) {
+	url, bare, first := boardWithRemoteOver(t, "http")
+	second := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, second)
+	servers := []*session{startMCPGo(t, first, "agent-a"), startMCPGo(t, second, "agent-b")}
+	const perClone = 200
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			for n := range perClone {
+				s.write(map[string]any{"uri": fmt.Sprintf("c%d/n%d", i, n), "digest": fmt.Sprintf("note %d of clone %d", n, i), "body": "x", "expect_version": 0})
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d writes from 2 servers on 2 clones over smart HTTP in %s", 2*perClone, time.Since(start).Round(time.Millisecond))
+	if got, want := len(remoteLog(t, bare)), 1+2*perClone; got != want {
+		t.Errorf("the remote has %d commits, want %d", got, want)
+	}
+	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+		t.Errorf("the remote's history has merges:\n%s", merges)
+	}
+	for _, s := range servers {
+		s.closeClean()
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	runCLI(t, fresh, "reindex")
+	want := runCLI(t, fresh, "ls", "--name", "-n", "1000")
+	for _, dir := range []string{first, second} {
+		if got := runCLI(t, dir, "ls", "--name", "-n", "1000"); got != want {
+			t.Errorf("%s lists what a fresh clone does not", dir)
+		}
+		checkWorkspace(t, dir)
+	}
+}

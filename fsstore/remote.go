@@ -455,8 +455,10 @@ type RemoteStatus struct {
 	Remote    gitver.Hash // the remote's branch, as last fetched or pushed
 	LastSync  time.Time   // when that was last learned
 	// Waiting lists the local commits the remote has not (a person's
-	// commits, to be pushed with the next write or fetch), newest first.
-	Waiting []string
+	// commits, to be pushed with the next write or fetch), newest first,
+	// at most 20 of WaitingCount.
+	Waiting      []string
+	WaitingCount int
 	// Behind counts the remote's commits the local branch has not yet.
 	Behind int
 	// Problem says why the remote cannot take writes now, "" when it can.
@@ -480,12 +482,14 @@ func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
 	if st.Remote, err = w.repo.Tracking(w.remote); err != nil {
 		return nil, err
 	}
-	st.LastSync = w.repo.RefTime(w.repo.TrackingRef(w.remote))
+	st.LastSync = w.repo.LastSync()
 	if st.Waiting, err = w.repo.Subjects(st.Remote, st.Local, 20); err != nil {
 		return nil, err
 	}
-	behind, err := w.repo.Subjects(st.Local, st.Remote, 1000)
-	st.Behind = len(behind)
+	if st.WaitingCount, err = w.repo.Count(st.Remote, st.Local); err != nil {
+		return nil, err
+	}
+	st.Behind, err = w.repo.Count(st.Local, st.Remote)
 	return st, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -178,6 +179,7 @@ func (r *Repo) Fetch(ctx context.Context, remote string) error {
 	}
 	switch {
 	case err == nil:
+		r.synced()
 		return nil
 	case strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "(rejected)"):
 		return &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteRewritten, Stderr: stderr}
@@ -213,6 +215,7 @@ func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Has
 	}
 	stdout, stderr, err := gitCommand(ctx, r.dir, "push", "--porcelain", "--quiet", lease, remote, commit.String()+":"+r.branch)
 	if err == nil {
+		r.synced()
 		return r.setTracking(remote, commit)
 	}
 	for _, line := range strings.Split(stdout, "\n") {
@@ -230,6 +233,28 @@ func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Has
 		}
 	}
 	return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr+"\n"+stdout, err)}
+}
+
+// syncedName is the file, in .git, whose time says when this clone last
+// heard from its remote (a fetch or a push that went through): a fetch
+// that finds nothing new leaves the tracking ref untouched.
+const syncedName = "blackboard-synced"
+
+func (r *Repo) synced() {
+	p := filepath.Join(r.gitDir, syncedName)
+	now := time.Now()
+	if err := os.Chtimes(p, now, now); errors.Is(err, os.ErrNotExist) {
+		_ = os.WriteFile(p, nil, 0o644)
+	}
+}
+
+// LastSync is when this clone last heard from its remote, zero for never.
+func (r *Repo) LastSync() time.Time {
+	fi, err := os.Stat(filepath.Join(r.gitDir, syncedName))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // setTracking records that the remote's branch is at commit.
@@ -373,13 +398,20 @@ func (r *Repo) RemoveRemote(remote string) error {
 	return nil
 }
 
-// RefTime is when a ref was last written, zero when it does not exist.
-func (r *Repo) RefTime(name string) time.Time {
-	fi, err := os.Stat(r.refPath(name))
-	if err != nil {
-		return time.Time{}
+// Count is the number of commits to reaches and from does not.
+func (r *Repo) Count(from, to Hash) (int, error) {
+	if to.IsZero() || from == to {
+		return 0, nil
 	}
-	return fi.ModTime()
+	args := []string{"rev-list", "--count", to.String()}
+	if !from.IsZero() {
+		args = append(args, "^"+from.String())
+	}
+	out, stderr, err := gitCommand(context.Background(), r.dir, args...)
+	if err != nil {
+		return 0, fmt.Errorf("git rev-list: %w: %s", err, stderr)
+	}
+	return strconv.Atoi(strings.TrimSpace(out))
 }
 
 // Subjects lists "<short hash> <subject>" of the commits to reaches and from

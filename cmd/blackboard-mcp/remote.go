@@ -85,7 +85,7 @@ history, and expect_version holds across machines.`)
 			fmt.Fprintf(stdout, "behind by %s: the next write or read, or a server's fetch, brings them\n", commits(st.Behind))
 		}
 		if len(st.Waiting) > 0 {
-			fmt.Fprintf(stdout, "waiting to go: %s, pushed with the next write or a server's fetch\n", commits(len(st.Waiting)))
+			fmt.Fprintf(stdout, "waiting to go: %s, pushed with the next write or a server's fetch\n", commits(st.WaitingCount))
 			for _, s := range st.Waiting {
 				fmt.Fprintln(stdout, "  "+s)
 			}

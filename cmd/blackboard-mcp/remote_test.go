@@ -664,3 +664,25 @@ func TestRemoteTwoServersTwoHundredWritesEach(t *testing.T) {
 		checkWorkspace(t, dir)
 	}
 }
+
+// `remote` says where a clone stands: the remote, when it last heard from
+// it, what waits to go (a person's commit) and how far behind it is.
+func TestRemoteStatus(t *testing.T) {
+	url, _, first := boardWithRemote(t)
+	second := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, second)
+	runCLI(t, second, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
+	writeTree(t, first, "team/mine.md", handNote("mine", "m\n"))
+	gitCmd(t, first, "add", "team/mine.md")
+	gitCmd(t, first, "commit", "-q", "-m", "my note")
+	out := runCLI(t, first, "remote")
+	for _, want := range []string{"remote origin " + url, "last sync 0s ago", "behind by 1 commit:", "waiting to go: 1 commit", "my note"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("remote does not say %q:\n%s", want, out)
+		}
+	}
+	runCLI(t, first, "get", "team/plan") // a read brings the clone to the remote, and its commit goes
+	if out := runCLI(t, first, "remote"); strings.Contains(out, "behind") || strings.Contains(out, "waiting") {
+		t.Errorf("after a read, remote still says:\n%s", out)
+	}
+}

@@ -681,6 +681,9 @@ func TestRemoteStatus(t *testing.T) {
 			t.Errorf("remote does not say %q:\n%s", want, out)
 		}
 	}
+	if out, _ := cliCommand(first, "health").CombinedOutput(); !strings.Contains(string(out), "1 local commit is not on origin yet") {
+		t.Errorf("health does not tell of the commit waiting to go:\n%s", out)
+	}
 	runCLI(t, first, "get", "team/plan") // a read brings the clone to the remote, and its commit goes
 	if out := runCLI(t, first, "remote"); strings.Contains(out, "behind") || strings.Contains(out, "waiting") {
 		t.Errorf("after a read, remote still says:\n%s", out)

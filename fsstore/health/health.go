@@ -112,6 +112,7 @@ func (c *checker) run(opts Options, r *Report, journal bool) {
 	if ok {
 		c.checkObjects(head, opts.RecentCommits, r)
 	}
+	c.checkRemote(r)
 	c.checkFsck(opts.FsckTimeout, r)
 	c.checkLocks(opts.LockAge, r)
 	if journal {

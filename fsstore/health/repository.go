@@ -77,7 +77,8 @@ func (c *checker) checkRescued(branch string, r *Report) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		r.Add(Finding{Check: "repository", Severity: SeverityWarning, Path: ".git/" + name,
-			Message: fmt.Sprintf("a rewind of %s dropped agents' commits; they are kept under %s", branch, name),
+			Message: fmt.Sprintf("commits %s no longer holds are kept under %s (a reset to another branch dropped them, "+
+				"or a remote write contradicted them)", branch, name),
 			Fix: fmt.Sprintf("see them: git log %s..%s; bring them back: git merge %s; or forget them: git update-ref -d %s",
 				branch, name, name, name)})
 	}
@@ -216,4 +217,38 @@ func inspectJournal(dir string) *Finding {
 	}
 	return &Finding{Check: "journal", Severity: SeverityWarning, Path: note.JournalFile,
 		Message: what + " was left in " + note.JournalFile + " by a process that died mid-write"}
+}
+
+// checkRemote says where the board stands against its remote, from what
+// this clone knows (no network): when it last heard from it, and the local
+// commits that have not gone yet.
+func (c *checker) checkRemote(r *Report) {
+	remote := c.repo.Upstream()
+	if remote == "" {
+		return
+	}
+	url := gitver.Redact(c.repo.RemoteURL(remote))
+	local, err := c.repo.Head()
+	if err != nil {
+		return
+	}
+	theirs, err := c.repo.Tracking(remote)
+	if err != nil {
+		r.Infof("remote: %s (%s); what it holds cannot be read: %v", remote, url, err)
+		return
+	}
+	heard := "never"
+	if t := c.repo.LastSync(); !t.IsZero() {
+		heard = time.Since(t).Round(time.Second).String() + " ago"
+	}
+	r.Infof("remote: %s (%s); last heard from %s", remote, url, heard)
+	if waiting, err := c.repo.Count(theirs, local); err == nil && waiting > 0 {
+		what := fmt.Sprintf("%d local commits are", waiting)
+		if waiting == 1 {
+			what = "1 local commit is"
+		}
+		r.Add(Finding{Check: "remote", Severity: SeverityWarning,
+			Message: fmt.Sprintf("%s not on %s yet (a person's commits, or the remote was unreachable)", what, remote),
+			Fix:     "they go with the next write or read, or a server's fetch; `blackboard-mcp remote` lists them"})
+	}
 }

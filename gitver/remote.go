@@ -182,7 +182,7 @@ func (r *Repo) Fetch(ctx context.Context, remote string) error {
 		r.synced()
 		return nil
 	case strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "(rejected)"):
-		return &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteRewritten, Stderr: stderr}
+		return &RemoteError{Op: "fetch", Remote: remote, Err: ErrRemoteRewritten, Stderr: firstLines(stderr, err)}
 	case strings.Contains(stderr, "couldn't find remote ref "+r.branch) || strings.Contains(stderr, "couldn't find remote ref "+branch):
 		return nil // an empty remote
 	}
@@ -228,7 +228,7 @@ func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Has
 		// its lock (failed to update ref, failed to lock).
 		for _, moved := range []string{"stale info", "fetch first", "non-fast-forward", "failed to update ref", "failed to lock"} {
 			if strings.Contains(line, moved) {
-				return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteMoved, Stderr: strings.TrimSpace(line)}
+				return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteMoved, Stderr: Redact(strings.TrimSpace(line))}
 			}
 		}
 	}

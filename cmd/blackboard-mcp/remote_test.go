@@ -334,8 +334,8 @@ func TestRemoteWriterKilledDuringPush(t *testing.T) {
 			hook := tt.hook
 			url, bare, first := boardWithRemote(t)
 			runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
-			marker := filepath.Join(t.TempDir(), "hook-ran")
-			script := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ntouch %q\nsleep 1\n%s\n", marker, tt.exit)
+			marker, done := filepath.Join(t.TempDir(), "hook-ran"), filepath.Join(t.TempDir(), "hook-done")
+			script := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ntouch %q\nsleep 1\ntouch %q\n%s\n", marker, done, tt.exit)
 			if err := os.WriteFile(filepath.Join(bare, "hooks", hook), []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -348,8 +348,10 @@ func TestRemoteWriterKilledDuringPush(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			// The push goes on without the writer, and ends.
-			time.Sleep(1500 * time.Millisecond)
+			// The push goes on without the writer, and ends: the remote
+			// moves its branch (or not) right after the hook.
+			eventually(t, "the hook ends", func() bool { _, err := os.Stat(done); return err == nil })
+			time.Sleep(500 * time.Millisecond)
 			os.Remove(filepath.Join(bare, "hooks", hook))
 
 			remoteHead := strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main"))

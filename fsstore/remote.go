@@ -34,9 +34,11 @@ var ErrUnavailable = errors.New("unavailable")
 const relContradicts = "contradicts"
 
 // maxRemoteRace bounds how long a write keeps starting over because other
-// clones' pushes came first: a busy board makes a write lose a few times,
-// never for long.
-const maxRemoteRace = 15 * time.Second
+// clones' pushes came first. A write that lost must fetch before it pushes
+// again, while a writer that keeps winning need not: one clone writing in a
+// loop can hold another off for as long as it writes (until pushes are
+// batched), so the bound is generous.
+const maxRemoteRace = 30 * time.Second
 
 // Remote is the remote the board's branch follows, "" for none.
 func (w *Workspace) Remote() string { return w.remote }
@@ -206,15 +208,11 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	var mine []*gitver.CommitInfo // newest first
-	for h := ours; h != base; {
-		if h.IsZero() || len(mine) == maxDropped {
-			return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return gitver.ZeroHash, err
-		}
+	mine, found, err := w.commitsUntil(ours, base, maxDropped) // newest first
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	for _, c := range mine {
 		if len(c.Parents) > 1 {
 			// A person's merge not pushed yet, and the remote moved since:
 			// replaying it is theirs to do, with git.
@@ -223,8 +221,9 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 				"remote moved since: nothing was written; bring them together with git (git pull, then git push) and write again",
 				branch, c.Hash.Short())
 		}
-		mine = append(mine, c)
-		h = c.FirstParent()
+	}
+	if !found {
+		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
 	}
 	baseCommit, err := w.repo.ReadCommit(base)
 	if err != nil {

@@ -125,17 +125,10 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 	if onOurs, err := w.reaches(ours, rewind.New); err != nil || !onOurs {
 		return false, err
 	}
-	var since []*gitver.CommitInfo // the person's commits on the rewound branch, newest first
-	for h := head; h != rewind.New; {
-		if h.IsZero() || len(since) == maxDropped {
-			return false, nil
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return false, err
-		}
-		since = append(since, c)
-		h = c.FirstParent()
+	// The person's commits on the rewound branch, newest first.
+	since, found, err := w.commitsUntil(head, rewind.New, maxDropped)
+	if err != nil || !found {
+		return false, err
 	}
 	if w.repo.WorkTree().Operation != "" {
 		return true, nil // the person is in the middle of a merge or rebase: look again when it is over
@@ -187,27 +180,26 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 // reaches reports whether target is on the first-parent history of from,
 // within maxDropped commits.
 func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
-	return w.reachesWithin(from, target, maxDropped)
+	_, found, err := w.commitsUntil(from, target, maxDropped)
+	return found, err
 }
 
-// reachesWithin reports whether target is on the first-parent history of
-// from, within limit commits.
-func (w *Workspace) reachesWithin(from, target gitver.Hash, limit int) (bool, error) {
-	h := from
-	for range limit {
-		if h == target {
-			return true, nil
-		}
-		if h.IsZero() {
-			return false, nil
+// commitsUntil lists the commits on the first-parent history of from that
+// come after stop, newest first. found is false when stop is not on that
+// history within limit commits.
+func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
+	for h := from; h != stop; {
+		if h.IsZero() || len(chain) == limit {
+			return chain, false, nil
 		}
 		c, err := w.repo.ReadCommit(h)
 		if err != nil {
-			return false, err
+			return chain, false, err
 		}
+		chain = append(chain, c)
 		h = c.FirstParent()
 	}
-	return false, nil
+	return chain, true, nil
 }
 
 // droppedProgramCommits counts the program's commits on the first-parent
@@ -215,24 +207,13 @@ func (w *Workspace) reachesWithin(from, target gitver.Hash, limit int) (bool, er
 // dropped. onChain is false when to is not an ancestor of from within
 // maxDropped commits (the branch went elsewhere).
 func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
-	h := from
-	for range maxDropped {
-		if h == to {
-			return n, true, nil
-		}
-		if h.IsZero() {
-			return n, false, nil
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return n, false, err
-		}
+	chain, onChain, err := w.commitsUntil(from, to, maxDropped)
+	for _, c := range chain {
 		if note.ByProgram(c.Message) {
 			n++
 		}
-		h = c.FirstParent()
 	}
-	return n, false, nil
+	return n, onChain, err
 }
 
 // restoreBranch moves the branch forward again to the commits a racing

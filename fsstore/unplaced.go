@@ -220,7 +220,9 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	if err != nil || at.IsZero() || at == head {
 		return nil, 0, nil // an unborn or unreadable HEAD, or the branch's own commit
 	}
-	if behind, err := w.reachesWithin(head, at, maxLeakWalk); err != nil || !behind {
+	// The board's commits the checkout is behind.
+	ahead, behind, err := w.commitsUntil(head, at, maxLeakWalk)
+	if err != nil || !behind {
 		return nil, 0, err
 	}
 	from, err := w.repo.ReadCommit(at)
@@ -235,7 +237,7 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	if err != nil || len(changes) == 0 || len(changes) > maxLeakPaths {
 		return nil, 0, err
 	}
-	versions, err := w.versionsSince(head, at, changes)
+	versions, err := w.versionsOf(ahead, changes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -311,29 +313,17 @@ func (w *Workspace) putBlob(p string, blob gitver.Hash) error {
 	return w.writeFileAtomic(p, content)
 }
 
-// versionsSince returns, for each changed path, every blob it had in the
-// commits after at on head's first-parent history (zero: no file). The
-// work tree can hold any of them: the last write before a checkout moved
-// HEAD put its files in place, and later ones only moved the branch.
-func (w *Workspace) versionsSince(head, at gitver.Hash, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
+// versionsOf returns, for each changed path, every blob it had in the
+// commits of chain (zero: no file). The work tree can hold any of them: the
+// last write before a checkout moved HEAD put its files in place, and later
+// ones only moved the branch.
+func (w *Workspace) versionsOf(chain []*gitver.CommitInfo, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
 	versions := make(map[string][]gitver.Hash, len(changes))
 	for _, ch := range changes {
 		versions[ch.Path] = nil
 	}
-	for h := head; h != at && !h.IsZero(); {
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return nil, err
-		}
-		var parentTree gitver.Hash
-		if p := c.FirstParent(); !p.IsZero() {
-			pc, err := w.repo.ReadCommit(p)
-			if err != nil {
-				return nil, err
-			}
-			parentTree = pc.Tree
-		}
-		diff, err := w.repo.DiffTrees(parentTree, c.Tree)
+	for _, c := range chain {
+		diff, err := w.repo.Changes(c)
 		if err != nil {
 			return nil, err
 		}
@@ -342,7 +332,6 @@ func (w *Workspace) versionsSince(head, at gitver.Hash, changes []gitver.PathCha
 				versions[d.Path] = append(vs, d.New)
 			}
 		}
-		h = c.FirstParent()
 	}
 	return versions, nil
 }

@@ -503,3 +503,30 @@ func maintenanceBusy(w *Workspace) bool {
 	_, err := os.Stat(filepath.Join(w.Dir(), ".git", "gc.pid"))
 	return err == nil
 }
+
+// The derived index is shared by every process: between a write's read of
+// the branch and its read of the note, another process may bring the
+// index to where a person's reset has just moved the branch. The write
+// then reads no version from that index (it would check expect_version
+// against one commit and build on another): it starts over.
+func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/k", 0, "one", "1")
+	put(t, w, "t/k", 1, "two", "2")
+	head, err := w.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.noteAt("t/k", head); err != nil || n.Version != 2 {
+		t.Fatalf("at the head: v%d, %v", n.Version, err)
+	}
+	git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
+	other := openWorkspace(t, w.Dir(), false) // another process's reader
+	if _, err := other.Cursor(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.noteAt("t/k", head); !errors.Is(err, errBranchMoved) {
+		t.Errorf("the index moved on to the reset's commit, and the note was read anyway: v%d, %v", n.Version, err)
+	}
+}

@@ -170,9 +170,9 @@ func (r *Repo) IndexBlobs(paths []string) (map[string]Hash, error) {
 	r.index = c
 	out := make(map[string]Hash, len(paths))
 	for _, p := range paths {
-		if i, ok := c.x.find(p, 0); ok {
+		if e, ok := c.x.entry(p); ok {
 			var h Hash
-			copy(h[:], c.x.buf[c.x.offs[i]+40:c.x.offs[i]+60])
+			copy(h[:], e[40:60])
 			out[p] = h
 		}
 	}
@@ -233,11 +233,10 @@ func (r *Repo) WroteByGit(path string, fi os.FileInfo, blob Hash) bool {
 		return false
 	}
 	r.index = c
-	i, ok := c.x.find(path, 0)
+	e, ok := c.x.entry(path)
 	if !ok {
 		return false
 	}
-	e := c.x.buf[c.x.offs[i]:]
 	be := binary.BigEndian
 	st := statFor(fi)
 	var h Hash

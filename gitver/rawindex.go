@@ -209,6 +209,16 @@ func (x *rawIndex) find(name string, stage uint8) (int, bool) {
 	return i, i < len(x.names) && x.names[i] == name && x.stages[i] == stage
 }
 
+// entry returns the bytes of path's stage-0 entry: stat data, then the
+// object name at 40..60.
+func (x *rawIndex) entry(path string) ([]byte, bool) {
+	i, ok := x.find(path, 0)
+	if !ok {
+		return nil, false
+	}
+	return x.buf[x.offs[i]:x.entryEnd(i)], true
+}
+
 func (x *rawIndex) entryEnd(i int) int {
 	if i+1 < len(x.offs) {
 		return x.offs[i+1]

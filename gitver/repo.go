@@ -339,12 +339,8 @@ func (r *Repo) UserIdentity() (name, email string) {
 	if name != "" && email != "" {
 		return name, email
 	}
-	if f, err := os.Open(filepath.Join(r.gitDir, "config")); err == nil {
-		c, err := config.ReadConfig(f)
-		f.Close()
-		if err == nil {
-			name, email = firstNonEmpty(name, c.User.Name), firstNonEmpty(email, c.User.Email)
-		}
+	if c := r.config(); c != nil {
+		name, email = firstNonEmpty(name, c.User.Name), firstNonEmpty(email, c.User.Email)
 	}
 	if name == "" || email == "" {
 		if p := os.Getenv("GIT_CONFIG_GLOBAL"); p != "" {

@@ -370,6 +370,8 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 
 	var changes []fileChange
 	unchanged := map[string]index.DiskStat{}
+	leftovers := &checkoutLeftovers{w: w}
+	olderFromCheckouts := map[string]gitver.Hash{}
 	for _, p := range slices.Sorted(maps.Keys(cands)) {
 		c := cands[p]
 		ch, same, err := w.compare(p, c)
@@ -380,7 +382,18 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			rep.Skipped = append(rep.Skipped, errMsg(err))
 			continue
 		}
+		older := false
+		if ch != nil && !ch.deleted && ch.info != nil {
+			blob := gitver.BlobHash(ch.content)
+			if older, err = leftovers.holds(p, blob, ch.info.ModTime()); err != nil {
+				return head, rep, err
+			}
+			if older {
+				olderFromCheckouts[p] = blob
+			}
+		}
 		switch {
+		case older:
 		case ch != nil && halfSaved(ch, c):
 			rep.Unsettled = append(rep.Unsettled, p)
 		case ch != nil && w.checkedOutJustNow(ch):
@@ -392,6 +405,16 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	w.edits.add(rep.Unsettled, false)
+	if len(olderFromCheckouts) > 0 {
+		if err := w.recordUnplaced(olderFromCheckouts); err != nil {
+			return head, rep, err
+		}
+		if err := w.placeUnplaced(); err != nil {
+			return head, rep, err
+		}
+		w.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
+			"over the write's; the branch's versions are back in place", len(olderFromCheckouts))
+	}
 	if len(changes) > 0 {
 		// A checkout that began during the comparison writes the other
 		// branch's files before it moves HEAD: look again before

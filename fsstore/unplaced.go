@@ -258,10 +258,11 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	leaked := func(p string, old, blob gitver.Hash) bool {
 		return blob != old && (slices.Contains(versions[p], blob) || slices.Contains(waiting.Paths[p], blob))
 	}
+	leftovers := &checkoutLeftovers{w: w}
 	var entries []gitver.IndexEntry
 	older := map[string]gitver.Hash{}
 	for _, ch := range changes {
-		content, _, exists, err := w.ReadFile(ch.Path)
+		content, fi, exists, err := w.ReadFile(ch.Path)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -271,9 +272,18 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 		}
 		// A file or an index entry holding one of the board's versions
 		// came from a write or a checkout; anything else is this
-		// checkout's or the person's, and stays.
+		// checkout's or the person's, and stays. That includes an older
+		// version a checkout of the board's branch wrote over a write's
+		// before the person left it (checkouts.go).
 		fileLeaked := leaked(ch.Path, ch.Old, disk)
 		indexLeaked := leaked(ch.Path, ch.Old, staged[ch.Path])
+		if !fileLeaked && exists && disk != ch.Old {
+			if fileLeaked, err = leftovers.holds(ch.Path, disk, fi.ModTime()); err != nil {
+				return nil, 0, err
+			}
+			// git wrote the checkout's index entry with its file.
+			indexLeaked = indexLeaked || (fileLeaked && staged[ch.Path] == disk)
+		}
 		if !fileLeaked && !indexLeaked {
 			continue
 		}

@@ -188,10 +188,22 @@ func (r *Repo) RecentBranchMoves() ([]ReflogEntry, error) {
 	return moves, err
 }
 
+// RecentHeadMoves returns the moves in the last 64 KB of HEAD's reflog,
+// oldest first: what was checked out, and the branch's moves while it was.
+func (r *Repo) RecentHeadMoves() ([]ReflogEntry, error) {
+	moves, _, err := r.reflogMoves("HEAD", reflogTail)
+	return moves, err
+}
+
 // branchMoves reads the moves in the last tail bytes of the branch's
 // reflog, oldest first; whole says the whole reflog was read.
 func (r *Repo) branchMoves(tail int64) (moves []ReflogEntry, whole bool, err error) {
-	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(r.branch)))
+	return r.reflogMoves(r.branch, tail)
+}
+
+// reflogMoves reads the moves in the last tail bytes of ref's reflog.
+func (r *Repo) reflogMoves(ref string, tail int64) (moves []ReflogEntry, whole bool, err error) {
+	f, err := os.Open(filepath.Join(r.gitDir, "logs", filepath.FromSlash(ref)))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, true, nil
 	}
@@ -300,8 +312,9 @@ func (r *Repo) Refs(prefix string) (map[string]Hash, error) {
 	return out, err
 }
 
-// appendReflog records the update in the branch's and HEAD's reflogs, as git
-// does, so `git reflog` shows agents' commits too. The reflog is a convenience
+// appendReflog records the update in the ref's reflog, and in HEAD's when
+// HEAD names the ref, as git does, so `git reflog` shows agents' commits too
+// and HEAD's shows only what was checked out. The reflog is a convenience
 // for people, not part of the commit: a failure here is ignored.
 func (r *Repo) appendReflog(ref string, old, new Hash, who Signature, reason string) {
 	reason = strings.ReplaceAll(reason, "\n", " ")
@@ -313,7 +326,7 @@ func (r *Repo) appendReflog(ref string, old, new Hash, who Signature, reason str
 	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s\n", old, new, identity(who.Name), identity(who.Email),
 		who.When.Unix(), sign, offset/3600, offset%3600/60, reason)
 	names := []string{ref}
-	if ref == r.branch {
+	if head, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD")); err == nil && strings.TrimSpace(string(head)) == "ref: "+ref {
 		names = append(names, "HEAD")
 	}
 	for _, name := range names {

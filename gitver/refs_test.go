@@ -88,6 +88,37 @@ func TestUpdateBranchCompareAndSwap(t *testing.T) {
 	}
 }
 
+// TestUpdateBranchLogsHEADOnlyWhenCheckedOut proves that a move of the
+// branch shows in HEAD's reflog only while HEAD names the branch, as with
+// git's own commands: `git reflog` tells a person what they had checked
+// out, and a move made while they were on another branch is not among it.
+func TestUpdateBranchLogsHEADOnlyWhenCheckedOut(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	c1 := commitFiles(t, r, gitver.ZeroHash, "one\n", map[string]string{"a.md": "1\n"})
+	if err := r.UpdateBranch(gitver.ZeroHash, c1, agent, "blackboard: one"); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "checkout", "-q", "-b", "side")
+	c2 := commitFiles(t, r, c1, "two\n", map[string]string{"a.md": "2\n"})
+	if err := r.UpdateBranch(c1, c2, agent, "blackboard: two"); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "checkout", "-q", "main")
+	c3 := commitFiles(t, r, c2, "three\n", map[string]string{"a.md": "3\n"})
+	if err := r.UpdateBranch(c2, c3, agent, "blackboard: three"); err != nil {
+		t.Fatal(err)
+	}
+	got := runGit(t, dir, "reflog", "show", "--format=%gs", "HEAD")
+	want := "blackboard: three\ncheckout: moving from side to main\ncheckout: moving from main to side\nblackboard: one\n"
+	if got != want {
+		t.Errorf("HEAD's reflog:\n%s\nwant:\n%s", got, want)
+	}
+	if got := runGit(t, dir, "reflog", "show", "--format=%gs", "main"); !strings.HasPrefix(got, "blackboard: three\nblackboard: two\n") {
+		t.Errorf("main's reflog:\n%s\nwant both moves", got)
+	}
+}
+
 // TestUpdateBranchPackedRef proves UpdateBranch reads a branch that exists
 // only in packed-refs (after `git pack-refs`, which every `git gc` runs):
 // a rejected swap leaves no loose ref behind (go-git leaves an empty one), a

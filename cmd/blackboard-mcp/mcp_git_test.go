@@ -739,6 +739,91 @@ func TestOlderFileCarriedOntoANewBranchIsGivenBack(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
+// The steps of a `git checkout main`, run while main is checked out, that
+// read the branch before a write and wrote its files after, made to happen
+// every time: git writes the older file and its index entry over the
+// write's, then logs the checkout in HEAD's reflog. The board puts the
+// write's file back rather than commit the older one as the person's edit,
+// on main and on a branch the person makes right after (which carries the
+// file over). A person who brings the older version back on purpose, after
+// their checkout, keeps it: it is committed as theirs.
+func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
+	const key = "team/counter"
+	setup := func(t *testing.T) string {
+		dir := newWorkspaceDir(t)
+		runCLI(t, dir, "init")
+		for v := 1; v <= 2; v++ {
+			runCLI(t, dir, "put", key, "--digest", fmt.Sprintf("count %d", v), "--body", strconv.Itoa(v), "--expect", strconv.Itoa(v-1))
+		}
+		// The person's command before: their checkout began after it.
+		gitCmd(t, dir, "checkout", "-q", "-b", "side")
+		gitCmd(t, dir, "checkout", "-q", "main")
+		return dir
+	}
+	// What the racing checkout leaves: version 1's file and index entry
+	// over version 3's, and then its line in HEAD's reflog.
+	staleCheckout := func(t *testing.T, dir string) {
+		runCLI(t, dir, "put", key, "--digest", "count 3", "--body", "3", "--expect", "2")
+		gitCmd(t, dir, "checkout", "main~1", "--", key+".md")
+		gitCmd(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
+	}
+	wantVersion3 := func(t *testing.T, dir string) {
+		t.Helper()
+		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n3") {
+			t.Errorf("the counter's file holds %q, want version 3's", got)
+		}
+		if history := strings.Join(gitLog(t, dir, key+".md"), "\n"); strings.Contains(history, "by hand") {
+			t.Errorf("the older file was committed as the person's edit:\n%s", history)
+		}
+	}
+
+	t.Run("on the branch", func(t *testing.T) {
+		dir := setup(t)
+		staleCheckout(t, dir)
+		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+		wantVersion3(t, dir)
+		if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+			t.Errorf("git status: %q, want clean", st)
+		}
+		checkWorkspace(t, dir)
+	})
+	t.Run("carried onto a new branch", func(t *testing.T) {
+		dir := setup(t)
+		staleCheckout(t, dir)
+		gitCmd(t, dir, "checkout", "-q", "-b", "side2")
+		runCLI(t, dir, "put", key, "--digest", "count 4", "--body", "4", "--expect", "3") // to main only
+		runCLI(t, dir, "put", "team/another", "--digest", "another", "--body", "a", "--expect", "0")
+		if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+			t.Errorf("the person's new branch is left with changes they did not make: %q", st)
+		}
+		gitCmd(t, dir, "checkout", "-q", "main")
+		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n4") {
+			t.Errorf("the counter on main holds %q, want version 4's", got)
+		}
+		if history := strings.Join(gitLog(t, dir, key+".md"), "\n"); strings.Contains(history, "by hand") {
+			t.Errorf("the older file was committed as the person's edit:\n%s", history)
+		}
+		checkWorkspace(t, dir)
+	})
+	t.Run("brought back on purpose after the checkout", func(t *testing.T) {
+		dir := setup(t)
+		runCLI(t, dir, "put", key, "--digest", "count 3", "--body", "3", "--expect", "2")
+		gitCmd(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
+		time.Sleep(1100 * time.Millisecond) // past the checkout's second
+		gitCmd(t, dir, "checkout", "main~1", "--", key+".md")
+		time.Sleep(600 * time.Millisecond) // past a file git wrote a moment ago
+		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n2") {
+			t.Errorf("the counter's file holds %q, want the person's (version 2's)", got)
+		}
+		if history := gitLog(t, dir, key+".md"); !strings.Contains(history[0], "by hand") {
+			t.Errorf("the person's change is not committed as theirs:\n%s", strings.Join(history, "\n"))
+		}
+		checkWorkspace(t, dir)
+	})
+}
+
 // A person who steps onto a branch of their own and back
 // (`git checkout -b side && git checkout main`), again and again while two
 // servers count with compare-and-swap, never reverts an acknowledged write
@@ -753,7 +838,9 @@ func TestOlderFileCarriedOntoANewBranchIsGivenBack(t *testing.T) {
 // out, the next look takes back what a checkout carried onto a new branch
 // (any version of the board's newer than that branch, or older than the
 // board's and recorded as waiting to be put right), and no write compares
-// or places files while such older files wait (fsstore/unplaced.go).
+// or places files while such older files wait (fsstore/unplaced.go). A
+// `git checkout main` on main that read the branch before a write and
+// wrote its files after is told by HEAD's reflog (fsstore/checkouts.go).
 func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
@@ -764,7 +851,7 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	counting := startCounting(t, servers, key, perAgent)
 	done := counting.done
 	trips, failed := 0, 0
-	var lastErr string
+	var lastErr, lastBack string
 	for i := 0; ; i++ {
 		select {
 		case <-done:
@@ -777,13 +864,17 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 				failed++
 				lastErr = string(out)
 				// Back on main whatever happened, trying again a moment
-				// later as a person would.
-				for range 40 {
+				// later as a person would (a watching server puts a
+				// carried-over change right within a second; a loaded
+				// machine may take a few).
+				for range 80 {
 					back := exec.Command("git", "checkout", "-q", "main")
 					back.Dir, back.Env = dir, mcpEnv("")
-					if back.Run() == nil {
+					out, err := back.CombinedOutput()
+					if err == nil {
 						break
 					}
+					lastBack = string(out)
 					time.Sleep(50 * time.Millisecond)
 				}
 			}
@@ -795,7 +886,8 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	t.Logf("%d acknowledged increments; the person went to a branch and back %d times (%d attempts failed; last: %s)",
 		len(acked), trips, failed, strings.TrimSpace(lastErr))
 	if head := strings.TrimSpace(gitCmd(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
-		t.Fatalf("the person is left on %s", head)
+		t.Fatalf("the person is left on %s: git checkout main said %s\ngit status:\n%s\nHEAD's reflog:\n%s", head,
+			strings.TrimSpace(lastBack), gitCmd(t, dir, "status", "--porcelain"), gitCmd(t, dir, "reflog", "-n", "40", "--format=%h %gs", "HEAD")+"\ngit diff:\n"+gitCmd(t, dir, "diff")+"\nmain: "+gitCmd(t, dir, "rev-parse", "main")+"side HEAD: "+gitCmd(t, dir, "rev-parse", "HEAD"))
 	}
 	eventually(t, "git status is clean", func() bool {
 		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""

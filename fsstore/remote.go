@@ -367,6 +367,16 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string) (mo
 			return false, errors.Join(err, w.clearJournal())
 		}
 		defer gitIndex.Release()
+	} else {
+		// As for a write made while another branch is checked out: git
+		// may write the older files when the branch is checked out again.
+		older := make(map[string]gitver.Hash, len(changes))
+		for _, ch := range changes {
+			older[ch.Path] = ch.Old
+		}
+		if err := w.recordUnplaced(older); err != nil {
+			return false, errors.Join(err, w.clearJournal())
+		}
 	}
 	if err := w.repo.UpdateBranch(from, to, who, reason); err != nil {
 		if cerr := w.clearJournal(); cerr != nil {

@@ -65,6 +65,10 @@ type Workspace struct {
 	// remote is the remote the board's branch follows, "" for none: a
 	// write counts once it took it (see remote.go).
 	remote string
+	// queue holds tool writes waiting for a push; batch is the batch being
+	// built, guarded by the write lock (see batch.go).
+	queue writeQueue
+	batch *writeBatch
 }
 
 // Name is the workspace name that full addresses carry.

@@ -117,11 +117,20 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		req.Body, req.SourcePath, summary = &body, "", sum
 	}
 	var res *UpdateResult
-	err = w.withWriteLock(func() error {
-		return w.whileBranchMoves(op, uri, func() error {
-			res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
-			return err
+	attempt := func() error {
+		res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
+		return err
+	}
+	if w.remote != "" {
+		err = w.queueWrite(op, uri, attempt, func(failed error) {
+			if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
+				res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
+			}
 		})
+		return res, err
+	}
+	err = w.withWriteLock(func() error {
+		return w.whileBranchMoves(op, uri, attempt)
 	})
 	return res, err
 }
@@ -316,6 +325,17 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		}
 		warnings, unfinishedErr = append(warnings, warning), err
 	}
+	if b := w.batch; b != nil {
+		// The next write of the batch sees this one.
+		written := index.Note{Key: key, Version: version, Present: true, NoteBlob: gitver.BlobHash(rendered),
+			Digest: digest, LastAuthor: agent}
+		for _, c := range changes {
+			if c.path != addr.NotePath() && !c.deleted {
+				written.ContentBlob, written.ContentPath = gitver.BlobHash(c.content), c.path
+			}
+		}
+		b.notes[key] = written
+	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
 		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", version))
@@ -397,6 +417,16 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 // write starts over, or it would check its expect_version against one
 // commit and build on another.
 func (w *Workspace) noteAt(key string, head gitver.Hash) (index.Note, error) {
+	if b := w.batch; b != nil {
+		// In a batch, head is the write before this one's commit.
+		if head != b.tip {
+			return index.Note{}, errBranchMoved
+		}
+		if n, ok := b.notes[key]; ok {
+			return n, nil
+		}
+		head = b.base
+	}
 	var n index.Note
 	err := w.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
@@ -457,6 +487,11 @@ func (v *View) missing(uris []string) ([]string, error) {
 			n, ok, err := s.Note(a.Short())
 			if err != nil {
 				return err
+			}
+			if b := w.batch; b != nil {
+				if written, in := b.notes[a.Short()]; in {
+					n, ok = written, true // written earlier in the batch
+				}
 			}
 			if !ok || !n.Present || !v.c.CanRead(a.Short()) {
 				out = append(out, u)

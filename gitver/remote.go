@@ -213,6 +213,7 @@ func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Has
 	if !expected.IsZero() {
 		lease += expected.String()
 	}
+	r.stamp(pushedName)
 	stdout, stderr, err := gitCommand(ctx, r.dir, "push", "--porcelain", "--quiet", lease, remote, commit.String()+":"+r.branch)
 	if err == nil {
 		r.synced()
@@ -240,21 +241,82 @@ func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Has
 // that finds nothing new leaves the tracking ref untouched.
 const syncedName = "blackboard-synced"
 
-func (r *Repo) synced() {
-	p := filepath.Join(r.gitDir, syncedName)
+// pushedName is the file, in .git, whose time says when a process of this
+// clone last pushed.
+const pushedName = "blackboard-pushed"
+
+func (r *Repo) synced() { r.stamp(syncedName) }
+
+// LastSync is when this clone last heard from its remote, zero for never.
+func (r *Repo) LastSync() time.Time { return r.stampTime(syncedName) }
+
+// LastPush is when a process of this clone last pushed, whether the remote
+// took the push or not, zero for never: pushes to a host that limits them
+// are paced by it.
+func (r *Repo) LastPush() time.Time { return r.stampTime(pushedName) }
+
+// stamp records now as the time of the file name in .git.
+func (r *Repo) stamp(name string) {
+	p := filepath.Join(r.gitDir, name)
 	now := time.Now()
 	if err := os.Chtimes(p, now, now); errors.Is(err, os.ErrNotExist) {
 		_ = os.WriteFile(p, nil, 0o644)
 	}
 }
 
-// LastSync is when this clone last heard from its remote, zero for never.
-func (r *Repo) LastSync() time.Time {
-	fi, err := os.Stat(filepath.Join(r.gitDir, syncedName))
+func (r *Repo) stampTime(name string) time.Time {
+	fi, err := os.Stat(filepath.Join(r.gitDir, name))
 	if err != nil {
 		return time.Time{}
 	}
 	return fi.ModTime()
+}
+
+// ConfigDuration reads section.key from the repository's git config as a
+// duration ("10s", "1m"; a bare number is seconds); ok is false when it is
+// not set or not a duration.
+func (r *Repo) ConfigDuration(section, key string) (d time.Duration, ok bool) {
+	c := r.config()
+	if c == nil || !c.Raw.Section(section).HasOption(key) {
+		return 0, false
+	}
+	v := strings.TrimSpace(c.Raw.Section(section).Option(key))
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.Duration(secs * float64(time.Second)), secs >= 0
+	}
+	d, err := time.ParseDuration(v)
+	return d, err == nil && d >= 0
+}
+
+// HostPacesPushes reports whether url names a host that asks for few
+// pushes to one repository (GitHub: at most 6 a minute).
+func HostPacesPushes(url string) bool {
+	return remoteHost(url) == "github.com"
+}
+
+// remoteHost is the host of a git remote URL: scheme://[user@]host[:port]/path
+// or the scp-like [user@]host:path; "" for a local path.
+func remoteHost(url string) string {
+	rest, hasScheme := "", false
+	if i := strings.Index(url, "://"); i >= 0 {
+		rest, hasScheme = url[i+3:], true
+	}
+	if !hasScheme {
+		// scp-like only when a colon comes before any slash.
+		colon, slash := strings.IndexByte(url, ':'), strings.IndexByte(url, '/')
+		if colon < 0 || (slash >= 0 && slash < colon) {
+			return ""
+		}
+		rest = url[:colon]
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		host = host[at+1:]
+	}
+	if h, _, ok := strings.Cut(host, ":"); ok && !strings.HasPrefix(host, "[") {
+		host = h
+	}
+	return strings.ToLower(host)
 }
 
 // setTracking records that the remote's branch is at commit.

@@ -691,3 +691,146 @@ func TestRemoteStatus(t *testing.T) {
 		t.Errorf("after a read, remote still says:\n%s", out)
 	}
 }
+
+// Writes that come to one server while a push is in flight go out together
+// in the next push: many writes at once make few pushes, each write still its
+// own commit, all acknowledged, each note's versions in order on the remote.
+// Then the same while another clone pushes too, so that batches are refused
+// and built again on what it pushed.
+func TestRemoteBatchesWrites(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	pushes := filepath.Join(t.TempDir(), "pushes")
+	hook := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\necho push >> %q\n", pushes)
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	countPushes := func() int {
+		b, _ := os.ReadFile(pushes)
+		return strings.Count(string(b), "push\n")
+	}
+	second := filepath.Join(t.TempDir(), "b")
+	cloneBoard(t, url, second)
+	a, b := startMCPGo(t, first, "agent-a"), startMCPGo(t, second, "agent-b")
+	const writers, perWriter = 8, 10
+	// Each writer writes its own note perWriter times, with compare-and-swap.
+	run := func(s *session, prefix string, n int) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				key := fmt.Sprintf("%s/n%d", prefix, i)
+				for v := 1; v <= perWriter; v++ {
+					got := s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("%s v%d", key, v), "body": strconv.Itoa(v),
+						"expect_version": v - 1})
+					if got.Version != v {
+						t.Errorf("%s: acknowledged as version %d, want %d", key, got.Version, v)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	before := countPushes()
+	start := time.Now()
+	run(a, "alone", writers)
+	alone := countPushes() - before
+	t.Logf("%d writes from %d writers on one server in %s: %d pushes", writers*perWriter, writers,
+		time.Since(start).Round(time.Millisecond), alone)
+	if alone > writers*perWriter/2 {
+		t.Errorf("%d writes made %d pushes, want at most %d", writers*perWriter, alone, writers*perWriter/2)
+	}
+
+	before = countPushes()
+	start = time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() { run(a, "racing-a", writers) })
+	wg.Go(func() { run(b, "racing-b", 2) })
+	wg.Wait()
+	t.Logf("%d writes from two clones at once in %s: %d pushes", (writers+2)*perWriter,
+		time.Since(start).Round(time.Millisecond), countPushes()-before)
+
+	// Every write is its own commit on the remote, each note's versions in
+	// order, in a linear history.
+	log := remoteLog(t, bare)
+	if got, want := len(log), 1+(2*writers+2)*perWriter; got != want {
+		t.Errorf("the remote has %d commits, want %d", got, want)
+	}
+	last := map[string]int{}
+	for _, subject := range log {
+		var key string
+		var v int
+		if _, err := fmt.Sscanf(subject, "update %s v%d:", &key, &v); err != nil {
+			continue
+		}
+		if v != last[key]+1 {
+			t.Errorf("on the remote, %s goes from version %d to %d", key, last[key], v)
+		}
+		last[key] = v
+	}
+	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+		t.Errorf("the remote's history has merges:\n%s", merges)
+	}
+	a.closeClean()
+	b.closeClean()
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	runCLI(t, fresh, "reindex")
+	want := runCLI(t, fresh, "ls", "--name", "-n", "1000")
+	for _, dir := range []string{first, second} {
+		if got := runCLI(t, dir, "ls", "--name", "-n", "1000"); got != want {
+			t.Errorf("%s lists what a fresh clone does not:\n%s\nfresh:\n%s", dir, got, want)
+		}
+		checkWorkspace(t, dir)
+	}
+}
+
+// Pushes to a remote are paced when git config blackboard.pushInterval says
+// so (as they are by default to a host that asks for few pushes): writes
+// that come meanwhile wait and go out together in the next push, and no two
+// pushes come closer than the interval.
+func TestRemotePushesArePaced(t *testing.T) {
+	_, bare, first := boardWithRemote(t)
+	gitCmd(t, first, "config", "blackboard.pushInterval", "1s")
+	pushes := filepath.Join(t.TempDir(), "pushes")
+	hook := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ndate +%%s.%%N >> %q\n", pushes)
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startMCPGo(t, first, "agent-a")
+	const writers, perWriter = 4, 5
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			for v := 1; v <= perWriter; v++ {
+				s.write(map[string]any{"uri": fmt.Sprintf("paced/n%d", i), "digest": fmt.Sprintf("v%d", v), "body": "x", "expect_version": v - 1})
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(pushes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []float64
+	for _, line := range strings.Fields(string(b)) {
+		f, err := strconv.ParseFloat(line, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, f)
+	}
+	t.Logf("%d writes in %s made %d pushes", writers*perWriter, time.Since(start).Round(time.Millisecond), len(times))
+	for i := 1; i < len(times); i++ {
+		// The hook runs after the remote took the push: allow for the
+		// time between pushing and the hook.
+		if gap := times[i] - times[i-1]; gap < 0.8 {
+			t.Errorf("pushes %d and %d came %.3fs apart, want at least 1s", i, i+1, gap)
+		}
+	}
+	if len(times) > perWriter+1 {
+		t.Errorf("%d writes made %d pushes; paced, writes that wait go out together", writers*perWriter, len(times))
+	}
+	s.closeClean()
+	checkWorkspace(t, first)
+}

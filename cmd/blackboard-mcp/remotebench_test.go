@@ -15,7 +15,8 @@ import (
 // the real binary and mcp-go's client over stdio, with durability on, over
 // file:// and over git's smart HTTP server: a write's latency beside the same
 // write on a board without a remote, in the same run; four clones with four
-// writers each (16 server processes) writing at once for a few seconds; a
+// writers each (16 server processes, or 4 servers of 4 agents each) writing
+// at once for a few seconds; a
 // new server on a clone of a 10,000-note board answering its first call. It
 // prints numbers and judges none of them. It runs only with
 // BLACKBOARD_BENCH=1:
@@ -51,44 +52,61 @@ func TestRemoteBench(t *testing.T) {
 			withRemote.closeClean()
 			without.closeClean()
 		})
-		t.Run(transport+"/4x4", func(t *testing.T) {
-			url, _, first := boardWithRemoteOver(t, transport)
-			clones := []string{first}
-			for i := 1; i < 4; i++ {
-				dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i))
-				cloneBoard(t, url, dir)
-				clones = append(clones, dir)
-			}
-			var servers []*session
-			for i, dir := range clones {
-				for j := range 4 {
-					servers = append(servers, serve(t, dir, fmt.Sprintf("agent-%d-%d", i, j)))
+		// Four clones, four writers each: as four server processes per
+		// clone (one stdio server per agent), and as one server per clone
+		// that four agents share (serve --http on each machine), where
+		// writes that meet are batched into one push.
+		for _, shape := range []struct {
+			name            string
+			serversPerClone int
+		}{{"4x4 processes", 4}, {"4x4 shared server", 1}} {
+			t.Run(transport+"/"+shape.name, func(t *testing.T) {
+				url, _, first := boardWithRemoteOver(t, transport)
+				clones := []string{first}
+				for i := 1; i < 4; i++ {
+					dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i))
+					cloneBoard(t, url, dir)
+					clones = append(clones, dir)
 				}
-			}
-			const span = 8 * time.Second
-			var acked, conflicts atomic.Int64
-			var wg sync.WaitGroup
-			start := time.Now()
-			for k, s := range servers {
-				wg.Go(func() {
-					for n := 0; time.Since(start) < span; n++ {
-						res := s.call("update_state", map[string]any{"uri": fmt.Sprintf("w%d/n%d", k, n), "digest": "d", "body": "x", "expect_version": 0})
-						if res.isError {
-							conflicts.Add(1)
-							continue
-						}
-						acked.Add(1)
+				var writers []*session
+				for i, dir := range clones {
+					var mine []*session
+					for j := range shape.serversPerClone {
+						mine = append(mine, serve(t, dir, fmt.Sprintf("agent-%d-%d", i, j)))
 					}
-				})
-			}
-			wg.Wait()
-			took := time.Since(start)
-			report("remote-bench %s 4 clones x 4 writers: %d writes acknowledged in %s = %.1f/s (%d refused)", transport,
-				acked.Load(), took.Round(time.Millisecond), float64(acked.Load())/took.Seconds(), conflicts.Load())
-			for _, s := range servers {
-				s.closeClean()
-			}
-		})
+					for j := range 4 {
+						writers = append(writers, mine[j%len(mine)])
+					}
+				}
+				const span = 8 * time.Second
+				var acked, conflicts atomic.Int64
+				var wg sync.WaitGroup
+				start := time.Now()
+				for k, s := range writers {
+					wg.Go(func() {
+						for n := 0; time.Since(start) < span; n++ {
+							res := s.call("update_state", map[string]any{"uri": fmt.Sprintf("w%d/n%d", k, n), "digest": "d", "body": "x", "expect_version": 0})
+							if res.isError {
+								conflicts.Add(1)
+								continue
+							}
+							acked.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				took := time.Since(start)
+				report("remote-bench %s 4 clones x 4 writers, %s: %d writes acknowledged in %s = %.1f/s (%d refused)", transport,
+					shape.name, acked.Load(), took.Round(time.Millisecond), float64(acked.Load())/took.Seconds(), conflicts.Load())
+				seen := map[*session]bool{}
+				for _, s := range writers {
+					if !seen[s] {
+						seen[s] = true
+						s.closeClean()
+					}
+				}
+			})
+		}
 	}
 	t.Run("new server on a clone of 10000 notes", func(t *testing.T) {
 		const notes = 10000

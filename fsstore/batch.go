@@ -234,6 +234,9 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 	if parent != b.tip {
 		return gitver.ZeroHash, errBranchMoved
 	}
+	if wt := w.repo.WorkTree(); wt.Operation != "" {
+		return gitver.ZeroHash, busyWithGit(wt)
+	}
 	blobs := make(map[string]gitver.Hash, len(changes))
 	var contents [][]byte
 	for _, c := range changes {

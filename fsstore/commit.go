@@ -91,8 +91,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	}
 	wt := w.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
-		return gitver.ZeroHash, errorf("write", "", ErrConflict,
-			"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
+		return gitver.ZeroHash, busyWithGit(wt)
 	}
 	if why := wt.Busy(); onDisk && why != "" {
 		// A person's edits are the branch's only while the files are: a
@@ -373,6 +372,13 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		w.repo.MaybeMaintain()
 	}
 	return commit, nil
+}
+
+// busyWithGit refuses a tool write while a person is in the middle of a
+// merge, a rebase or the like.
+func busyWithGit(wt gitver.WorkTree) error {
+	return errorf("write", "", ErrConflict,
+		"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
 }
 
 // replaceEntries is entries with those of the same paths as in taken

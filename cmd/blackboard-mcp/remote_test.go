@@ -834,3 +834,68 @@ func TestRemotePushesArePaced(t *testing.T) {
 	s.closeClean()
 	checkWorkspace(t, first)
 }
+
+// A server killed (kill -9) while a batch of writes is in the remote's
+// hands, before the remote took the push or after, leaves a state the next
+// process finishes: the batch is on the remote whole or not at all, the
+// clone ends where the remote is, and a fresh clone reads the same.
+func TestRemoteServerKilledDuringABatch(t *testing.T) {
+	for _, tt := range []struct{ name, hook, exit string }{
+		{"while the remote checks it", "pre-receive", "exit 0"},
+		{"and the remote refuses it", "pre-receive", "exit 1"},
+		{"once the remote took it", "post-receive", "exit 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url, bare, first := boardWithRemote(t)
+			r := startRaw(t, first, "agent-a")
+			r.initialize()
+			// The hook holds a push of several commits (a batch) for a
+			// second; pushes of one commit go through.
+			marker, done := filepath.Join(t.TempDir(), "hook-ran"), filepath.Join(t.TempDir(), "hook-done")
+			script := fmt.Sprintf("#!/bin/sh\nread old new ref\nif [ \"$(git rev-list --count $old..$new)\" -gt 1 ]; then\n"+
+				"touch %q\nsleep 1\ntouch %q\n%s\nfi\n", marker, done, tt.exit)
+			if err := os.WriteFile(filepath.Join(bare, "hooks", tt.hook), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			const writes = 8
+			var calls []any
+			for i := range writes {
+				calls = append(calls, request(fmt.Sprintf("w%d", i), "tools/call", map[string]any{"name": "update_state",
+					"arguments": map[string]any{"uri": fmt.Sprintf("batch/n%d", i), "digest": fmt.Sprintf("note %d", i), "body": "x",
+						"expect_version": 0}}))
+			}
+			r.send(calls...)
+			eventually(t, "a batch reaches the hook", func() bool { _, err := os.Stat(marker); return err == nil })
+			if err := r.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the hook ends", func() bool { _, err := os.Stat(done); return err == nil })
+			time.Sleep(500 * time.Millisecond)
+			os.Remove(filepath.Join(bare, "hooks", tt.hook))
+
+			onRemote := 0
+			for _, subject := range remoteLog(t, bare) {
+				if strings.HasPrefix(subject, "update batch/") {
+					onRemote++
+				}
+			}
+			t.Logf("%d of %d writes are on the remote", onRemote, writes)
+			if tt.exit == "exit 1" && onRemote == writes {
+				t.Errorf("the remote refused the batch, yet holds all %d writes", writes)
+			}
+			listed := runCLI(t, first, "ls", "--name", "-n", "100") // fetches, and finishes what the server left
+			if got := strings.Count(listed, "batch/"); got != onRemote {
+				t.Errorf("the killed server's clone lists %d of the writes, the remote holds %d:\n%s", got, onRemote, listed)
+			}
+			if local, remote := strings.TrimSpace(gitCmd(t, first, "rev-parse", "main")), strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main")); local != remote {
+				t.Errorf("the clone is at %s, the remote at %s", local, remote)
+			}
+			checkWorkspace(t, first)
+			other := filepath.Join(t.TempDir(), "b")
+			cloneBoard(t, url, other)
+			if got := runCLI(t, other, "ls", "--name", "-n", "100"); got != listed {
+				t.Errorf("a fresh clone lists:\n%s\nthe killed server's clone:\n%s", got, listed)
+			}
+		})
+	}
+}

@@ -43,7 +43,13 @@ type writeQueue struct {
 	mu      sync.Mutex
 	waiting []*queuedWrite
 	leading bool // a writer is publishing
+	// lastBatch is how many writes the last batch held.
+	lastBatch int
 }
+
+// batchLinger is how long a batch waits for more writes once writers are
+// seen writing together: a push costs ten times as much.
+const batchLinger = 3 * time.Millisecond
 
 // writeBatch is what a batch has built so far; commitLocked and noteAt
 // read it while it is set.
@@ -83,8 +89,17 @@ func (w *Workspace) leadBatch() {
 	w.pacePush()
 	wq := &w.queue
 	wq.mu.Lock()
+	if wq.lastBatch > 1 {
+		// Writers are busy: the ones the last batch answered are about
+		// to write again. A moment's wait lets them join this batch
+		// rather than make a push of their own.
+		wq.mu.Unlock()
+		time.Sleep(batchLinger)
+		wq.mu.Lock()
+	}
 	items := wq.waiting
 	wq.waiting = nil
+	wq.lastBatch = len(items)
 	wq.mu.Unlock()
 	err := w.withWriteLock(func() error {
 		w.publishTogether(items)

@@ -1,68 +1,92 @@
 package fsstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // On a board with a remote, a write counts once a push holds it, and a push
-// costs tens of milliseconds (a host's rate limits, more). Writes that come
-// to one process while a push is in flight wait in a queue, and go out
-// together in the next push: each is still its own commit, checked against
-// its expect_version and built on the one before it, in the order they
-// came; one push carries them all, and the branch moves to the last once
-// the remote took it. A push the remote refuses (another clone came first)
-// fetches and builds them all again on what it holds, each checked again.
+// costs tens of milliseconds (a host's rate limits, seconds). Writes made
+// while a push is in flight, by any process of the clone, go out together
+// in the next push. A tool write is made in two steps:
 //
-// A queue of one takes the path of a single write. One writer leads at a
-// time: it takes the queue, publishes it, and hands the lead to the first
-// write that queued meanwhile.
+//  1. Under the write lock, it is built as its own commit, checked against
+//     its expect_version, on top of the clone's pending writes: those built
+//     and not yet pushed, a chain from the branch whose tip a file in .git
+//     names. Its commit becomes the new tip. Writes that come to one
+//     process together are built in one hold of the lock.
+//  2. Under the publish lock, one writer at a time pushes the whole chain
+//     (never by force) and moves the branch to it, files and all: every
+//     write in it is then acknowledged. A writer that finds its write on
+//     the branch already is done. When the remote refuses the push
+//     (another clone came first), the clone follows the remote and the
+//     chain is rebased on it: each write keeps its changes, and so its
+//     expect_version check, unless the other clone's writes changed the
+//     same files; that write and those after it are dropped, and their
+//     writers build them again on what the remote holds, checked again.
+//
+// Reads never see pending writes: the branch holds only what the remote
+// took. A writer killed after step 1 leaves its write to be published by
+// the next writer (it counts if it reaches the remote, as a push that went
+// through before the kill does).
 
-// queuedWrite is one tool write waiting for a push.
-type queuedWrite struct {
-	op, uri string
-	// attempt builds the write on the branch, or in a batch on the write
-	// before it (commitLocked); it may run again when the batch starts over.
-	attempt func() error
-	// unfinished hears of a failure after the push took the write.
-	unfinished func(error)
-	err        error
-	done       chan struct{} // closed when answered
-	lead       chan struct{} // closed when it is this write's turn to lead
-}
+const (
+	// pendingName is the file, in .git, naming the tip of the pending
+	// writes; absent or naming a commit the branch does not lead to, there
+	// are none.
+	pendingName = "blackboard-pending"
+	// publishLockName is the file, in .git, whose flock one publisher holds
+	// at a time (not named .lock: it stays, and is no lock of git's).
+	publishLockName = "blackboard-publisher"
+	// maxPending bounds the chain of pending writes.
+	maxPending = 1000
+	// batchLinger is how long a publisher waits for more writes once
+	// writers are seen writing together: a push costs ten times as much.
+	batchLinger = 3 * time.Millisecond
+)
 
-// writeQueue is this process's queue of writes for the remote.
-type writeQueue struct {
-	mu      sync.Mutex
-	waiting []*queuedWrite
-	leading bool // a writer is publishing
-	// lastBatch is how many writes the last batch held.
-	lastBatch int
-}
-
-// batchLinger is how long a batch waits for more writes once writers are
-// seen writing together: a push costs ten times as much.
-const batchLinger = 3 * time.Millisecond
-
-// writeBatch is what a batch has built so far; commitLocked and noteAt
-// read it while it is set.
+// writeBatch is the chain of pending writes as a write being built sees it;
+// commitLocked and noteAt read it while it is set.
 type writeBatch struct {
-	base, tip gitver.Hash
-	// notes are the notes the batch wrote, as its writes see them.
+	head gitver.Hash // the branch
+	base gitver.Hash // the pending writes' tip when the write began
+	tip  gitver.Hash // base, then the write's own commit
+	// notes are notes as the pending writes left them, by key.
 	notes map[string]index.Note
-	// built is how many writes have a commit in the batch.
-	built int
 }
 
-// queueWrite runs a tool write through the queue and returns its answer.
-func (w *Workspace) queueWrite(op, uri string, attempt func() error, unfinished func(error)) error {
+// publisher serializes this process's publishers; the flock on lock,
+// other processes'.
+type publisher struct {
+	mu   sync.Mutex
+	lock *os.File
+	// lastChain is how many writes, of any process, the last push of this
+	// process carried.
+	lastChain int
+}
+
+// writeForRemote makes one tool write on a board with a remote: built on
+// the pending writes, then published with them. Writes that come to this
+// process meanwhile wait in a queue, and one of them, the leader, builds
+// them all in one hold of the write lock and publishes them together.
+// unfinished hears of a failure after the remote took the write.
+func (w *Workspace) writeForRemote(op, uri string, attempt func() error, unfinished func(error)) error {
 	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
 	wq := &w.queue
@@ -78,21 +102,43 @@ func (w *Workspace) queueWrite(op, uri string, attempt func() error, unfinished 
 		case <-q.lead:
 		}
 	}
-	w.leadBatch()
+	w.leadWrites()
 	<-q.done
 	return q.err
 }
 
-// leadBatch publishes the writes waiting now, answers them, and hands the
-// lead on to a write that queued meanwhile.
-func (w *Workspace) leadBatch() {
-	w.pacePush()
+// queuedWrite is one tool write waiting for a push.
+type queuedWrite struct {
+	op, uri string
+	// attempt builds the write (updateLocked); it runs again when the
+	// write is dropped and built again.
+	attempt    func() error
+	unfinished func(error)
+	err        error
+	done       chan struct{} // closed when answered
+	lead       chan struct{} // closed when it is this write's turn to lead
+
+	mine             *builtWrite // its commit, once built
+	blockedByPending bool        // its conflict may be with pending writes
+}
+
+// writeQueue is this process's queue of tool writes for the remote.
+type writeQueue struct {
+	mu      sync.Mutex
+	waiting []*queuedWrite
+	leading bool // a writer is leading
+	// lastBatch is how many writes the last batch held.
+	lastBatch int
+}
+
+// leadWrites builds and publishes the writes waiting now, answers them,
+// and hands the lead on to a write that queued meanwhile.
+func (w *Workspace) leadWrites() {
 	wq := &w.queue
 	wq.mu.Lock()
 	if wq.lastBatch > 1 {
-		// Writers are busy: the ones the last batch answered are about
-		// to write again. A moment's wait lets them join this batch
-		// rather than make a push of their own.
+		// Writers are busy: those the last batch answered are about to
+		// write again, and join this batch after a moment's wait.
 		wq.mu.Unlock()
 		time.Sleep(batchLinger)
 		wq.mu.Lock()
@@ -101,14 +147,8 @@ func (w *Workspace) leadBatch() {
 	wq.waiting = nil
 	wq.lastBatch = len(items)
 	wq.mu.Unlock()
-	err := w.withWriteLock(func() error {
-		w.publishTogether(items)
-		return nil
-	})
+	w.publishWrites(items)
 	for _, it := range items {
-		if err != nil {
-			it.err = err
-		}
 		close(it.done)
 	}
 	wq.mu.Lock()
@@ -120,116 +160,456 @@ func (w *Workspace) leadBatch() {
 	wq.mu.Unlock()
 }
 
-// publishTogether publishes items: alone, as a single write; together, as
-// one batch. The caller holds the write lock.
-func (w *Workspace) publishTogether(items []*queuedWrite) {
-	if len(items) == 1 {
-		it := items[0]
-		it.err = w.whileBranchMoves(it.op, it.uri, it.attempt)
-		return
-	}
-	keys := make([]string, 0, len(items))
-	for _, it := range items {
-		if key, ok := w.keyOf(it.uri); ok && !slices.Contains(keys, key) {
-			keys = append(keys, key)
-		}
-	}
-	fetched := false
+// publishWrites builds items on the pending writes and publishes them,
+// again for those dropped, until each has its answer.
+func (w *Workspace) publishWrites(items []*queuedWrite) {
 	var since time.Time
-	for moves, lost := 0, 0; ; {
-		if moves+lost > 0 {
-			if err := w.repair(); err != nil {
-				answerAll(items, err)
-				return
+	open := items
+	for lost, waits := 0, 0; len(open) > 0; {
+		// Build every open write, in one hold of the write lock.
+		err := w.withWriteLock(func() error {
+			for _, it := range open {
+				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt)
 			}
-		}
-		// People's edits to the notes go first, each its own commit, as
-		// for a single write; then the batch builds on the branch.
-		if _, _, err := w.commitEditsLocked(keys); err != nil && !errors.Is(err, ErrWorkTreeBusy) {
-			answerAll(items, err)
-			return
-		}
-		head, err := w.repo.Head()
+			return nil
+		})
 		if err != nil {
-			answerAll(items, err)
+			answerAll(open, err)
 			return
 		}
-		b := &writeBatch{base: head, tip: head, notes: map[string]index.Note{}}
-		w.batch = b
-		moved := false
-		for _, it := range items {
-			if it.err = it.attempt(); errors.Is(it.err, errBranchMoved) {
-				moved = true
-				break
+		var last *builtWrite
+		var blocked []*queuedWrite
+		for _, it := range open {
+			switch {
+			case it.mine != nil:
+				last = it.mine
+			case it.blockedByPending && waits < maxMoves:
+				blocked = append(blocked, it)
 			}
 		}
-		w.batch = nil
-		if moved {
-			if moves++; moves >= maxMoves {
-				answerAll(items, errorf("write", "", ErrConflict,
-					"the branch kept moving under the write (someone is committing in a loop); try again"))
-				return
-			}
-			continue
+		if last == nil && len(blocked) == 0 {
+			return // each has its answer (an error)
 		}
-		conflicts := slices.ContainsFunc(items, func(it *queuedWrite) bool { return errors.Is(it.err, ErrConflict) })
-		if b.built == 0 {
-			// Nothing to push. A conflict is answered against what the
-			// remote holds now: this clone may be behind it.
-			if conflicts && !fetched {
-				fetched = true
-				if moved, err := w.refreshFromRemoteLocked(); err == nil && moved {
-					moves++
-					continue
-				}
-			}
-			return
-		}
-		err = w.publish(b.tip)
-		switch {
-		case err == nil:
-			// The remote holds the writes: they stand, whatever happens
-			// here. A person's commit that moved the local branch
-			// meanwhile is rebuilt on them by the next fetch.
-			_, err := w.moveBranchWithFiles(b.base, b.tip, fmt.Sprintf("%spublish %d writes", ownMove, b.built))
-			if err != nil {
-				for _, it := range items {
-					if it.err == nil {
-						it.unfinished(err)
-					}
-				}
-			}
-			return
-		case errors.Is(err, errRemoteMoved):
-			// Another clone pushed first: every write is checked again
-			// against what it pushed, and built on it.
-			lost++
-			if lost == 1 {
-				since = time.Now()
-			}
-			if time.Since(since) > maxRemoteRace {
-				answerAll(items, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
-					lost, maxRemoteRace))
-				return
-			}
-			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
-			w.pacePush() // a refused push counts against a host's limit too
-		default:
-			// Nothing was pushed: the writes built did not happen.
-			for _, it := range items {
-				if it.err == nil {
+		// Publish: the chain holds every write built above.
+		acked, finishErr, err := w.publishPending(last)
+		if err != nil {
+			for _, it := range open {
+				if it.mine != nil || slices.Contains(blocked, it) {
 					it.err = err
 				}
 			}
 			return
 		}
+		head, err := w.repo.Head()
+		if err != nil {
+			answerAll(open, err)
+			return
+		}
+		next := blocked
+		if len(blocked) > 0 {
+			waits++ // a conflict with pending writes: answered once they are pushed
+		}
+		for _, it := range open {
+			if it.mine == nil {
+				continue
+			}
+			found := acked && it.mine == last
+			if !found {
+				if found, err = w.findWrite(head, it.mine.head, it.mine); err != nil {
+					it.err = err
+					continue
+				}
+			}
+			if found {
+				if finishErr != nil {
+					it.unfinished(finishErr)
+				}
+				continue
+			}
+			next = append(next, it) // dropped: built again on what holds now
+		}
+		if len(next) > len(blocked) {
+			lost++
+			if lost == 1 {
+				since = time.Now()
+			}
+			if time.Since(since) > maxRemoteRace {
+				answerAll(next, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
+					lost, maxRemoteRace))
+				return
+			}
+			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
+		}
+		open = next
 	}
+}
+
+// lastBatchSize is how many of this process's writes the last batch held.
+func (w *Workspace) lastBatchSize() int {
+	w.queue.mu.Lock()
+	defer w.queue.mu.Unlock()
+	return w.queue.lastBatch
 }
 
 func answerAll(items []*queuedWrite, err error) {
 	for _, it := range items {
 		it.err = err
 	}
+}
+
+// builtWrite is a write built on the pending writes. A rebase gives it
+// another commit; its message and its changes stay, and tell it.
+type builtWrite struct {
+	commit gitver.Hash
+	head   gitver.Hash // the branch when it was built
+	info   *gitver.CommitInfo
+	diff   []gitver.PathChange
+}
+
+// is reports whether c is the write, as built or rebased.
+func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
+	if c.Hash == b.commit {
+		return true, nil
+	}
+	if c.Message != b.info.Message {
+		return false, nil
+	}
+	diff, err := w.repo.Changes(c)
+	if err != nil || len(diff) != len(b.diff) {
+		return false, err
+	}
+	for i := range diff {
+		if diff[i].Path != b.diff[i].Path || diff[i].New != b.diff[i].New {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// findWrite reports whether the first-parent history from from, down to
+// stop, holds the write.
+func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {
+	chain, _, err := w.commitsUntil(from, stop, maxPending)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range chain {
+		if found, err := mine.is(w, c); err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// buildPending runs attempt, building the write on the pending writes,
+// and makes its commit their tip. blockedByPending says a failure may be a
+// conflict with pending writes. The caller holds the write lock.
+func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *builtWrite, blockedByPending bool, err error) {
+	err = w.whileBranchMoves(op, uri, func() error {
+		// People's edits to the note go first, each its own commit pushed
+		// on its own: rare, and they drop pending writes, whose writers
+		// build them again.
+		if key, ok := w.keyOf(uri); ok {
+			if _, err := w.adoptEdits(key); err != nil {
+				return err
+			}
+		}
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		base, err := w.pendingTip(head)
+		if err != nil {
+			return err
+		}
+		b := &writeBatch{head: head, base: base, tip: base, notes: map[string]index.Note{}}
+		w.batch = b
+		err = attempt()
+		w.batch = nil
+		if err != nil {
+			blockedByPending = base != head && errors.Is(err, ErrConflict)
+			return err
+		}
+		if b.tip == base {
+			return fmt.Errorf("write %s: nothing was built", uri)
+		}
+		info, err := w.repo.ReadCommit(b.tip)
+		if err != nil {
+			return err
+		}
+		diff, err := w.repo.Changes(info)
+		if err != nil {
+			return err
+		}
+		mine = &builtWrite{commit: b.tip, head: head, info: info, diff: diff}
+		return w.savePending(b.tip)
+	})
+	return mine, blockedByPending, err
+}
+
+// pendingTip is the tip of the pending writes, or head when there are none
+// (or they no longer lead from head: the branch moved under them, and their
+// writers build them again). The caller holds the write lock.
+func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
+	tip, chain, err := w.readPending(head)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	if len(chain) == 0 {
+		return head, w.savePending(gitver.ZeroHash)
+	}
+	return tip, nil
+}
+
+// savePending records tip as the pending writes' tip (zero: none). It is
+// not synced: after a crash, pending writes were not acknowledged, and
+// whether they are published then or built again, nothing is lost.
+func (w *Workspace) savePending(tip gitver.Hash) error {
+	p := filepath.Join(w.repo.GitDir(), pendingName)
+	if tip.IsZero() {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(tip.String()+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// publishPending pushes the pending writes, if mine is among them and not
+// on the branch yet (any pending writes, for a nil mine), and moves the
+// branch to them. When another clone pushed first, the clone follows the
+// remote, the pending writes are rebased on it, and pushed again: all but
+// those whose notes the other clone's writes changed, which are dropped
+// (with those after them) for their writers to build again. acked says
+// mine is on the remote; finishErr is a failure after the remote took it
+// (the files, git's index).
+func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err error) {
+	unlock, err := w.lockPublish()
+	if err != nil {
+		return false, nil, err
+	}
+	defer unlock()
+	var since time.Time
+	for lost := 0; ; {
+		head, err := w.repo.Head()
+		if err != nil {
+			return false, nil, err
+		}
+		if mine != nil {
+			if found, err := w.findWrite(head, mine.head, mine); err != nil || found {
+				return found, nil, err // published, by this or another writer
+			}
+		}
+		if lost == 0 {
+			if w.pub.lastChain > w.lastBatchSize() {
+				// Other processes' writers are busy too: those answered
+				// a moment ago are about to join.
+				time.Sleep(batchLinger)
+			}
+			w.pacePush()
+			if head, err = w.repo.Head(); err != nil {
+				return false, nil, err
+			}
+		}
+		// The chain as it is now: writes built while this one waited
+		// join. It is read without the write lock: the file is replaced
+		// whole, and a chain that no longer leads from the branch is
+		// pushed by no one.
+		tip, chain, err := w.readPending(head)
+		if err != nil || len(chain) == 0 {
+			return false, nil, err // dropped, or nothing to push
+		}
+		if mine != nil {
+			if held, err := w.findWrite(tip, head, mine); err != nil || !held {
+				return false, nil, err // dropped
+			}
+		}
+		w.pub.lastChain = len(chain)
+		err = w.pushChain(tip)
+		if err == nil {
+			// The remote holds the chain: its writes stand, whatever
+			// happens here.
+			finishErr = w.withWriteLock(func() error {
+				if _, err := w.moveBranchWithFiles(head, tip, fmt.Sprintf("%spublish %d writes", ownMove, len(chain))); err != nil {
+					return err
+				}
+				// Writes built on the chain meanwhile stay pending on it.
+				if now, err := w.pendingTip(tip); err != nil || now != tip {
+					return err
+				}
+				return w.savePending(gitver.ZeroHash)
+			})
+			return true, finishErr, nil
+		}
+		if !errors.Is(err, gitver.ErrRemoteMoved) {
+			// Not pushed: nothing pending is acknowledged.
+			if lerr := w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) }); lerr != nil {
+				return false, nil, lerr
+			}
+			return false, nil, w.remoteFailure(err)
+		}
+		if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
+			if lerr := w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) }); lerr != nil {
+				return false, nil, lerr
+			}
+			return false, nil, w.remoteFailure(err)
+		}
+		if err := w.withWriteLock(func() error {
+			if err := w.followRemoteLocked(); err != nil {
+				return err
+			}
+			return w.rebasePending(head)
+		}); err != nil {
+			return false, nil, err
+		}
+		lost++
+		if lost == 1 {
+			since = time.Now()
+		}
+		if time.Since(since) > maxRemoteRace {
+			return false, nil, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
+				lost, maxRemoteRace)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
+	}
+}
+
+// rebasePending moves the pending writes, built on old, onto the branch
+// that followed the remote: each keeps its author, message and changes,
+// and so its expect_version check, as long as the remote's new commits
+// changed none of its files. The first that shares a file with them is
+// dropped with those after it. The caller holds the write lock.
+func (w *Workspace) rebasePending(old gitver.Hash) error {
+	head, err := w.repo.Head()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
+	if errors.Is(err, os.ErrNotExist) || head == old {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tip, err := gitver.ParseHash(strings.TrimSpace(string(b)))
+	if err != nil {
+		return w.savePending(gitver.ZeroHash)
+	}
+	chain, found, err := w.commitsUntil(tip, old, maxPending)
+	if err != nil || !found {
+		return errors.Join(err, w.savePending(gitver.ZeroHash))
+	}
+	if forward, err := w.repo.IsAncestor(old, head); err != nil || !forward {
+		return errors.Join(err, w.savePending(gitver.ZeroHash))
+	}
+	from, err := w.repo.ReadCommit(old)
+	if err != nil {
+		return err
+	}
+	to, err := w.repo.ReadCommit(head)
+	if err != nil {
+		return err
+	}
+	theirs, err := w.repo.DiffTrees(from.Tree, to.Tree)
+	if err != nil {
+		return err
+	}
+	changed := make(map[string]bool, len(theirs))
+	for _, d := range theirs {
+		changed[d.Path] = true
+	}
+	parent := head
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		diff, err := w.repo.Changes(c)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { return changed[d.Path] }) {
+			break
+		}
+		changes := make(map[string]gitver.Hash, len(diff))
+		for _, d := range diff {
+			changes[d.Path] = d.New
+		}
+		rebased, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: changes, Author: c.Author, Message: c.Message})
+		if err != nil {
+			return err
+		}
+		if err := rebased.Write(); err != nil {
+			return err
+		}
+		parent = rebased.Hash
+	}
+	if parent == head {
+		return w.savePending(gitver.ZeroHash)
+	}
+	return w.savePending(parent)
+}
+
+// pushChain pushes tip when it holds what the clone last knew of the
+// remote, and returns gitver.ErrRemoteMoved when it does not.
+func (w *Workspace) pushChain(tip gitver.Hash) error {
+	holds, err := w.holdsTracking(tip)
+	if err != nil {
+		return err
+	}
+	if !holds {
+		return gitver.ErrRemoteMoved
+	}
+	return w.repo.Push(context.Background(), w.remote, tip)
+}
+
+// readPending reads the pending writes' tip and their commits, newest
+// first; none when they do not lead from head.
+func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, error) {
+	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
+	if errors.Is(err, os.ErrNotExist) {
+		return head, nil, nil
+	}
+	if err != nil {
+		return head, nil, err
+	}
+	tip, err := gitver.ParseHash(strings.TrimSpace(string(b)))
+	if err != nil || tip == head {
+		return head, nil, nil
+	}
+	chain, found, err := w.commitsUntil(tip, head, maxPending)
+	if err != nil || !found {
+		return head, nil, err
+	}
+	return tip, chain, nil
+}
+
+// lockPublish takes the publish lock: this process's, then the clone's.
+func (w *Workspace) lockPublish() (unlock func(), err error) {
+	w.pub.mu.Lock()
+	if w.pub.lock == nil {
+		f, err := os.OpenFile(filepath.Join(w.repo.GitDir(), publishLockName), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			w.pub.mu.Unlock()
+			return nil, err
+		}
+		w.pub.lock = f
+	}
+	for {
+		err := unix.Flock(int(w.pub.lock.Fd()), unix.LOCK_EX)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			w.pub.mu.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", publishLockName, err)
+		}
+	}
+	return func() {
+		_ = unix.Flock(int(w.pub.lock.Fd()), unix.LOCK_UN)
+		w.pub.mu.Unlock()
+	}, nil
 }
 
 // keyOf is the note key a tool write's address names.
@@ -241,9 +621,9 @@ func (w *Workspace) keyOf(uri string) (string, bool) {
 	return a.Short(), true
 }
 
-// addToBatch builds one write's commit on the batch's tip and writes its
-// objects; the branch moves once the whole batch is pushed. The caller holds
-// the write lock.
+// addToBatch builds one write's commit on the pending writes' tip and
+// writes its objects; the branch moves once the chain is pushed. The caller
+// holds the write lock.
 func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) (gitver.Hash, error) {
 	b := w.batch
 	if parent != b.tip {
@@ -270,8 +650,79 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 		return gitver.ZeroHash, err
 	}
 	b.tip = pending.Hash
-	b.built++
 	return pending.Hash, nil
+}
+
+// pendingNote is the note at key as the pending writes left it: the
+// derived index's at the branch, then each pending commit that changed its
+// file counted as a version.
+func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
+	if n, ok := b.notes[key]; ok {
+		return n, nil
+	}
+	n, err := w.noteAtIndex(key, b.head)
+	if err != nil || b.base == b.head {
+		return n, err
+	}
+	chain, _, err := w.commitsUntil(b.base, b.head, maxPending)
+	if err != nil {
+		return n, err
+	}
+	notePath := key + ".md"
+	changedBy := make([]*gitver.CommitInfo, len(chain))
+	var g errgroup.Group
+	for i, c := range chain {
+		g.Go(func() error {
+			diff, err := w.repo.Changes(c)
+			for _, d := range diff {
+				if d.Path == notePath {
+					changedBy[i] = c
+				}
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return n, err
+	}
+	var latest *gitver.CommitInfo
+	for _, c := range changedBy { // newest first
+		if c != nil {
+			if latest == nil {
+				latest = c
+			}
+			n.Version++
+		}
+	}
+	if latest == nil {
+		return n, nil
+	}
+	n.LastAuthor = latest.Author.Name
+	if n.NoteBlob, err = w.repo.PathBlob(b.base, notePath); err != nil {
+		return n, err
+	}
+	n.Present, n.Digest, n.ContentPath, n.ContentBlob = !n.NoteBlob.IsZero(), "", "", gitver.ZeroHash
+	if !n.Present {
+		return n, nil
+	}
+	raw, err := w.repo.ReadBlob(n.NoteBlob)
+	if err != nil {
+		return n, err
+	}
+	f, err := note.Parse(raw)
+	if err != nil {
+		return n, nil // loadNote says what is wrong with it
+	}
+	n.Digest = f.Str(note.KeyDigest)
+	if name := f.Str(note.KeyBlob); name != "" {
+		for _, p := range note.BlobFiles(key) {
+			if path.Base(p) == name {
+				n.ContentPath = p
+				n.ContentBlob, err = w.repo.PathBlob(b.base, p)
+			}
+		}
+	}
+	return n, err
 }
 
 // pushPacing is the least time between two pushes to the board's remote:
@@ -291,8 +742,8 @@ func (w *Workspace) pushPacing() time.Duration {
 	return 0
 }
 
-// pacePush waits, before a batch is taken, until the pacing allows the
-// next push; writes that come meanwhile join the batch.
+// pacePush waits until the pacing allows the next push; writes that come
+// meanwhile join it.
 func (w *Workspace) pacePush() {
 	pace := w.pushPacing()
 	if pace <= 0 {

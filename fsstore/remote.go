@@ -133,6 +133,13 @@ func (w *Workspace) FetchRemote(ctx context.Context) error {
 	return w.withWriteLock(w.followRemoteLocked)
 }
 
+// heardFromRemoteWithin reports whether a process of this clone fetched
+// the remote, or pushed to it, within d.
+func (w *Workspace) heardFromRemoteWithin(d time.Duration) bool {
+	last := w.repo.LastSync()
+	return !last.IsZero() && time.Since(last) < d
+}
+
 // refreshFromRemoteLocked fetches and brings the local branch to the
 // remote's; moved says whether the local branch moved. The caller holds the
 // write lock.

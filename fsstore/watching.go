@@ -110,6 +110,13 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			return
 		case <-tick.C:
 		}
+		if ws.w.heardFromRemoteWithin(every) {
+			// Another process of the clone fetched, or a push went
+			// through (which the remote takes only from a clone that
+			// holds all it has): the branch is as current as a fetch
+			// would make it. Sixteen servers on one clone fetch as one.
+			continue
+		}
 		err := ws.w.FetchRemote(ctx)
 		switch {
 		case ctx.Err() != nil:

@@ -122,7 +122,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		return err
 	}
 	if w.remote != "" {
-		err = w.queueWrite(op, uri, attempt, func(failed error) {
+		err = w.writeForRemote(op, uri, attempt, func(failed error) {
 			if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 				res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 			}
@@ -418,15 +418,17 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 // commit and build on another.
 func (w *Workspace) noteAt(key string, head gitver.Hash) (index.Note, error) {
 	if b := w.batch; b != nil {
-		// In a batch, head is the write before this one's commit.
+		// On a board with a remote, head is the pending writes' tip.
 		if head != b.tip {
 			return index.Note{}, errBranchMoved
 		}
-		if n, ok := b.notes[key]; ok {
-			return n, nil
-		}
-		head = b.base
+		return w.pendingNote(key, b)
 	}
+	return w.noteAtIndex(key, head)
+}
+
+// noteAtIndex is noteAt from the derived index alone.
+func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
 	var n index.Note
 	err := w.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
@@ -488,17 +490,23 @@ func (v *View) missing(uris []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if b := w.batch; b != nil {
-				if written, in := b.notes[a.Short()]; in {
-					n, ok = written, true // written earlier in the batch
-				}
-			}
 			if !ok || !n.Present || !v.c.CanRead(a.Short()) {
 				out = append(out, u)
 			}
 		}
 		return nil
 	})
+	if b := w.batch; b != nil && err == nil {
+		// A note a pending write made is there for this write.
+		out = slices.DeleteFunc(out, func(u string) bool {
+			a, err := w.parseAddress(u)
+			if err != nil || !v.c.CanRead(a.Short()) {
+				return false
+			}
+			n, err := w.pendingNote(a.Short(), b)
+			return err == nil && n.Present
+		})
+	}
 	return out, err
 }
 

@@ -899,3 +899,66 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 		})
 	}
 }
+
+// Writes from several server processes of one clone (one per agent, as
+// MCP clients start them) go out together too: with pushes paced, each
+// push carries what every process built meanwhile, and no two pushes come
+// closer than the interval.
+func TestRemoteProcessesOfOneCloneSharePushes(t *testing.T) {
+	_, bare, first := boardWithRemote(t)
+	gitCmd(t, first, "config", "blackboard.pushInterval", "500ms")
+	pushes := filepath.Join(t.TempDir(), "pushes")
+	hook := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ndate +%%s.%%N >> %q\n", pushes)
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const processes, perProcess = 4, 5
+	var servers []*session
+	for i := range processes {
+		servers = append(servers, startMCPGo(t, first, fmt.Sprintf("agent-%d", i)))
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			for v := 1; v <= perProcess; v++ {
+				got := s.write(map[string]any{"uri": fmt.Sprintf("shared/p%d", i), "digest": fmt.Sprintf("v%d", v), "body": "x",
+					"expect_version": v - 1})
+				if got.Version != v {
+					t.Errorf("process %d: acknowledged as version %d, want %d", i, got.Version, v)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b, err := os.ReadFile(pushes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []float64
+	for _, line := range strings.Fields(string(b)) {
+		f, err := strconv.ParseFloat(line, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, f)
+	}
+	t.Logf("%d writes from %d processes in %s made %d pushes", processes*perProcess, processes,
+		time.Since(start).Round(time.Millisecond), len(times))
+	for i := 1; i < len(times); i++ {
+		if gap := times[i] - times[i-1]; gap < 0.4 {
+			t.Errorf("pushes %d and %d came %.3fs apart, want at least 0.5s", i, i+1, gap)
+		}
+	}
+	if len(times) > processes*perProcess/2 {
+		t.Errorf("%d writes from %d processes made %d pushes; paced, each push carries every process's writes", processes*perProcess,
+			processes, len(times))
+	}
+	if got, want := len(remoteLog(t, bare)), 1+processes*perProcess; got != want {
+		t.Errorf("the remote has %d commits, want %d", got, want)
+	}
+	for _, s := range servers {
+		s.closeClean()
+	}
+	checkWorkspace(t, first)
+}

@@ -80,6 +80,7 @@ func TestRemoteBench(t *testing.T) {
 				}
 				const span = 8 * time.Second
 				var acked, conflicts atomic.Int64
+				var firstRefusal atomic.Value
 				var wg sync.WaitGroup
 				start := time.Now()
 				for k, s := range writers {
@@ -88,6 +89,7 @@ func TestRemoteBench(t *testing.T) {
 							res := s.call("update_state", map[string]any{"uri": fmt.Sprintf("w%d/n%d", k, n), "digest": "d", "body": "x", "expect_version": 0})
 							if res.isError {
 								conflicts.Add(1)
+								firstRefusal.CompareAndSwap(nil, res.text)
 								continue
 							}
 							acked.Add(1)
@@ -98,6 +100,9 @@ func TestRemoteBench(t *testing.T) {
 				took := time.Since(start)
 				report("remote-bench %s 4 clones x 4 writers, %s: %d writes acknowledged in %s = %.1f/s (%d refused)", transport,
 					shape.name, acked.Load(), took.Round(time.Millisecond), float64(acked.Load())/took.Seconds(), conflicts.Load())
+				if why := firstRefusal.Load(); why != nil {
+					report("remote-bench first refusal: %s", why)
+				}
 				seen := map[*session]bool{}
 				for _, s := range writers {
 					if !seen[s] {

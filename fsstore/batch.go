@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -67,8 +66,6 @@ type writeBatch struct {
 	head gitver.Hash // the branch
 	base gitver.Hash // the pending writes' tip when the write began
 	tip  gitver.Hash // base, then the write's own commit
-	// notes are notes as the pending writes left them, by key.
-	notes map[string]index.Note
 }
 
 // publisher serializes this process's publishers; the flock on lock,
@@ -189,6 +186,9 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		}
 		if last == nil && len(blocked) == 0 {
 			return // each has its answer (an error)
+		}
+		if last != nil {
+			reach("built")
 		}
 		// Publish: the chain holds every write built above.
 		acked, finishErr, err := w.publishPending(last)
@@ -322,7 +322,7 @@ func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *bu
 		if err != nil {
 			return err
 		}
-		b := &writeBatch{head: head, base: base, tip: base, notes: map[string]index.Note{}}
+		b := &writeBatch{head: head, base: base, tip: base}
 		w.batch = b
 		err = attempt()
 		w.batch = nil
@@ -337,7 +337,7 @@ func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *bu
 		if err != nil {
 			return err
 		}
-		diff, err := w.repo.Changes(info)
+		diff, err := w.pendingChanges(info)
 		if err != nil {
 			return err
 		}
@@ -632,17 +632,7 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 	if wt := w.repo.WorkTree(); wt.Operation != "" {
 		return gitver.ZeroHash, busyWithGit(wt)
 	}
-	blobs := make(map[string]gitver.Hash, len(changes))
-	var contents [][]byte
-	for _, c := range changes {
-		var h gitver.Hash
-		if !c.deleted {
-			h = gitver.BlobHash(c.content)
-			contents = append(contents, c.content)
-		}
-		blobs[c.path] = h
-	}
-	pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
+	pending, err := w.repo.BuildCommit(commitRequest(parent, changes, author, message))
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -657,9 +647,6 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 // derived index's at the branch, then each pending commit that changed its
 // file counted as a version.
 func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
-	if n, ok := b.notes[key]; ok {
-		return n, nil
-	}
 	n, err := w.noteAtIndex(key, b.head)
 	if err != nil || b.base == b.head {
 		return n, err
@@ -669,25 +656,13 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 		return n, err
 	}
 	notePath := key + ".md"
-	changedBy := make([]*gitver.CommitInfo, len(chain))
-	var g errgroup.Group
-	for i, c := range chain {
-		g.Go(func() error {
-			diff, err := w.repo.Changes(c)
-			for _, d := range diff {
-				if d.Path == notePath {
-					changedBy[i] = c
-				}
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return n, err
-	}
 	var latest *gitver.CommitInfo
-	for _, c := range changedBy { // newest first
-		if c != nil {
+	for _, c := range chain { // newest first
+		diff, err := w.pendingChanges(c)
+		if err != nil {
+			return n, err
+		}
+		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { return d.Path == notePath }) {
 			if latest == nil {
 				latest = c
 			}
@@ -723,6 +698,24 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 		}
 	}
 	return n, err
+}
+
+// pendingChanges is what a pending commit changed, remembered: each write
+// built on the chain looks at every commit in it, and a chain grows long
+// while pushes are paced. The caller holds the write lock.
+func (w *Workspace) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
+	if diff, ok := w.pendingDiffs[c.Hash]; ok {
+		return diff, nil
+	}
+	diff, err := w.repo.Changes(c)
+	if err != nil {
+		return nil, err
+	}
+	if w.pendingDiffs == nil || len(w.pendingDiffs) >= maxPending {
+		w.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
+	}
+	w.pendingDiffs[c.Hash] = diff
+	return diff, nil
 }
 
 // pushPacing is the least time between two pushes to the board's remote:

@@ -99,8 +99,6 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
 	branchOnly := !onDisk && wt.Elsewhere != ""
-	blobs := make(map[string]gitver.Hash, len(changes))
-	var contents [][]byte
 	j := &journal{Old: parent, Time: author.When, OnDisk: onDisk, BranchOnly: branchOnly}
 	paths := make([]string, len(changes))
 	for i, c := range changes {
@@ -110,16 +108,12 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
+	req := commitRequest(parent, changes, author, message)
+	blobs := req.Changes
 	for i, c := range changes {
-		var h gitver.Hash
-		if !c.deleted {
-			h = gitver.BlobHash(c.content)
-			contents = append(contents, c.content)
-		}
-		blobs[c.path] = h
-		j.Files = append(j.Files, journalFile{Path: c.path, Old: olds[i], New: h})
+		j.Files = append(j.Files, journalFile{Path: c.path, Old: olds[i], New: blobs[c.path]})
 	}
-	pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: blobs, Blobs: contents, Author: author, Message: message})
+	pending, err := w.repo.BuildCommit(req)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -372,6 +366,21 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		w.repo.MaybeMaintain()
 	}
 	return commit, nil
+}
+
+// commitRequest is the commit of changes on parent: each path's new blob
+// (zero to delete it), and the contents to write.
+func commitRequest(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) gitver.CommitRequest {
+	req := gitver.CommitRequest{Parent: parent, Changes: make(map[string]gitver.Hash, len(changes)), Author: author, Message: message}
+	for _, c := range changes {
+		var h gitver.Hash
+		if !c.deleted {
+			h = gitver.BlobHash(c.content)
+			req.Blobs = append(req.Blobs, c.content)
+		}
+		req.Changes[c.path] = h
+	}
+	return req
 }
 
 // busyWithGit refuses a tool write while a person is in the middle of a

@@ -71,6 +71,9 @@ type Workspace struct {
 	queue writeQueue
 	batch *writeBatch
 	pub   publisher
+	// pendingDiffs remembers what pending commits changed; guarded by the
+	// write lock.
+	pendingDiffs map[gitver.Hash][]gitver.PathChange
 }
 
 // Name is the workspace name that full addresses carry.

@@ -325,17 +325,6 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		}
 		warnings, unfinishedErr = append(warnings, warning), err
 	}
-	if b := w.batch; b != nil {
-		// The next write of the batch sees this one.
-		written := index.Note{Key: key, Version: version, Present: true, NoteBlob: gitver.BlobHash(rendered),
-			Digest: digest, LastAuthor: agent}
-		for _, c := range changes {
-			if c.path != addr.NotePath() && !c.deleted {
-				written.ContentBlob, written.ContentPath = gitver.BlobHash(c.content), c.path
-			}
-		}
-		b.notes[key] = written
-	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
 		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", version))

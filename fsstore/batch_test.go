@@ -1,0 +1,89 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// twoClones makes a board with a bare remote and two clones of it, a and b.
+func twoClones(t *testing.T) (a, b *Workspace, bare string) {
+	t.Helper()
+	requireGit(t)
+	root := t.TempDir()
+	bare = filepath.Join(root, "board.git")
+	git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	a = newWorkspace(t, false)
+	if err := a.SetRemote(context.Background(), "file://"+bare); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "b")
+	if err := Clone(context.Background(), "file://"+bare, dir); err != nil {
+		t.Fatal(err)
+	}
+	return a, openWorkspace(t, dir, false), bare
+}
+
+// A write built on the pending writes meets another clone's push to a note
+// it does not touch: the chain is rebased on that push and pushed again,
+// the write not built again, and acknowledged with the version it was
+// built with. Against a push to the note it writes, it is built again and
+// checked again: a conflict.
+func TestPendingWritesAreRebasedOnAnotherClonesPush(t *testing.T) {
+	t.Run("another note", func(t *testing.T) {
+		a, b, bare := twoClones(t)
+		builds := countBuilds(t, func() { put(t, b, "t/theirs", 0, "theirs", "from b") }) // pushed first
+		res := put(t, a, "t/mine", 0, "mine", "from a")
+		if res.Version != 1 {
+			t.Errorf("acknowledged as version %d, want 1", res.Version)
+		}
+		if *builds != 1 {
+			t.Errorf("the write was built %d times, want once (rebased, not built again)", *builds)
+		}
+		log := git(t, bare, "log", "--format=%s", "-2", "main")
+		if !strings.HasPrefix(log, "update t/mine v1: mine") || !strings.Contains(log, "update t/theirs v1: theirs") {
+			t.Errorf("the remote's last two commits:\n%s\nwant b's write, then a's on it", log)
+		}
+		if got := readFile(t, a, "t/theirs.md"); !strings.HasSuffix(got, "from b") {
+			t.Errorf("a's clone holds %q for b's note", got)
+		}
+		assertClean(t, a)
+	})
+	t.Run("the same note", func(t *testing.T) {
+		a, b, _ := twoClones(t)
+		put(t, a, "t/shared", 0, "shared 1", "1")
+		if err := b.FetchRemote(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		countBuilds(t, func() { put(t, b, "t/shared", 1, "shared 2 by b", "2b") })
+		body := "2a"
+		_, err := agentView(a).Update(UpdateRequest{URI: "t/shared", Digest: "shared 2 by a", Body: &body, ExpectVersion: ptr(1)})
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("a's write over b's: %v, want a conflict", err)
+		}
+		if got := get(t, a, "t/shared"); got.Version != 2 || !strings.Contains(got.Content, "2b") {
+			t.Errorf("a reads v%d %q, want b's version 2", got.Version, got.Content)
+		}
+		assertClean(t, a)
+	})
+}
+
+// countBuilds counts the writes built on the pending writes and about to
+// be published, and runs other (another clone's write, whose own builds
+// are not counted) when the first is.
+func countBuilds(t *testing.T, other func()) *int {
+	builds, inOther := new(int), false
+	onSteps(t, func(step string) {
+		if step != "built" || inOther {
+			return
+		}
+		if *builds++; *builds == 1 {
+			inOther = true
+			other()
+			inOther = false
+		}
+	})
+	return builds
+}

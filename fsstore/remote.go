@@ -74,24 +74,6 @@ func (w *Workspace) holdsTracking(commit gitver.Hash) (bool, error) {
 	if err != nil || theirs.IsZero() || theirs == commit {
 		return err == nil, err
 	}
-	// Usually the commit's parent, or a few commits back (a person's
-	// commits not pushed yet): look there before asking git.
-	seen := map[gitver.Hash]bool{commit: true}
-	for queue := []gitver.Hash{commit}; len(queue) > 0 && len(seen) < 256; queue = queue[1:] {
-		c, err := w.repo.ReadCommit(queue[0])
-		if err != nil {
-			return false, err
-		}
-		for _, p := range c.Parents {
-			if p == theirs {
-				return true, nil
-			}
-			if !seen[p] {
-				seen[p] = true
-				queue = append(queue, p)
-			}
-		}
-	}
 	return w.repo.IsAncestor(theirs, commit)
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,7 +65,7 @@ func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_ASKPASS=", "SSH_ASKPASS=")
-	if network[args[0]] && os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" && !hasConfig(dir, "core.sshCommand") {
+	if network[args[0]] && os.Getenv("GIT_SSH_COMMAND") == "" && os.Getenv("GIT_SSH") == "" && !sshConfigured(dir) {
 		// The person's ssh, in batch mode: it fails rather than ask.
 		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes -o ConnectTimeout=10", "GIT_SSH_VARIANT=ssh")
 	}
@@ -82,10 +83,70 @@ func gitCommand(ctx context.Context, dir string, args ...string) (stdout, stderr
 // network are the git commands that may reach a remote.
 var network = map[string]bool{"fetch": true, "push": true, "clone": true, "ls-remote": true}
 
-func hasConfig(dir, key string) bool {
-	cmd := exec.Command("git", "config", "--get", key)
+// sshConfigured reports whether git's config, as seen from dir, sets
+// core.sshCommand. The answer is kept while git's config files stay as they
+// were: a busy board fetches and pushes several times a second, and asking
+// git costs a process each time.
+func sshConfigured(dir string) bool {
+	stamp := configStamp(dir)
+	sshConfig.mu.Lock()
+	known, ok := sshConfig.known[dir]
+	sshConfig.mu.Unlock()
+	if ok && known.stamp == stamp {
+		return known.has
+	}
+	cmd := exec.Command("git", "config", "--get", "core.sshCommand")
 	cmd.Dir = dir
-	return cmd.Run() == nil
+	has := cmd.Run() == nil
+	sshConfig.mu.Lock()
+	if sshConfig.known == nil || len(sshConfig.known) > 64 {
+		sshConfig.known = map[string]sshConfigAnswer{}
+	}
+	sshConfig.known[dir] = sshConfigAnswer{stamp, has}
+	sshConfig.mu.Unlock()
+	return has
+}
+
+type sshConfigAnswer struct {
+	stamp string
+	has   bool
+}
+
+var sshConfig struct {
+	mu    sync.Mutex
+	known map[string]sshConfigAnswer
+}
+
+// configStamp names the state of the config files git reads from dir: the
+// repository's, the person's and the system's (files they include are not
+// followed).
+func configStamp(dir string) string {
+	files := []string{filepath.Join(dir, ".git", "config"), filepath.Join(dir, "config")}
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		files = append(files, g)
+	} else {
+		home, _ := os.UserHomeDir()
+		xdg := os.Getenv("XDG_CONFIG_HOME")
+		if xdg == "" && home != "" {
+			xdg = filepath.Join(home, ".config")
+		}
+		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config"))
+	}
+	if s := os.Getenv("GIT_CONFIG_SYSTEM"); s != "" {
+		files = append(files, s)
+	} else {
+		files = append(files, "/etc/gitconfig")
+	}
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "%s:", f)
+		if st, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%d.%d", st.ModTime().UnixNano(), st.Size())
+		}
+		b.WriteByte(';')
+	}
+	b.WriteString(os.Getenv("GIT_CONFIG_NOSYSTEM"))
+	return b.String()
 }
 
 // Upstream returns the remote the board's branch follows
@@ -168,7 +229,9 @@ func (r *Repo) Fetch(ctx context.Context, remote string) error {
 	var err error
 	for range 5 {
 		// Not --quiet: git then says nothing of a rejected update.
-		_, stderr, err = gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", remote,
+		// No auto maintenance: MaybeMaintain packs the clone's objects,
+		// and a busy board fetches several times a second.
+		_, stderr, err = gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance", remote,
 			r.branch+":"+r.TrackingRef(remote))
 		// Another fetch (a server's background one) moved the tracking
 		// ref meanwhile: fetch again.
@@ -426,6 +489,29 @@ func Clone(ctx context.Context, url, dir, branch string) error {
 func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
 	if a == b {
 		return true, nil
+	}
+	// Usually a is a few commits back from b (the remote moved on by a
+	// push or two): look there before asking git, which costs a process.
+	const walk = 256
+	seen := map[Hash]bool{b: true}
+	queue := []Hash{b}
+	for ; len(queue) > 0 && len(seen) <= walk; queue = queue[1:] {
+		c, err := r.ReadCommit(queue[0])
+		if err != nil {
+			return false, err
+		}
+		for _, p := range c.Parents {
+			if p == a {
+				return true, nil
+			}
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	if len(queue) == 0 {
+		return false, nil // b's whole history, without a
 	}
 	_, stderr, err := gitCommand(context.Background(), r.dir, "merge-base", "--is-ancestor", a.String(), b.String())
 	var exit *exec.ExitError

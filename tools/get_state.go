@@ -16,9 +16,9 @@ const getStateDescription = "Read notes within budget_tokens; names omissions. S
 
 var getStateSchema = schema(1,
 	strs("uris", "≤100 addresses"),
-	str("mode", "digest (default), fields, table (TSV, 3+ notes), full, ref"),
-	strs("fields", "For fields/table"),
-	intp("budget_tokens", "Default 2000"),
+	oneOf("mode", "digest", "fields", "table", "full", "ref"),
+	strs("fields", ""),
+	intDefault("budget_tokens", 2000),
 )
 
 type getStateArgs struct {

@@ -11,9 +11,9 @@ import (
 const linkStateDescription = "Link src to dst notes."
 
 var linkStateSchema = schema(3,
-	str("src", "Address"),
-	str("rel", "depends_on|derived_from|supersedes|refines|cites|part_of|contradicts"),
-	strs("dst", "Addresses"),
+	str("src", ""),
+	oneOf("rel", "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"),
+	strs("dst", ""),
 )
 
 type linkStateArgs struct {

@@ -8,16 +8,16 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const listKeysDescription = "List notes, newest first."
+const listKeysDescription = "List notes."
 
 var listKeysSchema = schema(0,
 	str("topic", "Topic or prefix"),
-	str("kind", "Kind"),
-	str("order", "recent|name"),
-	intp("limit", "Default 20"),
-	str("mode", "digest|table|ref"),
+	str("kind", ""),
+	oneOf("order", "recent", "name"),
+	intDefault("limit", 20),
+	oneOf("mode", "digest", "table", "ref"),
 	strs("fields", "Table columns"),
-	intp("budget_tokens", "Default 2000"),
+	intDefault("budget_tokens", 2000),
 	intp("since", "After this cursor"),
 )
 

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -11,19 +12,36 @@ import (
 // The input schemas are written by hand, not generated from the argument
 // structs: generated schemas spell optional fields as ["null","integer"] and
 // add "additionalProperties", which cost about a quarter of the 600-token
-// surface on every turn. TestSchemasMatchArguments keeps each schema and its
-// struct in step.
+// surface on every turn. Every property still carries its type (arrays
+// their items): hosts that convert schemas for their models (Codex, Gemini)
+// show an untyped parameter as "unknown", drop its description, or drop the
+// tool. The tokens come from the descriptions: a closed set of values is an
+// enum, not a description that lists them, and a default is "default".
+// TestSchemasMatchArguments keeps each schema and its struct in step, and
+// TestSchemasSuitStrictHosts keeps them within what strict hosts accept.
 
-// prop is one parameter: its JSON type and its description.
+// prop is one parameter: its JSON type, its description, and the values it
+// may take or its default.
 type prop struct {
 	name, typ, desc string
+	enum            []string
+	def             int // for an integer; 0 is none
 }
 
-func str(name, desc string) prop  { return prop{name, "string", desc} }
-func num(name, desc string) prop  { return prop{name, "number", desc} }
-func intp(name, desc string) prop { return prop{name, "integer", desc} }
-func strs(name, desc string) prop { return prop{name, "strings", desc} }
-func rows(name, desc string) prop { return prop{name, "rows", desc} }
+func str(name, desc string) prop  { return prop{name: name, typ: "string", desc: desc} }
+func num(name, desc string) prop  { return prop{name: name, typ: "number", desc: desc} }
+func intp(name, desc string) prop { return prop{name: name, typ: "integer", desc: desc} }
+func strs(name, desc string) prop { return prop{name: name, typ: "strings", desc: desc} }
+func rows(name, desc string) prop { return prop{name: name, typ: "rows", desc: desc} }
+
+// oneOf is a string parameter that takes one of values; the first is the
+// default when it is optional.
+func oneOf(name string, values ...string) prop {
+	return prop{name: name, typ: "string", enum: values}
+}
+
+// intDefault is an integer parameter with a default.
+func intDefault(name string, def int) prop { return prop{name: name, typ: "integer", def: def} }
 
 // schema renders a compact object schema; required names come first in the
 // list of props.
@@ -40,17 +58,21 @@ func schema(required int, props ...prop) json.RawMessage {
 			b.WriteString(`"type":"array","items":{"type":"string"}`)
 		case "rows":
 			b.WriteString(`"type":"array","items":{"type":"array","items":{"type":"string"}}`)
-		case "string":
-			// No type: JSON Schema's default admits a string, and the
-			// description says what goes there. Saves a tenth of the budget.
 		default:
 			b.WriteString(`"type":"` + p.typ + `"`)
 		}
-		desc, _ := json.Marshal(p.desc)
-		if p.typ != "string" {
-			b.WriteByte(',')
+		if p.enum != nil {
+			values, _ := json.Marshal(p.enum)
+			b.WriteString(`,"enum":` + string(values))
 		}
-		b.WriteString(`"description":` + string(desc) + `}`)
+		if p.def != 0 {
+			b.WriteString(`,"default":` + strconv.Itoa(p.def))
+		}
+		if p.desc != "" {
+			desc, _ := json.Marshal(p.desc)
+			b.WriteString(`,"description":` + string(desc))
+		}
+		b.WriteByte('}')
 	}
 	b.WriteString(`}`)
 	if required > 0 {

@@ -9,13 +9,12 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const searchKeysDescription = "Search notes; exact identifiers rank first. Never returns contents. " +
-	"Search before deriving; empty means nothing relevant."
+const searchKeysDescription = "Search before deriving. Exact identifiers rank first; no contents; empty means nothing relevant."
 
 var searchKeysSchema = schema(1,
 	str("q", `Words, "phrase", prefix*`),
-	str("topic", "Topic or prefix"),
-	intp("limit", "Default 10"),
+	str("topic", ""),
+	intDefault("limit", 10),
 )
 
 type searchKeysArgs struct {

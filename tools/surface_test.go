@@ -127,22 +127,36 @@ func TestToolSnapshots(t *testing.T) {
 	}
 }
 
+// selfDescribing are the parameters whose name and type say what goes
+// there: a description would cost tokens on every turn and add nothing.
+var selfDescribing = map[string]bool{
+	"update_state.body": true, "update_state.append": true,
+	"get_state.fields": true, "list_keys.kind": true, "search_keys.topic": true,
+	"link_state.src": true, "link_state.dst": true,
+}
+
 // TestSchemasMatchArguments: each hand-written schema names exactly the
-// arguments its handler binds, with the required ones first.
+// arguments its handler binds, with the required ones first, each typed and
+// described (by its values, its default or a description) unless its name
+// says it all.
 func TestSchemasMatchArguments(t *testing.T) {
 	for _, tt := range []struct {
+		tool   string
 		schema json.RawMessage
 		args   any
 	}{
-		{updateStateSchema, updateStateArgs{}},
-		{getStateSchema, getStateArgs{}},
-		{listKeysSchema, listKeysArgs{}},
-		{searchKeysSchema, searchKeysArgs{}},
-		{linkStateSchema, linkStateArgs{}},
+		{"update_state", updateStateSchema, updateStateArgs{}},
+		{"get_state", getStateSchema, getStateArgs{}},
+		{"list_keys", listKeysSchema, listKeysArgs{}},
+		{"search_keys", searchKeysSchema, searchKeysArgs{}},
+		{"link_state", linkStateSchema, linkStateArgs{}},
 	} {
 		var s struct {
 			Properties map[string]struct {
+				Type        string `json:"type"`
 				Description string `json:"description"`
+				Enum        []any  `json:"enum"`
+				Default     any    `json:"default"`
 			} `json:"properties"`
 		}
 		if err := json.Unmarshal(tt.schema, &s); err != nil {
@@ -150,14 +164,19 @@ func TestSchemasMatchArguments(t *testing.T) {
 		}
 		names := jsonNames(tt.args)
 		if len(names) != len(s.Properties) {
-			t.Errorf("%T: schema has %d properties, the struct %d", tt.args, len(s.Properties), len(names))
+			t.Errorf("%s: schema has %d properties, the struct %d", tt.tool, len(s.Properties), len(names))
 		}
 		for _, n := range names {
 			p, ok := s.Properties[n]
-			if !ok {
-				t.Errorf("%T: argument %s missing from the schema", tt.args, n)
-			} else if p.Description == "" {
-				t.Errorf("%T: argument %s has no description", tt.args, n)
+			switch {
+			case !ok:
+				t.Errorf("%s: argument %s missing from the schema", tt.tool, n)
+			case p.Type == "":
+				t.Errorf("%s: argument %s has no type", tt.tool, n)
+			case p.Description == "" && p.Enum == nil && p.Default == nil && !selfDescribing[tt.tool+"."+n]:
+				t.Errorf("%s: argument %s has no description", tt.tool, n)
+			case p.Description != "" && selfDescribing[tt.tool+"."+n]:
+				t.Errorf("%s: argument %s is listed as self-describing but has a description", tt.tool, n)
 			}
 		}
 	}

@@ -8,16 +8,16 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const updateStateDescription = "Write a note (one git commit). Always pass expect_version; 0 creates."
+const updateStateDescription = "Write a Markdown note (one git commit). Always pass expect_version; 0 creates."
 
 var updateStateSchema = schema(2,
 	str("uri", "topic/key"),
-	str("digest", "One-line summary, read first"),
-	str("body", "Markdown"),
+	str("digest", "Summary readers see first"),
+	str("body", ""),
 	str("source_path", "File the server reads"),
 	strs("columns", "Table header"),
 	rows("rows", "Rows; alone, appended"),
-	str("append", "Text to append"),
+	str("append", ""),
 	intp("expect_version", "Version last read"),
 	strs("sources", "Source addresses"),
 	num("confidence", "0-1"),

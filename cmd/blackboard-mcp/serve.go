@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -97,7 +98,10 @@ Press Ctrl-C to stop.
 	log.Info("serving over stdio", "workspace", ws.Name(), "agent", ws.Agent())
 	stdio := server.NewStdioServer(srv.MCP())
 	stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
-	err = stdio.Listen(ctx, stdin, stdout)
+	// The guard answers what the library would mishandle: null ids,
+	// requests before initialize, batches, cursors.
+	guard := rpcguard.NewStdio(stdin, stdout)
+	err = stdio.Listen(ctx, guard.In(), guard.Out())
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

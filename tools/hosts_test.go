@@ -1,10 +1,12 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -106,7 +108,7 @@ func strictSchemaProblems(where string, s map[string]any, top bool) []string {
 			bad("no properties")
 		}
 		for name, p := range props {
-			if !strictParam.MatchString(name) {
+			if !strictParam.MatchString(name) || slices.Contains(hostArguments, name) {
 				bad("parameter name %q", name)
 			}
 			ps, ok := p.(map[string]any)
@@ -165,6 +167,43 @@ func TestStrictSchemaProblemsCatches(t *testing.T) {
 		}
 		if len(strictSchemaProblems("t", s, true)) == 0 {
 			t.Errorf("%s: no problem found in %s", tt.name, tt.schema)
+		}
+	}
+}
+
+// Gemini CLI adds wait_for_previous to every tool and passes it on with
+// the model's arguments: every tool takes it, and still refuses an
+// argument no one defined.
+func TestToolsTakeHostArguments(t *testing.T) {
+	s, _ := newTestServer(t)
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+			"params": map[string]any{"name": name, "arguments": args}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := json.Marshal(s.MCP().HandleMessage(context.Background(), req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(resp)
+	}
+	for name, args := range map[string]map[string]any{
+		"update_state": {"uri": "h/a", "digest": "A", "body": "a", "expect_version": 0},
+		"get_state":    {"uris": []string{"h/a"}},
+		"list_keys":    {"topic": "h"},
+		"search_keys":  {"q": "a"},
+		"link_state":   {"src": "h/a", "rel": "cites", "dst": []string{"h/a"}},
+	} {
+		args["wait_for_previous"] = true
+		if resp := call(name, args); strings.Contains(resp, `"isError":true`) {
+			t.Errorf("%s with wait_for_previous: %s", name, resp)
+		}
+		delete(args, "wait_for_previous")
+		args["wait_for_prev"] = true
+		if resp := call(name, args); !strings.Contains(resp, `unknown argument \"wait_for_prev\"`) {
+			t.Errorf("%s with an argument no one defined: %s; want it refused", name, resp)
 		}
 	}
 }

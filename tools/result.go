@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -91,6 +92,9 @@ func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, 
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in T
 		raw, err := json.Marshal(req.GetRawArguments())
+		if err == nil {
+			raw, err = withoutHostArguments(raw)
+		}
 		if err != nil {
 			return errorResult(log, name, invalid("arguments are not a JSON object")), nil
 		}
@@ -105,6 +109,28 @@ func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, 
 		}
 		return res, nil
 	}
+}
+
+// hostArguments are arguments a host adds to every tool's schema for its
+// own use and passes on to the server with the model's: Gemini CLI's
+// wait_for_previous, which its model is told to set. They are not the
+// model's mistakes, so they are dropped before the arguments are bound.
+var hostArguments = []string{"wait_for_previous"}
+
+// withoutHostArguments returns the arguments object raw without
+// hostArguments.
+func withoutHostArguments(raw []byte) ([]byte, error) {
+	if !slices.ContainsFunc(hostArguments, func(name string) bool { return bytes.Contains(raw, []byte(name)) }) {
+		return raw, nil
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return raw, nil // binding says what is wrong with it
+	}
+	for _, name := range hostArguments {
+		delete(args, name)
+	}
+	return json.Marshal(args)
 }
 
 // argumentError explains a JSON binding failure without Go type names.

@@ -47,7 +47,14 @@ func TestMCPStdioProtocolEdges(t *testing.T) {
 		t.Errorf("ping before initialize = %+v; want an answer", got["2"].Error)
 	}
 
-	r.initializeAt("2025-06-18")
+	// A client may send its next requests before initialize is answered.
+	r.send(request("init", "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "e2e-edges", "version": "1.0.0"}}),
+		map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}, request("at-once", "tools/list", nil))
+	got = r.await(`"init"`, `"at-once"`)
+	if m := got[`"at-once"`]; m.Error != nil || !strings.Contains(string(m.Result), "update_state") {
+		t.Errorf("tools/list sent right after initialize = %+v %s; want the tools", m.Error, m.Result)
+	}
 	// A request whose id is null is refused, not taken for a notification
 	// and left unanswered.
 	r.send(request(nil, "ping", nil))

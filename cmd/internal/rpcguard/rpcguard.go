@@ -1,7 +1,8 @@
 // Package rpcguard answers the JSON-RPC messages that the MCP library would
 // mishandle, before they reach it, on a stdio connection: a request whose id
 // is null (it would be taken for a notification and never answered), a
-// request other than initialize or ping before the session is initialized,
+// request other than initialize or ping before the client asked to initialize
+// the session,
 // a tools/list cursor (the tools fit one page, so none is valid; the library
 // would answer with a raw decoding error), and a batch (a JSON array of
 // messages, which the library cannot parse): under protocol 2025-03-26,
@@ -40,8 +41,9 @@ func (m *message) hasID() bool { return m.ID != nil }
 
 // Check decides on one message (not a batch) from a client: the error
 // response to send instead of passing it on, or nil to pass it on.
-// initialized says the session is initialized.
-func Check(raw []byte, initialized bool) []byte {
+// initializing says the client sent initialize: a client may send its next
+// requests before the answer comes.
+func Check(raw []byte, initializing bool) []byte {
 	var m message
 	if json.Unmarshal(raw, &m) != nil || m.Method == "" || !m.hasID() {
 		return nil // the library answers what does not parse; notifications and responses pass
@@ -50,7 +52,7 @@ func Check(raw []byte, initialized bool) []byte {
 		return ErrorResponse(nil, mcp.INVALID_REQUEST, "invalid request: the id must be a string or a number")
 	}
 	modern := m.Params.Meta != nil && mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion())
-	if !initialized && !modern && m.Method != string(mcp.MethodInitialize) && m.Method != string(mcp.MethodPing) {
+	if !initializing && !modern && m.Method != string(mcp.MethodInitialize) && m.Method != string(mcp.MethodPing) {
 		return ErrorResponse(m.ID, mcp.INVALID_REQUEST, "the session is not initialized: send initialize first")
 	}
 	if m.Method == string(mcp.MethodToolsList) && m.Params.Cursor != nil && *m.Params.Cursor != "" {
@@ -91,11 +93,12 @@ type Stdio struct {
 	out   io.Writer
 	outMu sync.Mutex // one message at a time to the client
 
-	mu          sync.Mutex
-	initialize  map[string]bool // ids of initialize requests not answered yet
-	initialized bool
-	version     string            // the protocol version initialize agreed on
-	batches     map[string]*batch // a batch's open requests, by id
+	mu           sync.Mutex
+	initialize   map[string]bool   // ids of initialize requests not answered yet
+	initializing bool              // the client sent initialize
+	initialized  bool              // and the server answered it
+	version      string            // the protocol version initialize agreed on
+	batches      map[string]*batch // a batch's open requests, by id
 }
 
 // batch collects the answers to one batch's requests.
@@ -190,7 +193,7 @@ func (s *Stdio) take(line []byte, pass io.Writer) error {
 			b.answers = append(b.answers, ErrorResponse(nil, mcp.INVALID_REQUEST, "invalid request: not a JSON-RPC message"))
 			continue
 		}
-		if reply := Check(raw, s.initialized); reply != nil {
+		if reply := Check(raw, s.initializing); reply != nil {
 			b.answers = append(b.answers, reply)
 			continue
 		}
@@ -217,11 +220,12 @@ func (s *Stdio) take(line []byte, pass io.Writer) error {
 func (s *Stdio) check(line []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	reply := Check(line, s.initialized)
+	reply := Check(line, s.initializing)
 	if reply == nil {
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Method == string(mcp.MethodInitialize) && m.hasID() {
 			s.initialize[string(m.ID)] = true
+			s.initializing = true
 		}
 	}
 	return reply

@@ -962,7 +962,7 @@ func TestMCPHostileRawLines(t *testing.T) {
 		id   string // the id of the answer; "" when none comes
 		code int    // its error code; 0 for a result
 	}{
-		{`[]`, "null", -32700},
+		{`[]`, "null", -32600}, // a batch, under a version without batches
 		{`null`, "null", -32600},
 		{`"a string"`, "null", -32700},
 		{`42`, "null", -32700},
@@ -973,7 +973,7 @@ func TestMCPHostileRawLines(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":5}`, "6", -32600},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}`, "7", -32602},
 		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`, "8", -32602},
-		{`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, "null", -32700},
+		{`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, "null", -32600},
 		{`{"jsonrpc":"2.0","result":{},"id":10}`, "", 0},
 	} {
 		got := r.exchange(tc.line, fmt.Sprintf("req-%d", i), tc.id)

@@ -6,21 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
@@ -30,14 +25,26 @@ const version = "0.1.0"
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("serve", stderr, &c)
-	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	var hf httpFlags
+	hf.define(fs)
 	var roots stringList
 	fs.Var(&roots, "source-root", "a directory source_path may read from (repeatable; default: the workspace's parent)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp serve [--dir DIR] [--http ADDR] [--source-root DIR]...\n\nServes the board to agents over MCP: stdio by default (what MCP clients start),\nor streamable HTTP. A missing or empty DIR is made a workspace first.")
+		fmt.Fprintln(stderr, `Usage: blackboard-mcp serve [--dir DIR] [--source-root DIR]... [--http ADDR [HTTP flags]]
+
+Serves the board to agents over MCP: stdio by default (what MCP clients start),
+or streamable HTTP at /mcp. A missing or empty DIR is made a workspace first.
+Over HTTP on an address other machines reach, a board needs an access file
+(or --open-to-network) and tokens need TLS (--tls-cert and --tls-key, or
+--behind-tls-proxy).`)
 		fs.PrintDefaults()
 	}
 	if _, err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	// The HTTP flags are checked before anything is made or opened.
+	httpCfg, err := hf.check()
+	if err != nil {
 		return err
 	}
 	dir := c.Dir()
@@ -65,13 +72,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	srv := tools.NewServer(ws, log, version)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops the server gracefully; a second one, should
+	// that take too long, kills it (the board survives a kill).
+	context.AfterFunc(ctx, stop)
 	af, restricted, err := ws.Access()
 	if err != nil {
 		return fmt.Errorf("the access file %s is unreadable, so the server will not start: %w", ".blackboard/access.yaml", err)
 	}
 
-	if *httpAddr != "" {
-		return serveHTTP(ctx, ws, srv, log, *httpAddr, restricted)
+	if httpCfg != nil {
+		return serveHTTP(ctx, ws, srv, log, httpCfg, restricted)
 	}
 
 	if restricted {
@@ -128,63 +138,4 @@ func isTerminal(r io.Reader) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// maxRequestBytes bounds an HTTP request: the largest note, escaped as JSON,
-// and its arguments.
-const maxRequestBytes = 2*note.MaxContentBytes + 1<<20
-
-// callerKey carries an HTTP request's caller to the tools.
-type callerKey struct{}
-
-// serveHTTP serves streamable HTTP at /mcp. With an access file, every
-// request needs a bearer token of a known agent (401 otherwise), and the
-// file is read again for each request, so a revoked token stops working at
-// once.
-func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, addr string, restricted bool) error {
-	if restricted {
-		srv.SetCaller(func(ctx context.Context) *fsstore.Caller {
-			c, _ := ctx.Value(callerKey{}).(*fsstore.Caller)
-			return c
-		})
-	}
-	mcpHandler := server.NewStreamableHTTPServer(srv.MCP(),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			if c, ok := r.Context().Value(callerKey{}).(*fsstore.Caller); ok {
-				return context.WithValue(ctx, callerKey{}, c)
-			}
-			return ctx
-		}))
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A request is refused before it is read whole when it exceeds what a
-		// note may hold, with room for the JSON around it.
-		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
-		if restricted {
-			af, _, err := ws.Access()
-			token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			var agent *access.Agent
-			ok := false
-			if err == nil && af != nil {
-				agent, ok = af.Authenticate(token)
-			}
-			if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="blackboard-mcp"`)
-				http.Error(w, "a bearer token of a known agent is required", http.StatusUnauthorized)
-				return
-			}
-			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, fsstore.AgentCaller(agent)))
-		}
-		mcpHandler.ServeHTTP(w, r)
-	}))
-	hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("serving over streamable HTTP", "workspace", ws.Name(), "addr", addr, "endpoint", "/mcp", "access_control", restricted)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		return hs.Shutdown(context.Background())
-	}
 }

@@ -189,13 +189,17 @@ func TestToolsTakeHostArguments(t *testing.T) {
 		}
 		return string(resp)
 	}
-	for name, args := range map[string]map[string]any{
-		"update_state": {"uri": "h/a", "digest": "A", "body": "a", "expect_version": 0},
-		"get_state":    {"uris": []string{"h/a"}},
-		"list_keys":    {"topic": "h"},
-		"search_keys":  {"q": "a"},
-		"link_state":   {"src": "h/a", "rel": "cites", "dst": []string{"h/a"}},
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+	}{ // in this order: the write makes the note the others read and link
+		{"update_state", map[string]any{"uri": "h/a", "digest": "A", "body": "a", "expect_version": 0}},
+		{"get_state", map[string]any{"uris": []string{"h/a"}}},
+		{"list_keys", map[string]any{"topic": "h"}},
+		{"search_keys", map[string]any{"q": "a"}},
+		{"link_state", map[string]any{"src": "h/a", "rel": "cites", "dst": []string{"h/a"}}},
 	} {
+		name, args := tc.name, tc.args
 		args["wait_for_previous"] = true
 		if resp := call(name, args); strings.Contains(resp, `"isError":true`) {
 			t.Errorf("%s with wait_for_previous: %s", name, resp)

@@ -47,6 +47,8 @@ var (
 	procLine     = regexp.MustCompile(`^write proc=(\d+)/(\d+) sync=(on|off) history=(\d+) ` + latencies + `$`)
 	totalLine    = regexp.MustCompile(`^write procs=(\d+) sync=(on|off) history=(\d+) ` + latencies +
 		` acked=(\d+) commits=(\d+) lost=(-?\d+)$`)
+	floorLine = regexp.MustCompile(`^floor sync=(on|off) history=(\d+) ` + latencies + `$`)
+	ratioLine = regexp.MustCompile(`^write/floor p50=([0-9.]+)x p99=([0-9.]+)x$`)
 )
 
 func atoi(t *testing.T, s string) int {
@@ -74,7 +76,8 @@ func checkLatencies(t *testing.T, line string, m []string) {
 
 // benchWriteRun runs blackboard-bench write and checks its output: a
 // catch-up line, a line per worker when there are several, and the total,
-// which must have lost nothing. It returns the history the run started from.
+// which must have lost nothing; from one process, the floor probe's line
+// and the ratio of the two. It returns the history the run started from.
 func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...string) (history int, out string) {
 	t.Helper()
 	args := append([]string{"write", "--dir", dir, "--procs", strconv.Itoa(procs),
@@ -84,9 +87,29 @@ func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...
 	want := 2
 	if procs > 1 {
 		want += procs
+	} else {
+		want += 2
 	}
 	if len(lines) != want {
 		t.Fatalf("write --procs %d printed %d lines, want %d:\n%s", procs, len(lines), want, out)
+	}
+	if procs == 1 {
+		floor, ratio := lines[2], lines[3]
+		lines = lines[:2]
+		if m := floorLine.FindStringSubmatch(floor); m == nil || atoi(t, m[3]) != writes {
+			t.Errorf("floor line %q; want n=%d", floor, writes)
+		} else {
+			checkLatencies(t, floor, m[4:8])
+		}
+		if ratioLine.FindStringSubmatch(ratio) == nil {
+			t.Errorf("ratio line %q", ratio)
+		}
+		if refs := gitOut(t, dir, "for-each-ref", "refs/bench"); refs != "" {
+			t.Errorf("the floor probe left refs behind:\n%s", refs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git", "bench-floor")); !os.IsNotExist(err) {
+			t.Errorf("the floor probe left its files behind (%v)", err)
+		}
 	}
 	if catchupLine.FindStringSubmatch(lines[0]) == nil {
 		t.Errorf("catch-up line %q", lines[0])
@@ -147,7 +170,7 @@ func TestGenerateAndWrite(t *testing.T) {
 	if got := gitOut(t, dir, "status", "--porcelain"); got != "" {
 		t.Errorf("git status after the bench:\n%s", got)
 	}
-	if got := gitOut(t, dir, "fsck", "--no-progress"); got != "" {
+	if got := gitOut(t, dir, "fsck", "--no-progress", "--no-dangling"); got != "" { // the floor probe's commits dangle
 		t.Errorf("git fsck after the bench:\n%s", got)
 	}
 	// On a workspace with fewer notes than asked for, the bench creates its

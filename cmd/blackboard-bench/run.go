@@ -13,7 +13,11 @@ Usage:
   blackboard-bench write [--dir DIR] [--procs N] [--writes M] [--notes K] [--no-sync]
       M updates per process, round-robin over K notes per process, each with
       the right expect_version; N > 1 runs N processes of this binary on the
-      workspace at once and checks afterwards that no write was lost.
+      workspace at once and checks afterwards that no write was lost. From one
+      process, it also makes as many floor commits, in turns with the writes:
+      only what a durable commit of one note must do (loose objects, a ref by
+      lock file, the note's file, fsynced as the product does), and prints
+      both and their ratio.
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.

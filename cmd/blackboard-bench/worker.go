@@ -74,7 +74,7 @@ func runWorker(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	// every other writer's files.
 	watching := w.Watch(fsstore.WatchOptions{})
 	defer watching.Stop()
-	res, err := writeNotes(w, job.Notes, job.Writes, job.Agent, &writeHooks{
+	res, err := writeNotes(w, job.Notes, 0, job.Writes, job.Agent, &writeHooks{
 		ready: func() error {
 			if err := out.Encode(workerMsg{Ready: true}); err != nil {
 				return err

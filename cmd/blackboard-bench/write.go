@@ -71,10 +71,11 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 
 	var results []result
 	var runErr error
+	var floor *result
 	if *procs == 1 {
-		var res result
 		watching := w.Watch(fsstore.WatchOptions{}) // as blackboard-mcp serve does
-		res, runErr = writeNotes(w, picked, *writes, "bench", nil)
+		var res result
+		res, floor, runErr = writeBesideFloor(w, picked, *writes, !c.NoSync)
 		results = append(results, res)
 		watching.Stop()
 		w.Close()
@@ -104,7 +105,41 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if acked != commits {
 		runErr = errors.Join(runErr, fmt.Errorf("%d writes were acknowledged but the branch has %d new commits", acked, commits))
 	}
+	if floor != nil && len(floor.lat) > 0 && len(all.lat) > 0 {
+		fmt.Fprintf(stdout, "floor %s %s\n", label, floor.stats())
+		fmt.Fprintf(stdout, "write/floor p50=%.2fx p99=%.2fx\n",
+			float64(all.quantile(0.50))/float64(floor.quantile(0.50)), float64(all.quantile(0.99))/float64(floor.quantile(0.99)))
+	}
 	return runErr
+}
+
+// floorRound is how many writes the product and the floor probe make in
+// turn: close enough in time that both meet the same machine.
+const floorRound = 10
+
+// writeBesideFloor makes writes through the real write path and as many
+// floor commits (floor.go), in turns of floorRound.
+func writeBesideFloor(w *fsstore.Workspace, notes []string, writes int, sync bool) (res result, floor *result, err error) {
+	probe, err := newFloorProbe(w.Dir(), sync)
+	if err != nil {
+		return res, nil, err
+	}
+	defer func() { err = errors.Join(err, probe.close()) }()
+	floor = &result{}
+	for done := 0; done < writes; done += floorRound {
+		n := min(floorRound, writes-done)
+		r, err := writeNotes(w, notes, done, n, "bench", nil)
+		res.addRound(r)
+		if err != nil {
+			return res, floor, err
+		}
+		f, err := probeNotes(probe, notes, done, n)
+		floor.addRound(f)
+		if err != nil {
+			return res, floor, err
+		}
+	}
+	return res, floor, nil
 }
 
 // pickNotes picks n notes to write: existing notes spread evenly over the
@@ -145,10 +180,22 @@ func pickNotes(w *fsstore.Workspace, n int) ([]string, error) {
 type result struct {
 	lat        []time.Duration
 	start, end time.Time // first write began, last write acknowledged
+	// busy, when set, is the time spent writing, for writes made in turns
+	// with something else.
+	busy time.Duration
+}
+
+// addRound adds a turn of writes made in turns with something else.
+func (r *result) addRound(o result) {
+	r.lat = append(r.lat, o.lat...)
+	if o.end.After(o.start) {
+		r.busy += o.end.Sub(o.start)
+	}
 }
 
 func (r *result) add(o result) {
 	r.lat = append(r.lat, o.lat...)
+	r.busy += o.busy
 	if r.start.IsZero() || (!o.start.IsZero() && o.start.Before(r.start)) {
 		r.start = o.start
 	}
@@ -161,16 +208,23 @@ func (r *result) stats() string {
 	if len(r.lat) == 0 {
 		return "n=0"
 	}
-	lat := slices.Clone(r.lat)
-	slices.Sort(lat)
-	// Nearest rank: the smallest latency at or above p of all writes.
-	q := func(p float64) time.Duration { return lat[max(0, int(math.Ceil(p*float64(len(lat))))-1)] }
 	rate := 0.0 // unknown: the process failed before saying when it started
-	if !r.start.IsZero() && r.end.After(r.start) {
-		rate = float64(len(lat)) / r.end.Sub(r.start).Seconds()
+	switch {
+	case r.busy > 0:
+		rate = float64(len(r.lat)) / r.busy.Seconds()
+	case !r.start.IsZero() && r.end.After(r.start):
+		rate = float64(len(r.lat)) / r.end.Sub(r.start).Seconds()
 	}
 	return fmt.Sprintf("n=%d p50=%s p95=%s p99=%s max=%s rate=%.1f/s",
-		len(lat), millis(q(0.50)), millis(q(0.95)), millis(q(0.99)), millis(lat[len(lat)-1]), rate)
+		len(r.lat), millis(r.quantile(0.50)), millis(r.quantile(0.95)), millis(r.quantile(0.99)), millis(r.quantile(1)), rate)
+}
+
+// quantile is the nearest rank: the smallest latency at or above p of all
+// writes.
+func (r *result) quantile(p float64) time.Duration {
+	lat := slices.Clone(r.lat)
+	slices.Sort(lat)
+	return lat[max(0, int(math.Ceil(p*float64(len(lat))))-1)]
 }
 
 func millis(d time.Duration) string {
@@ -186,7 +240,7 @@ func seconds(d time.Duration) string {
 // version the previous one returned. hooks.ready, when set, runs between the
 // reads and the first write (a worker waits there for the start signal);
 // hooks.onWrite, when set, hears of each acknowledged write.
-func writeNotes(w *fsstore.Workspace, notes []string, writes int, agent string, hooks *writeHooks) (result, error) {
+func writeNotes(w *fsstore.Workspace, notes []string, first, writes int, agent string, hooks *writeHooks) (result, error) {
 	board := w.As(fsstore.OpenCaller(agent))
 	versions := make([]int, len(notes))
 	for i, key := range notes {
@@ -205,12 +259,12 @@ func writeNotes(w *fsstore.Workspace, notes []string, writes int, agent string, 
 		}
 	}
 	res := result{lat: make([]time.Duration, 0, writes), start: time.Now()}
-	for k := range writes {
+	for k := first; k < first+writes; k++ {
 		i := k % len(notes)
 		body := fmt.Sprintf(noteBody, k+1, agent)
 		req := fsstore.UpdateRequest{
 			URI:           notes[i],
-			Digest:        fmt.Sprintf("Bench write %d by %s, a few hundred bytes of Markdown.", k+1, agent),
+			Digest:        fmt.Sprintf(benchDigest, k+1, agent),
 			Body:          &body,
 			ExpectVersion: &versions[i],
 			Kind:          "finding",
@@ -240,6 +294,8 @@ type writeHooks struct {
 	ready   func() error
 	onWrite func(time.Duration) error
 }
+
+const benchDigest = "Bench write %d by %s, a few hundred bytes of Markdown."
 
 const noteBody = `## Measurement %d by %s
 

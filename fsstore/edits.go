@@ -96,8 +96,8 @@ type pendingEdits struct {
 	// events were lost.
 	all bool
 	// watched is set while a watcher reports changes; without one, every
-	// write compares the whole work tree.
-	watched bool
+	// write compares the whole work tree, unless the process is oneShot.
+	watched, oneShot bool
 }
 
 func (p *pendingEdits) add(paths []string, all bool) {
@@ -120,7 +120,7 @@ func (p *pendingEdits) take() (paths []string, all bool) {
 		paths = append(paths, q)
 	}
 	sort.Strings(paths)
-	all = p.all || !p.watched
+	all = p.all || !p.watched && !p.oneShot
 	p.paths, p.all = nil, false
 	return paths, all
 }

@@ -35,6 +35,12 @@ type Options struct {
 	// person's reset that dropped agents' commits). It runs under the
 	// write lock and must be quick.
 	Logf func(format string, args ...any)
+	// OneShot opens the workspace for one command (the CLI): a write then
+	// compares only its own note with the work tree, not the whole tree, so
+	// its cost does not grow with the board. A person's edit to the note
+	// written is still committed first; edits to other notes wait for a
+	// server, which compares the whole tree, or a write of their own.
+	OneShot bool
 }
 
 // Workspace is a board on disk: the notes, the git repository and the derived
@@ -186,6 +192,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
+	w.edits.oneShot = opts.OneShot
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.

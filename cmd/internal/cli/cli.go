@@ -157,7 +157,7 @@ func (ws *WorkspaceFlags) OpenToRead(ctx context.Context, agent string) (*fsstor
 }
 
 func (ws *WorkspaceFlags) open(agent string) (*fsstore.Workspace, error) {
-	return fsstore.Open(ws.Dir(), fsstore.Options{NoSync: ws.NoSync, Agent: agent,
+	return fsstore.Open(ws.Dir(), fsstore.Options{NoSync: ws.NoSync, Agent: agent, OneShot: true,
 		OnEdits: func(r *fsstore.EditReport) {
 			for _, line := range r.Lines() {
 				fmt.Fprintf(ws.stderr, "committed a person's edit first: %s\n", line)

@@ -256,6 +256,13 @@ func startGoSDK(t testing.TB, dir, agent string, extra ...string) *session {
 	if init.ProtocolVersion != protocolVersion || init.ServerInfo == nil || init.ServerInfo.Name != "blackboard-mcp" {
 		t.Fatalf("go-sdk initialize: %+v; want protocol %q from blackboard-mcp", init, protocolVersion)
 	}
+	bindGoSDK(s, cs)
+	return s
+}
+
+// bindGoSDK makes the official Go SDK's client session cs the tool calls of
+// session s.
+func bindGoSDK(s *session, cs *sdk.ClientSession) {
 	s.callTool = func(ctx context.Context, name string, args map[string]any) (toolResult, error) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
@@ -280,7 +287,6 @@ func startGoSDK(t testing.TB, dir, agent string, extra ...string) *session {
 		}
 		return toJSONObjects(res.Tools)
 	}
-	return s
 }
 
 func jsonString(v any) string {

@@ -343,24 +343,7 @@ func (s *httpServe) goSDKHTTP(t *testing.T, header ...string) *session {
 	}
 	sess := &session{t: t, conn: &conn{dir: s.dir, client: "go-sdk-http", stderr: s.stderr, stop: cs.Close}}
 	t.Cleanup(func() { _ = sess.close() })
-	sess.callTool = func(ctx context.Context, name string, args map[string]any) (toolResult, error) {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			return toolResult{}, err
-		}
-		tc, ok := res.Content[0].(*sdk.TextContent)
-		if len(res.Content) != 1 || !ok {
-			return toolResult{}, errors.New("result is not one text block")
-		}
-		return toolResult{text: tc.Text, isError: res.IsError}, nil
-	}
-	sess.listTools = func(ctx context.Context) ([]map[string]any, error) {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		return toJSONObjects(res.Tools)
-	}
+	bindGoSDK(sess, cs)
 	return sess
 }
 

@@ -56,8 +56,6 @@ const (
 	// answered before it closes their connections (the requests themselves
 	// still finish: a write is never cut mid-way).
 	shutdownGrace = 10 * time.Second
-	// batchVersion is the one protocol version that allows JSON-RPC batches.
-	batchVersion = "2025-03-26"
 )
 
 // JSON-RPC error codes of the transport's own refusals.
@@ -528,9 +526,9 @@ func (h *httpHandler) postBatch(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return
 	}
-	if version != batchVersion {
+	if version != rpcguard.BatchVersion {
 		writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, fmt.Sprintf(
-			"invalid request: batches are not part of protocol version %s (only %s has them); send one message per request", version, batchVersion))
+			"invalid request: batches are not part of protocol version %s (only %s has them); send one message per request", version, rpcguard.BatchVersion))
 		return
 	}
 	var members []json.RawMessage

@@ -1,13 +1,14 @@
 // Package rpcguard answers the JSON-RPC messages that the MCP library would
-// mishandle, before they reach it, on a stdio connection: a request whose id
-// is null (it would be taken for a notification and never answered), a
-// request other than initialize or ping before the client asked to initialize
-// the session,
-// a tools/list cursor (the tools fit one page, so none is valid; the library
+// mishandle, before they reach it: a request whose id is null (it would be
+// taken for a notification and never answered), a request other than
+// initialize or ping before the client asked to initialize the session, a
+// tools/list cursor (the tools fit one page, so none is valid; the library
 // would answer with a raw decoding error), and a batch (a JSON array of
 // messages, which the library cannot parse): under protocol 2025-03-26,
 // which allows batches, each message in it is answered and the answers go
 // back together as one array; under any other version it is refused.
+// Check, IsBatch and ErrorResponse serve both transports; Stdio stands on a
+// stdio connection, and serve's HTTP handler uses the rest.
 package rpcguard
 
 import (
@@ -21,8 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// batchVersion is the one protocol version that allows batches.
-const batchVersion = "2025-03-26"
+// BatchVersion is the one protocol version that allows batches.
+const BatchVersion = "2025-03-26"
 
 // message is what the guard reads of a JSON-RPC message.
 type message struct {
@@ -160,7 +161,7 @@ func (s *Stdio) take(line []byte, pass io.Writer) error {
 		return s.send(ErrorResponse(nil, mcp.PARSE_ERROR, "parse error: not valid JSON"))
 	}
 	s.mu.Lock()
-	allowed := s.initialized && s.version == batchVersion
+	allowed := s.initialized && s.version == BatchVersion
 	s.mu.Unlock()
 	switch {
 	case !allowed:

@@ -736,9 +736,10 @@ type sessionTable struct {
 }
 
 type httpSession struct {
-	ready   bool   // initialize succeeded: the id may be used
-	agent   string // who initialized it ("" on a board without access file)
-	version string // the protocol version initialize agreed on
+	used    time.Time // when it was made or last named by a request
+	ready   bool      // initialize succeeded: the id may be used
+	agent   string    // who initialized it ("" on a board without access file)
+	version string    // the protocol version initialize agreed on
 	streams map[*context.CancelFunc]struct{}
 }
 
@@ -766,13 +767,28 @@ func (t *sessionTable) watch(s *server.MCPServer) {
 	})
 }
 
+// maxSessions bounds the sessions a server keeps: each initialize makes
+// one, and a client that goes away without DELETE leaves it for an hour.
+const maxSessions = 1000
+
 // Generate makes a session id for an initialize: 130 random bits, so that
-// none can be guessed.
+// none can be guessed. With maxSessions already kept, the one without an
+// event stream that was used least lately ends (its client, if any, gets
+// 404 and initializes again).
 func (t *sessionTable) Generate() string {
 	id := rand.Text()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sessions[id] = &httpSession{streams: map[*context.CancelFunc]struct{}{}}
+	if len(t.sessions) >= maxSessions {
+		var idlest string
+		for sid, s := range t.sessions {
+			if len(s.streams) == 0 && (idlest == "" || s.used.Before(t.sessions[idlest].used)) {
+				idlest = sid
+			}
+		}
+		delete(t.sessions, idlest)
+	}
+	t.sessions[id] = &httpSession{used: time.Now(), streams: map[*context.CancelFunc]struct{}{}}
 	return id
 }
 
@@ -780,9 +796,11 @@ func (t *sessionTable) Generate() string {
 func (t *sessionTable) Validate(id string) (isTerminated bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.sessions[id]; !ok || !s.ready {
+	s, ok := t.sessions[id]
+	if !ok || !s.ready {
 		return false, errors.New("session not found")
 	}
+	s.used = time.Now()
 	return false, nil
 }
 

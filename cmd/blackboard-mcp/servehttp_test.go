@@ -941,3 +941,33 @@ func TestOriginAllowed(t *testing.T) {
 		}
 	}
 }
+
+// A server keeps at most maxSessions: past that, each initialize ends the
+// session used least lately that holds no event stream, and its client
+// starts over.
+func TestHTTPSessionsBounded(t *testing.T) {
+	t.Parallel()
+	s := startHTTP(t, newWorkspaceDir(t), mcpEnv("many"))
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	streaming := s.initialize(protocolVersion)
+	events := s.stream(streaming)
+	first := s.initialize(protocolVersion)
+	idlest := s.initialize(protocolVersion)
+	for range maxSessions - 3 {
+		s.initialize(protocolVersion)
+	}
+	// The first session is used, so the next is the one used least lately.
+	if a := s.do(http.MethodPost, list, "Mcp-Session-Id", first); a.status != http.StatusOK {
+		t.Fatalf("with %d sessions, the first: status %d %s", maxSessions, a.status, a.body)
+	}
+	newest := s.initialize(protocolVersion)
+	s.do(http.MethodPost, list, "Mcp-Session-Id", idlest).wantRPCError(t, "the idlest session past the bound", http.StatusNotFound, -32001, "session")
+	for _, sid := range []string{streaming, first, newest} {
+		if a := s.do(http.MethodPost, list, "Mcp-Session-Id", sid); a.status != http.StatusOK {
+			t.Errorf("session %s past the bound: status %d %s", sid, a.status, a.body)
+		}
+	}
+	if ended(events, 100*time.Millisecond) {
+		t.Error("the session holding an event stream was ended")
+	}
+}

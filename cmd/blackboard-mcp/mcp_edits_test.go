@@ -410,27 +410,40 @@ func TestMCPTwoWatchersCommitOnce(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
-// Edits made while no server ran are committed when one starts, and a CLI
-// write (a process that does not watch) commits every pending edit first.
+// Edits made while no server ran are committed when one starts. A CLI
+// write (a process that does not watch) commits a pending edit of its own
+// note first, and leaves those of other notes to the next server.
 func TestMCPEditsWhileNoServerRan(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	runCLI(t, dir, "init", dir)
 	runCLI(t, dir, "put", "off/a", "--digest", "a", "--body", "a", "--expect", "0")
 	runCLI(t, dir, "put", "off/b", "--digest", "b", "--body", "b", "--expect", "0")
 
-	// A CLI write of one note commits a person's edit of another first.
 	writeTree(t, dir, "off/b.md", handNote("b by hand", "b edited\n"))
 	runCLI(t, dir, "put", "off/a", "--digest", "a2", "--body", "a2", "--expect", "1")
-	if log := gitLog(t, dir); log[0] != "agent\tupdate off/a v2: a2" || log[1] != "Ada Person\tedit off/b v2 by hand: b by hand" {
+	if log := gitLog(t, dir); log[0] != "agent\tupdate off/a v2: a2" || log[1] != "agent\tupdate off/b v1: b" {
 		t.Errorf("history:\n%s", strings.Join(log, "\n"))
 	}
+	if st := gitCmd(t, dir, "status", "--porcelain"); st != " M off/b.md\n" {
+		t.Errorf("git status after a CLI write of another note: %q; want the edit of off/b waiting", st)
+	}
+	writeTree(t, dir, "off/a.md", handNote("a by hand", "a edited\n"))
+	out, err := cliCommand(dir, "put", "off/a", "--digest", "a3", "--body", "a3", "--expect", "2").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "edit off/a by Ada Person (v3)") {
+		t.Errorf("a CLI write over a person's edit of its note: %v\n%s; want the edit committed first and a conflict", err, out)
+	}
+	s := startMCPGo(t, dir, "agent")
+	if it := s.waitVersion("off/b", 2); it.Digest != "b by hand" {
+		t.Errorf("off/b = %+v", it)
+	}
+	s.closeClean()
 
 	// Edits while nothing runs: found by the next server before it answers.
 	writeTree(t, dir, "off/a.md", handNote("a while offline", "offline\n"))
 	writeTree(t, dir, "off/new/c.md", handNote("c while offline", "created offline\n"))
 	sh(t, dir, "rm off/b.md")
-	s := startMCPGo(t, dir, "agent")
-	if it := s.waitVersion("off/a", 3); it.Digest != "a while offline" {
+	s = startMCPGo(t, dir, "agent")
+	if it := s.waitVersion("off/a", 4); it.Digest != "a while offline" {
 		t.Errorf("off/a = %+v", it)
 	}
 	s.waitVersion("off/new/c", 1)

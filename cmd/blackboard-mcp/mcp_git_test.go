@@ -780,7 +780,7 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 	t.Run("on the branch", func(t *testing.T) {
 		dir := setup(t)
 		staleCheckout(t, dir)
-		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+		writeByServer(t, dir, "team/other")
 		wantVersion(t, dir, 3)
 		if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
 			t.Errorf("git status: %q, want clean", st)
@@ -808,7 +808,7 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond) // past the checkout's second
 		gitCmd(t, dir, "checkout", "main~1", "--", key+".md")
 		time.Sleep(600 * time.Millisecond) // past a file git wrote a moment ago
-		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
+		writeByServer(t, dir, "team/other")
 		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n2") {
 			t.Errorf("the counter's file holds %q, want the person's (version 2's)", got)
 		}
@@ -817,6 +817,16 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 		}
 		checkWorkspace(t, dir)
 	})
+}
+
+// writeByServer starts a server and makes it write a new note at key: a
+// write before its start-up comparison is done compares the whole work tree
+// first, as a CLI write (which compares only its own note) does not.
+func writeByServer(t *testing.T, dir, key string) {
+	t.Helper()
+	s := startMCPGo(t, dir, "agent")
+	s.write(map[string]any{"uri": key, "digest": "written by a server", "body": "o", "expect_version": 0})
+	s.closeClean()
 }
 
 // A person who steps onto a branch of their own and back

@@ -2,10 +2,13 @@ package fsstore
 
 import (
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 func uris(hits []Hit) []string {
@@ -239,5 +242,41 @@ func TestSearchSeesOtherWriters(t *testing.T) {
 	git(t, w.Dir(), "reset", "-q", "--hard", before)
 	if got := search(t, w, "zanzibar", ""); len(got) != 0 {
 		t.Errorf("after reset --hard: %v", got)
+	}
+}
+
+// A word most notes hold is not ranked over every note that holds it (BM25
+// scores each before it knows the best): the notes that say it in their
+// address or digest are ranked, when they are few enough, and otherwise the
+// newest that hold it come first. A word few notes hold is ranked over all.
+func TestSearchBroadWord(t *testing.T) {
+	requireGit(t)
+	dir := filepath.Join(t.TempDir(), "acme")
+	if err := fixtures.Generate(dir, fixtures.Options{Workspace: "acme", Notes: 2500, Commits: 2500, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := openWorkspace(t, dir, false)
+	if got := search(t, w, "the", ""); len(got) != 10 {
+		t.Fatalf("search the = %v; want 10 hits on a generated board", got)
+	}
+	filler := strings.Repeat("unrelated words fill this body ", 60)
+	put(t, w, "zz/fresh", 0, "A fresh finding", filler+"the end")
+	if got := search(t, w, "the", ""); len(got) != 10 || got[0] != "zz/fresh" {
+		t.Errorf("search the = %v; want the newest note that holds it first", got)
+	}
+	if got := search(t, w, "the", "zz"); len(got) != 1 || got[0] != "zz/fresh" {
+		t.Errorf("search the in zz = %v; want the one note there", got)
+	}
+	// A word every body holds (a heading) and one digest: the note whose
+	// digest says it is ranked first.
+	put(t, w, "zz/review", 0, "Findings of the review", "nothing")
+	if got := search(t, w, "findings", ""); len(got) != 10 || got[0] != "zz/review" {
+		t.Errorf("search findings = %v; want the note whose digest says it first", got)
+	}
+	put(t, w, "zz/quokka-1", 0, "Quokka sightings", "a note")
+	put(t, w, "zz/quokka-2", 0, "Field notes", "quokka quokka in the body")
+	put(t, w, "zz/quokka-3", 0, "More notes", "one quokka")
+	if got := search(t, w, "quokka", ""); len(got) != 3 || got[0] != "zz/quokka-1" {
+		t.Errorf("search quokka = %v; want the three, the one whose digest says it first", got)
 	}
 }

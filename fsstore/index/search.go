@@ -139,38 +139,96 @@ func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
 		parts[i] = t.match()
 	}
 	match := strings.Join(parts, op)
+	ranked, err := s.rankable(match)
+	if err != nil {
+		return nil, err
+	}
 	for want := max(4*q.Limit, 40); ; want *= 8 {
-		hits, exhausted, err := s.searchCandidates(match, q.Scope, q.Limit, want)
+		hits, exhausted, err := s.searchCandidates(ranked, q.Scope, q.Limit, want)
 		if err != nil || len(hits) >= q.Limit || exhausted {
 			return hits, err
 		}
 	}
 }
 
-func (s *Snapshot) searchCandidates(match string, scope Scope, limit, want int) ([]Hit, bool, error) {
-	rows, err := s.t.Query(`SELECT rowid, -`+bm25Weights+` AS score FROM fts WHERE fts MATCH ?
-		ORDER BY score DESC LIMIT ?`, match, want)
-	if err != nil {
-		return nil, false, err
+// broadMatches is the most notes a search ranks. BM25 scores every match
+// before it knows the best, about a millisecond a thousand: a word most
+// notes hold ("the") took a hundred milliseconds on 100,000 notes, for a
+// ranking that says little, as such a word weighs almost nothing.
+const broadMatches = 2000
+
+// rankedMatch is what a search ranks: match, or, when match is broad, its
+// matches in the columns BM25 weighs most (address, digest, identifiers);
+// when those are broad too, nothing is ranked and the newest matches come
+// first.
+type rankedMatch struct {
+	match string // the whole query
+	rank  string // the part ranked; "" for none
+}
+
+// rankable decides what a search for match ranks, counting matches (which
+// costs a fraction of ranking them) up to broadMatches.
+func (s *Snapshot) rankable(match string) (rankedMatch, error) {
+	r := rankedMatch{match: match, rank: match}
+	for _, try := range []string{match, "{addr digest ids} : (" + match + ")"} {
+		var n int
+		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, try, broadMatches+1).
+			Scan(&n); err != nil {
+			return r, err
+		}
+		if n <= broadMatches {
+			r.rank = try
+			return r, nil
+		}
 	}
+	r.rank = ""
+	return r, nil
+}
+
+// searchCandidates takes the best want matches, ranked, then the newest
+// others unranked, and joins them with the notes.
+func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int) ([]Hit, bool, error) {
 	type cand struct {
 		id    int64
 		score float64
 	}
 	var cands []cand
-	for rows.Next() {
-		var c cand
-		if err := rows.Scan(&c.id, &c.score); err != nil {
-			rows.Close()
+	seen := map[int64]bool{}
+	take := func(query, match string, n int) error {
+		rows, err := s.t.Query(query, match, n)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.id, &c.score); err != nil {
+				return err
+			}
+			if !seen[c.id] {
+				seen[c.id] = true
+				cands = append(cands, c)
+			}
+		}
+		return rows.Err()
+	}
+	if m.rank != "" {
+		if err := take(`SELECT rowid, -`+bm25Weights+` AS score FROM fts WHERE fts MATCH ? ORDER BY score DESC LIMIT ?`, m.rank, want); err != nil {
 			return nil, false, err
 		}
-		cands = append(cands, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, err
 	}
 	exhausted := len(cands) < want
+	if m.rank != m.match && len(cands) < want {
+		// The rest in order of creation, newest first, below every ranked
+		// match.
+		if err := take(`SELECT rowid, 0 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?`, m.match, want); err != nil {
+			return nil, false, err
+		}
+		exhausted = len(cands) < want
+	}
+	if len(cands) > want {
+		cands = cands[:want]
+	}
 	var hits []Hit
 	for _, c := range cands {
 		var h Hit

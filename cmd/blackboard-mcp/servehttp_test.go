@@ -63,8 +63,15 @@ func startHTTP(t *testing.T, dir string, env []string, flags ...string) *httpSer
 	if !slices.Contains(flags, "--http") {
 		flags = append([]string{"--http", "127.0.0.1:0"}, flags...)
 	}
+	return startHTTPArgs(t, dir, env, serveArgs(dir, flags...))
+}
+
+// startHTTPArgs is startHTTP with serve's whole command line.
+func startHTTPArgs(t *testing.T, dir string, env []string, args []string) *httpServe {
+	t.Helper()
+	flags := args[1:]
 	s := &httpServe{t: t, dir: dir, stderr: &lockedBuffer{}, exited: make(chan struct{}), client: &http.Client{}}
-	s.cmd = exec.Command(testBinary, serveArgs(dir, flags...)...)
+	s.cmd = exec.Command(testBinary, args...)
 	s.cmd.Env = env
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

@@ -6,9 +6,12 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,19 +123,33 @@ func (w *objectWriter) flush() error {
 
 // writeLooseObject writes a compressed object to a temporary file in dir.
 func writeLooseObject(dir, kind string, content []byte) (string, error) {
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
-	if err != nil {
-		return "", err
-	}
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	var z bytes.Buffer
+	z.Grow(len(content)/2 + 64)
+	zw := zlibWriters.Get().(*zlib.Writer)
+	zw.Reset(&z)
 	fmt.Fprintf(zw, "%s %d\x00", kind, len(content))
-	_, err = zw.Write(content)
+	_, err := zw.Write(content)
 	if err == nil {
 		err = zw.Close()
 	}
-	if err == nil {
-		err = tmp.Chmod(0o444)
+	zw.Reset(io.Discard)
+	zlibWriters.Put(zw)
+	if err != nil {
+		return "", err
 	}
+	// Created read-only, as git leaves objects: opening it for writing
+	// once, at its creation, is allowed.
+	var tmp *os.File
+	for {
+		tmp, err = os.OpenFile(filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(z.Bytes())
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -142,6 +159,13 @@ func writeLooseObject(dir, kind string, content []byte) (string, error) {
 	}
 	return tmp.Name(), nil
 }
+
+// zlibWriters keeps compressors between objects: making one costs more
+// than compressing a note.
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return zw
+}}
 
 // syncAll fsyncs files or directories concurrently: the file system gathers
 // concurrent syncs into one journal commit.

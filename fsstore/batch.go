@@ -23,7 +23,11 @@ import (
 // On a board with a remote, a write counts once a push holds it, and a push
 // costs tens of milliseconds (a host's rate limits, seconds). Writes made
 // while a push is in flight, by any process of the clone, go out together
-// in the next push. A tool write is made in two steps:
+// in the next push. On a board without one, writes that come while another
+// is being committed are committed together the same way (group commit):
+// each its own commit, checked against its own expect_version, the branch
+// moved once for all, none answered before it moved; a write that comes
+// alone is committed at once. A tool write is made in two steps:
 //
 //  1. Under the write lock, it is built as its own commit, checked against
 //     its expect_version, on top of the clone's pending writes: those built
@@ -31,8 +35,8 @@ import (
 //     names. Its commit becomes the new tip. Writes that come to one
 //     process together are built in one hold of the lock.
 //  2. Under the publish lock, one writer at a time pushes the whole chain
-//     (never by force) and moves the branch to it, files and all: every
-//     write in it is then acknowledged. A writer that finds its write on
+//     (never by force; without a remote, nowhere) and moves the branch to
+//     it, files and all: every write in it is then acknowledged. A writer that finds its write on
 //     the branch already is done. When the remote refuses the push
 //     (another clone came first), the clone follows the remote and the
 //     chain is rebased on it: each write keeps its changes, and so its
@@ -78,12 +82,12 @@ type publisher struct {
 	lastChain int
 }
 
-// writeForRemote makes one tool write on a board with a remote: built on
-// the pending writes, then published with them. Writes that come to this
-// process meanwhile wait in a queue, and one of them, the leader, builds
-// them all in one hold of the write lock and publishes them together.
-// unfinished hears of a failure after the remote took the write.
-func (w *Workspace) writeForRemote(op, uri string, attempt func() error, unfinished func(error)) error {
+// writeInGroup makes one tool write: built on the pending writes, then
+// published with them. Writes that come to this process meanwhile wait in
+// a queue, and one of them, the leader, builds them all in one hold of the
+// write lock and publishes them together. unfinished hears of a failure
+// after the write counted (the remote or the branch took it).
+func (w *Workspace) writeInGroup(op, uri string, attempt func() error, unfinished func(error)) error {
 	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
 	wq := &w.queue
@@ -160,6 +164,13 @@ func (w *Workspace) leadWrites() {
 // publishWrites builds items on the pending writes and publishes them,
 // again for those dropped, until each has its answer.
 func (w *Workspace) publishWrites(items []*queuedWrite) {
+	if w.remote == "" && len(items) == 1 {
+		// Alone, and no remote to wait for: committed at once, in one
+		// hold of the write lock.
+		it := items[0]
+		it.err = w.withWriteLock(func() error { return w.whileBranchMoves(it.op, it.uri, it.attempt) })
+		return
+	}
 	var since time.Time
 	open := items
 	for lost, waits := 0, 0; len(open) > 0; {
@@ -306,6 +317,13 @@ func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, e
 // conflict with pending writes. The caller holds the write lock.
 func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *builtWrite, blockedByPending bool, err error) {
 	err = w.whileBranchMoves(op, uri, func() error {
+		if w.remote == "" {
+			// A reset may have dropped the program's commits (rescue.go):
+			// they come back before anything is built on the branch.
+			if err := w.bringBackDropped(); err != nil {
+				return err
+			}
+		}
 		// People's edits to the note go first, each its own commit pushed
 		// on its own: rare, and they drop pending writes, whose writers
 		// build them again.
@@ -428,21 +446,40 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				return false, nil, err // dropped
 			}
 		}
+		if w.remote == "" {
+			if err := w.syncChain(chain); err != nil {
+				return false, nil, err
+			}
+		}
 		w.pub.lastChain = len(chain)
 		err = w.pushChain(tip)
 		if err == nil {
 			// The remote holds the chain: its writes stand, whatever
-			// happens here.
+			// happens here. Without a remote, they stand once the branch
+			// holds them.
+			what := "publish"
+			if w.remote == "" {
+				what = "commit"
+			}
+			moved := false
 			finishErr = w.withWriteLock(func() error {
-				if _, err := w.moveBranchWithFiles(head, tip, fmt.Sprintf("%spublish %d writes", ownMove, len(chain))); err != nil {
+				var err error
+				if moved, err = w.moveBranchWithFiles(head, tip, fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain))); err != nil || !moved {
 					return err
 				}
+				w.counted(len(chain))
 				// Writes built on the chain meanwhile stay pending on it.
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
 					return err
 				}
 				return w.savePending(gitver.ZeroHash)
 			})
+			if !moved && w.remote == "" {
+				if finishErr != nil {
+					return false, nil, finishErr
+				}
+				continue // the branch moved before the lock was taken: look again
+			}
 			return true, finishErr, nil
 		}
 		if !errors.Is(err, gitver.ErrRemoteMoved) {
@@ -552,8 +589,12 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 }
 
 // pushChain pushes tip when it holds what the clone last knew of the
-// remote, and returns gitver.ErrRemoteMoved when it does not.
+// remote, and returns gitver.ErrRemoteMoved when it does not. Without a
+// remote there is nothing to push.
 func (w *Workspace) pushChain(tip gitver.Hash) error {
+	if w.remote == "" {
+		return nil
+	}
 	holds, err := w.holdsTracking(tip)
 	if err != nil {
 		return err
@@ -636,7 +677,13 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	if err := pending.Write(); err != nil {
+	write := pending.Write
+	if w.remote == "" {
+		// Synced with the rest of the chain's in one round, before the
+		// branch names them (publishPending).
+		write = pending.WriteUnsynced
+	}
+	if err := write(); err != nil {
 		return gitver.ZeroHash, err
 	}
 	b.tip = pending.Hash
@@ -745,4 +792,23 @@ func (w *Workspace) pacePush() {
 	if wait := time.Until(w.repo.LastPush().Add(pace)); wait > 0 {
 		time.Sleep(wait)
 	}
+}
+
+// syncChain makes the objects of pending writes durable, in one round:
+// without a remote, they were written unsynced, and the branch is about to
+// name them.
+func (w *Workspace) syncChain(chain []*gitver.CommitInfo) error {
+	commits := make(map[*gitver.CommitInfo][]string, len(chain))
+	for _, c := range chain {
+		diff, err := w.repo.Changes(c)
+		if err != nil {
+			return err
+		}
+		paths := make([]string, len(diff))
+		for i, d := range diff {
+			paths[i] = d.Path
+		}
+		commits[c] = paths
+	}
+	return w.repo.SyncCommits(commits)
 }

@@ -3,8 +3,12 @@ package fsstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -86,4 +90,81 @@ func countBuilds(t *testing.T, other func()) *int {
 		}
 	})
 	return builds
+}
+
+// On a board without a remote, writes that come while another is being
+// committed are committed together: each its own commit, checked against
+// its own expect_version, the branch moved once for the group. Racing
+// writers of one note: exactly one wins each version.
+func TestLocalWritesCommittedTogether(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, true) // durable: the group's objects are synced once
+	const writers, each, versions = 12, 8, 6
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each+64)
+	for i := range writers {
+		wg.Go(func() {
+			for n := range each {
+				body := fmt.Sprintf("writer %d write %d", i, n)
+				res, err := agentView(w).Update(UpdateRequest{URI: fmt.Sprintf("g/w%d", i), Digest: body, Body: &body, ExpectVersion: ptr(n)})
+				switch {
+				case err != nil:
+					errs <- err
+				case res.Version != n+1:
+					errs <- fmt.Errorf("writer %d: write %d acknowledged as version %d", i, n, res.Version)
+				}
+			}
+		})
+	}
+	// Eight racers for each version of one note, each with content of its
+	// own (a write of what the note holds already is no new version).
+	var wins [versions]atomic.Int32
+	for r := range 8 {
+		wg.Go(func() {
+			for v := 0; v < versions; {
+				body := fmt.Sprintf("racer %d for version %d", r, v+1)
+				res, err := agentView(w).Update(UpdateRequest{URI: "g/contended", Digest: body, Body: &body, ExpectVersion: ptr(v)})
+				switch {
+				case err == nil && res.Version == v+1:
+					wins[v].Add(1)
+					v++
+				case err == nil:
+					errs <- fmt.Errorf("racer %d: expect_version %d acknowledged as version %d", r, v, res.Version)
+					return
+				case !errors.Is(err, ErrConflict):
+					errs <- err
+					return
+				default:
+					n, err := agentView(w).Get("g/contended", false)
+					if err != nil {
+						errs <- err
+						return
+					}
+					v = n.Version
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for v := range wins {
+		if got := wins[v].Load(); got != 1 {
+			t.Errorf("version %d of the contended note: %d writers won it, want 1", v+1, got)
+		}
+	}
+	log := strings.Split(strings.TrimSpace(git(t, w.Dir(), "log", "--format=%s")), "\n")
+	if got := len(log); got != 1+writers*each+versions {
+		t.Errorf("%d commits, want the init commit and %d writes, each its own", got, writers*each+versions)
+	}
+	reflog := git(t, w.Dir(), "reflog", "--format=%gs", "main")
+	if !regexp.MustCompile(`blackboard: commit ([2-9]|[1-9][0-9]+) writes`).MatchString(reflog) {
+		t.Errorf("the branch never moved for a group of writes:\n%s", reflog)
+	}
+	if st := git(t, w.Dir(), "status", "--porcelain"); st != "" {
+		t.Errorf("git status after the writes:\n%s", st)
+	}
+	git(t, w.Dir(), "fsck", "--no-progress", "--strict")
 }

@@ -361,11 +361,19 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	if err := w.clearJournal(); err != nil {
 		return commit, err
 	}
-	w.writes++
-	if w.writes%64 == 1 {
+	w.counted(1)
+	return commit, nil
+}
+
+// counted counts commits this process made, and now and then has git pack
+// the loose objects they left (each commit leaves about five). The caller
+// holds the write lock.
+func (w *Workspace) counted(commits int) {
+	before := w.writes
+	w.writes += commits
+	if before/64 != w.writes/64 || before == 0 {
 		w.repo.MaybeMaintain()
 	}
-	return commit, nil
 }
 
 // commitRequest is the commit of changes on parent: each path's new blob

@@ -121,16 +121,10 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
 		return err
 	}
-	if w.remote != "" {
-		err = w.writeForRemote(op, uri, attempt, func(failed error) {
-			if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
-				res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
-			}
-		})
-		return res, err
-	}
-	err = w.withWriteLock(func() error {
-		return w.whileBranchMoves(op, uri, attempt)
+	err = w.writeInGroup(op, uri, attempt, func(failed error) {
+		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
+			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
+		}
 	})
 	return res, err
 }

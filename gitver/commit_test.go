@@ -374,3 +374,25 @@ func FuzzTreeOrder(f *testing.F) {
 		}
 	})
 }
+
+// An object file that is there but does not hold its object (written
+// unsynced before a power failure, come back empty) is written again
+// rather than named by a commit.
+func TestCutLooseObjectIsWrittenAgain(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	first := commitAndMove(t, r, "first", map[string]string{"a.md": "the same content"})
+	blob := revParse(t, dir, "HEAD:a.md")
+	name := blob.String()
+	obj := filepath.Join(dir, ".git", "objects", name[:2], name[2:])
+	if err := os.Chmod(obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(obj, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	commitFiles(t, r, first, "second", map[string]string{"b.md": "the same content"})
+	if got := runGit(t, dir, "cat-file", "-p", name); got != "the same content" {
+		t.Errorf("the blob reads %q after it was written again", got)
+	}
+}

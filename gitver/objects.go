@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/zlib"
 	"container/list"
+	"crypto/sha1" //nolint:gosec // git names objects by SHA-1.
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +58,10 @@ func (w *objectWriter) write(kind string, content []byte) (Hash, error) {
 }
 
 // flush writes the batch durably.
-func (w *objectWriter) flush() error {
+func (w *objectWriter) flush() error { return w.flushSynced(w.r.sync) }
+
+// flushSynced writes the batch, synced or not.
+func (w *objectWriter) flushSynced(sync bool) error {
 	type staged struct{ tmp, path string }
 	var files []staged
 	dirs := map[string]bool{}
@@ -71,7 +77,7 @@ func (w *objectWriter) flush() error {
 		name := o.hash.String()
 		dir := filepath.Join(w.r.gitDir, "objects", name[:2])
 		path := filepath.Join(dir, name[2:])
-		if _, err := os.Stat(path); err == nil {
+		if intactLoose(path, o.hash) {
 			continue // objects are immutable: an existing file is this object
 		}
 		tmp, err := writeLooseObject(dir, o.kind, o.content)
@@ -89,7 +95,7 @@ func (w *objectWriter) flush() error {
 		files = append(files, staged{tmp, path})
 		dirs[dir] = true
 	}
-	if w.r.sync {
+	if sync {
 		tmps := make([]string, len(files))
 		for i, f := range files {
 			tmps[i] = f.tmp
@@ -104,7 +110,7 @@ func (w *objectWriter) flush() error {
 		}
 		files[i].tmp = ""
 	}
-	if !w.r.sync {
+	if !sync {
 		return nil
 	}
 	list := make([]string, 0, len(dirs))
@@ -119,6 +125,28 @@ func (w *objectWriter) flush() error {
 		return syncDir(filepath.Join(w.r.gitDir, "objects"))
 	}
 	return nil
+}
+
+// intactLoose reports whether the loose object file at path holds the
+// object h. A file may be there and not hold it: written unsynced (see
+// WriteUnsynced) before a power failure, it can come back empty or cut,
+// and no commit may name it then.
+func intactLoose(path string, h Hash) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(f)
+	if err != nil {
+		return false
+	}
+	content, err := io.ReadAll(zr)
+	if err != nil {
+		return false
+	}
+	sum := sha1.Sum(content) //nolint:gosec // git names objects by SHA-1.
+	return Hash(sum) == h
 }
 
 // writeLooseObject writes a compressed object to a temporary file in dir.
@@ -239,6 +267,53 @@ type PendingCommit struct {
 
 // Write stores the commit's objects durably.
 func (p *PendingCommit) Write() error { return p.w.flush() }
+
+// WriteUnsynced stores the commit's objects without syncing them: they are
+// made durable later with others, by SyncCommits, before any ref names them.
+func (p *PendingCommit) WriteUnsynced() error { return p.w.flushSynced(false) }
+
+// SyncCommits makes durable the loose objects that commits (each with the
+// paths it changed) added: the commit, its tree, and the trees and blobs on
+// each changed path, in one round of syncs, then their directories. Packed
+// objects are durable already; nothing is done without durability.
+func (r *Repo) SyncCommits(commits map[*CommitInfo][]string) error {
+	if !r.sync {
+		return nil
+	}
+	var files []string
+	dirs := map[string]bool{filepath.Join(r.gitDir, "objects"): true}
+	add := func(h Hash) {
+		name := h.String()
+		p := filepath.Join(r.gitDir, "objects", name[:2], name[2:])
+		if _, err := os.Stat(p); err == nil {
+			files = append(files, p)
+			dirs[filepath.Dir(p)] = true
+		}
+	}
+	for c, paths := range commits {
+		add(c.Hash)
+		add(c.Tree)
+		for _, p := range paths {
+			tree := c.Tree
+			for _, name := range strings.Split(p, "/") {
+				t, err := r.readTree(tree)
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(t.Entries, func(e object.TreeEntry) bool { return e.Name == name })
+				if i < 0 {
+					break // deleted
+				}
+				tree = Hash(t.Entries[i].Hash)
+				add(tree)
+			}
+		}
+	}
+	if err := syncAll(files); err != nil {
+		return err
+	}
+	return syncAll(slices.Collect(maps.Keys(dirs)))
+}
 
 // BuildCommit computes the blobs, trees and commit of req without writing
 // them. Only the trees on a changed path are read and re-encoded.

@@ -35,9 +35,11 @@ import (
 //     names. Its commit becomes the new tip. Writes that come to one
 //     process together are built in one hold of the lock.
 //  2. Under the publish lock, one writer at a time pushes the whole chain
-//     (never by force; without a remote, nowhere) and moves the branch to
-//     it, files and all: every write in it is then acknowledged. A writer that finds its write on
-//     the branch already is done. When the remote refuses the push
+//     (never by force; without a remote, nowhere: its objects, written
+//     unsynced, are synced then in one round) and moves the branch to it,
+//     files and all: every write in it is then acknowledged. A writer that
+//     finds its write on the branch already is done. When the remote
+//     refuses the push
 //     (another clone came first), the clone follows the remote and the
 //     chain is rebased on it: each write keeps its changes, and so its
 //     expect_version check, unless the other clone's writes changed the
@@ -45,9 +47,9 @@ import (
 //     writers build them again on what the remote holds, checked again.
 //
 // Reads never see pending writes: the branch holds only what the remote
-// took. A writer killed after step 1 leaves its write to be published by
-// the next writer (it counts if it reaches the remote, as a push that went
-// through before the kill does).
+// (without one, the publisher) took. A writer killed after step 1 leaves
+// its write to be published by the next writer (it counts if it reaches the
+// remote, or the branch, as a push that went through before the kill does).
 
 const (
 	// pendingName is the file, in .git, naming the tip of the pending
@@ -123,7 +125,7 @@ type queuedWrite struct {
 	blockedByPending bool        // its conflict may be with pending writes
 }
 
-// writeQueue is this process's queue of tool writes for the remote.
+// writeQueue is this process's queue of tool writes.
 type writeQueue struct {
 	mu      sync.Mutex
 	waiting []*queuedWrite

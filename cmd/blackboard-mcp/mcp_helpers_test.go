@@ -195,6 +195,12 @@ func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *sessi
 		t.Errorf("initialize instructions do not point at run/state/current: %q", res.Instructions)
 	}
 
+	bindMCPGo(s, c)
+	return s
+}
+
+// bindMCPGo makes mcp-go's client c the tool calls of session s.
+func bindMCPGo(s *session, c *client.Client) {
 	s.callTool = func(ctx context.Context, name string, args map[string]any) (toolResult, error) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = name
@@ -222,7 +228,6 @@ func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *sessi
 		}
 		return toJSONObjects(res.Tools)
 	}
-	return s
 }
 
 // startGoSDK starts `serve` through the official Go SDK's CommandTransport

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -286,30 +285,7 @@ func (s *httpServe) mcpGoHTTP(t *testing.T, pinned bool, opts ...transport.Strea
 	if res.ServerInfo.Name != "blackboard-mcp" || res.Capabilities.Tools == nil {
 		t.Fatalf("mcp-go HTTP initialize: %+v", res)
 	}
-	sess.callTool = func(ctx context.Context, name string, args map[string]any) (toolResult, error) {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			return toolResult{}, err
-		}
-		if len(res.Content) != 1 {
-			return toolResult{}, fmt.Errorf("result has %d content blocks, want 1", len(res.Content))
-		}
-		tc, ok := mcp.AsTextContent(res.Content[0])
-		if !ok {
-			return toolResult{}, errors.New("result content is not text")
-		}
-		return toolResult{text: tc.Text, isError: res.IsError}, nil
-	}
-	sess.listTools = func(ctx context.Context) ([]map[string]any, error) {
-		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-		if err != nil {
-			return nil, err
-		}
-		return toJSONObjects(res.Tools)
-	}
+	bindMCPGo(sess, c)
 	return sess, tr
 }
 

@@ -71,6 +71,45 @@ func cloneBoard(t *testing.T, url, dir string) {
 	}
 }
 
+// withClones is first and n clones more of the board at url, each a
+// directory of its own, as machines.
+func withClones(t *testing.T, url, first string, n int) []string {
+	t.Helper()
+	dirs := []string{first}
+	for i := range n {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i+1))
+		cloneBoard(t, url, dir)
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// holdingHook installs a hook of the bare remote (pre-receive or
+// post-receive) that, for a push whose "old new ref" line makes the shell
+// condition cond true, holds it for a second and then ends with exit
+// ("exit 0", "exit 1"). held waits until a push is being held; released
+// waits until the hook let it go and the remote is done with it, and
+// removes the hook.
+func holdingHook(t *testing.T, bare, hook, cond, exit string) (held, released func()) {
+	t.Helper()
+	marker, done := filepath.Join(t.TempDir(), "hook-ran"), filepath.Join(t.TempDir(), "hook-done")
+	script := fmt.Sprintf("#!/bin/sh\nread old new ref\nif %s; then\ntouch %q\nsleep 1\ntouch %q\n%s\nfi\n", cond, marker, done, exit)
+	path := filepath.Join(bare, "hooks", hook)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) func() bool { return func() bool { _, err := os.Stat(p); return err == nil } }
+	held = func() { t.Helper(); eventually(t, "the hook holds a push", exists(marker)) }
+	released = func() {
+		t.Helper()
+		eventually(t, "the hook ends", exists(done))
+		// The remote moves its branch (or not) right after the hook.
+		time.Sleep(500 * time.Millisecond)
+		os.Remove(path)
+	}
+	return held, released
+}
+
 // putCmd is a CLI write of one note.
 func putCmd(dir, key, digest, body string, expect int) *exec.Cmd {
 	return cliCommand(dir, "put", key, "--digest", digest, "--body", body, "--expect", strconv.Itoa(expect))
@@ -98,10 +137,7 @@ func TestRemoteClonesShareOneBoard(t *testing.T) {
 
 func clonesShareOneBoard(t *testing.T, transport string) {
 	url, bare, first := boardWithRemoteOver(t, transport)
-	clones := []string{first, filepath.Join(t.TempDir(), "b"), filepath.Join(t.TempDir(), "c")}
-	for _, c := range clones[1:] {
-		cloneBoard(t, url, c)
-	}
+	clones := withClones(t, url, first, 2)
 	const perClone = 12
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -158,11 +194,8 @@ func average(ds []time.Duration) time.Duration {
 // on.
 func TestRemoteOneExpectVersionWins(t *testing.T) {
 	url, _, first := boardWithRemote(t)
-	clones := []string{first, filepath.Join(t.TempDir(), "b"), filepath.Join(t.TempDir(), "c"), filepath.Join(t.TempDir(), "d")}
 	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
-	for _, c := range clones[1:] {
-		cloneBoard(t, url, c)
-	}
+	clones := withClones(t, url, first, 3)
 	for round := 1; round <= 4; round++ {
 		var wg sync.WaitGroup
 		results := make([]error, len(clones))
@@ -333,28 +366,19 @@ func TestRemoteWriterKilledDuringPush(t *testing.T) {
 		{"once the remote took it", "post-receive", "exit 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			hook := tt.hook
 			url, bare, first := boardWithRemote(t)
 			runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
-			marker, done := filepath.Join(t.TempDir(), "hook-ran"), filepath.Join(t.TempDir(), "hook-done")
-			script := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ntouch %q\nsleep 1\ntouch %q\n%s\n", marker, done, tt.exit)
-			if err := os.WriteFile(filepath.Join(bare, "hooks", hook), []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			held, released := holdingHook(t, bare, tt.hook, "true", tt.exit)
 			cmd := putCmd(first, "team/plan", "plan 2", "2", 1)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the hook runs", func() bool { _, err := os.Stat(marker); return err == nil })
+			held()
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			// The push goes on without the writer, and ends: the remote
-			// moves its branch (or not) right after the hook.
-			eventually(t, "the hook ends", func() bool { _, err := os.Stat(done); return err == nil })
-			time.Sleep(500 * time.Millisecond)
-			os.Remove(filepath.Join(bare, "hooks", hook))
+			released() // the push goes on without the writer, and ends
 
 			remoteHead := strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main"))
 			counted := strings.HasSuffix(remoteLog(t, bare)[len(remoteLog(t, bare))-1], "plan 2")
@@ -541,12 +565,7 @@ type casState struct {
 // writer expected, and every conflict was true at some moment of the call.
 func TestRemoteCompareAndSwapIsLinearizable(t *testing.T) {
 	url, _, first := boardWithRemote(t)
-	dirs := []string{first}
-	for i := 1; i < 4; i++ {
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i))
-		cloneBoard(t, url, dir)
-		dirs = append(dirs, dir)
-	}
+	dirs := withClones(t, url, first, 3)
 	var servers []*session
 	for i, dir := range dirs {
 		servers = append(servers, startMCPGo(t, dir, fmt.Sprintf("agent-%d", i)))
@@ -825,12 +844,7 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 			r.initialize()
 			// The hook holds a push of several commits (a batch) for a
 			// second; pushes of one commit go through.
-			marker, done := filepath.Join(t.TempDir(), "hook-ran"), filepath.Join(t.TempDir(), "hook-done")
-			script := fmt.Sprintf("#!/bin/sh\nread old new ref\nif [ \"$(git rev-list --count $old..$new)\" -gt 1 ]; then\n"+
-				"touch %q\nsleep 1\ntouch %q\n%s\nfi\n", marker, done, tt.exit)
-			if err := os.WriteFile(filepath.Join(bare, "hooks", tt.hook), []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			held, released := holdingHook(t, bare, tt.hook, `[ "$(git rev-list --count $old..$new)" -gt 1 ]`, tt.exit)
 			const writes = 8
 			var calls []any
 			for i := range writes {
@@ -839,13 +853,11 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 						"expect_version": 0}}))
 			}
 			r.send(calls...)
-			eventually(t, "a batch reaches the hook", func() bool { _, err := os.Stat(marker); return err == nil })
+			held()
 			if err := r.cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the hook ends", func() bool { _, err := os.Stat(done); return err == nil })
-			time.Sleep(500 * time.Millisecond)
-			os.Remove(filepath.Join(bare, "hooks", tt.hook))
+			released()
 
 			onRemote := 0
 			for _, subject := range remoteLog(t, bare) {

@@ -62,12 +62,7 @@ func TestRemoteBench(t *testing.T) {
 		}{{"4x4 processes", 4}, {"4x4 shared server", 1}} {
 			t.Run(transport+"/"+shape.name, func(t *testing.T) {
 				url, _, first := boardWithRemoteOver(t, transport)
-				clones := []string{first}
-				for i := 1; i < 4; i++ {
-					dir := filepath.Join(t.TempDir(), fmt.Sprintf("c%d", i))
-					cloneBoard(t, url, dir)
-					clones = append(clones, dir)
-				}
+				clones := withClones(t, url, first, 3)
 				var writers []*session
 				for i, dir := range clones {
 					var mine []*session

@@ -110,6 +110,15 @@ func holdingHook(t *testing.T, bare, hook, cond, exit string) (held, released fu
 	return held, released
 }
 
+// pushMoments are the moments a push is in the remote's hands when its
+// writer is killed: held by a hook before the remote takes it (which then
+// takes it or refuses it), and after.
+var pushMoments = []struct{ name, hook, exit string }{
+	{"while the remote checks it", "pre-receive", "exit 0"},
+	{"and the remote refuses it", "pre-receive", "exit 1"},
+	{"once the remote took it", "post-receive", "exit 0"},
+}
+
 // putCmd is a CLI write of one note.
 func putCmd(dir, key, digest, body string, expect int) *exec.Cmd {
 	return cliCommand(dir, "put", key, "--digest", digest, "--body", body, "--expect", strconv.Itoa(expect))
@@ -360,11 +369,7 @@ func TestRemoteForcePushRepaired(t *testing.T) {
 // remote's to say, and the clone comes to exactly what the remote holds,
 // files and all, at its next use; another clone reads the same.
 func TestRemoteWriterKilledDuringPush(t *testing.T) {
-	for _, tt := range []struct{ name, hook, exit string }{
-		{"while the remote checks it", "pre-receive", "exit 0"},
-		{"and the remote refuses it", "pre-receive", "exit 1"},
-		{"once the remote took it", "post-receive", "exit 0"},
-	} {
+	for _, tt := range pushMoments {
 		t.Run(tt.name, func(t *testing.T) {
 			url, bare, first := boardWithRemote(t)
 			runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
@@ -833,11 +838,7 @@ func TestRemotePushesArePaced(t *testing.T) {
 // process finishes: the batch is on the remote whole or not at all, the
 // clone ends where the remote is, and a fresh clone reads the same.
 func TestRemoteServerKilledDuringABatch(t *testing.T) {
-	for _, tt := range []struct{ name, hook, exit string }{
-		{"while the remote checks it", "pre-receive", "exit 0"},
-		{"and the remote refuses it", "pre-receive", "exit 1"},
-		{"once the remote took it", "post-receive", "exit 0"},
-	} {
+	for _, tt := range pushMoments {
 		t.Run(tt.name, func(t *testing.T) {
 			url, bare, first := boardWithRemote(t)
 			r := startRaw(t, first, "agent-a")

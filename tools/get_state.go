@@ -176,11 +176,46 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 func (s *Server) respond(mode string, fields []string, parts []part, extraOmitted, cursor, budget int) (*mcp.CallToolResult, error) {
 	render := renderJSON
 	if mode == modeTable {
-		render = renderTSV(strings.Join(append([]string{"uri", "version", "digest"}, fields...), "\t"))
+		uriColumn := "uri"
+		if prefix := sharedURIPrefix(parts); prefix != "" {
+			// Said once in the header instead of on every row.
+			uriColumn = "uri (after " + prefix + ")"
+			for i := range parts {
+				parts[i] = newPart(parts[i].uri, strings.TrimPrefix(parts[i].text, prefix), nil)
+			}
+		}
+		render = renderTSV(strings.Join(append([]string{uriColumn, "version", "digest"}, fields...), "\t"))
 	}
 	out, err := fit(budget, parts, extraOmitted, cursor, render)
 	if err != nil {
 		return nil, err
 	}
 	return mcp.NewToolResultText(out), nil
+}
+
+// sharedURIPrefix is the start every table row's address shares, up to a
+// slash past the workspace ("bb://acme/" or "bb://acme/ops/"), or "" when
+// there are fewer than two rows or they share less.
+func sharedURIPrefix(parts []part) string {
+	if len(parts) < 2 {
+		return ""
+	}
+	prefix := parts[0].uri
+	for _, p := range parts[1:] {
+		n := 0
+		for n < len(prefix) && n < len(p.uri) && prefix[n] == p.uri[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	prefix = prefix[:strings.LastIndexByte(prefix, '/')+1]
+	if !strings.HasPrefix(prefix, "bb://") || strings.Count(prefix, "/") < 3 {
+		return ""
+	}
+	for _, p := range parts {
+		if !strings.HasPrefix(p.text, prefix) {
+			return ""
+		}
+	}
+	return prefix
 }

@@ -125,7 +125,7 @@ func TestMCPBench(t *testing.T) {
 	})
 
 	t.Run("catch-up tokens", func(t *testing.T) {
-		dir, _, ident, topic, twenty := catchUpBoard(t)
+		dir, _, ident, topic, twenty := catchUpBoard(t, 200)
 		s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir})
 
 		type step struct{ name, text string }
@@ -197,10 +197,10 @@ func measure(t *testing.T, n int, fn func(i int)) callLatencies {
 // catchUpBoard is the 200-note board both catch-up measurements run on, with
 // what the catch-up asks for: an identifier from the digests (a version, else
 // a note's leaf), a topic, and twenty addresses.
-func catchUpBoard(t *testing.T) (dir string, manifest []fixtures.Note, ident, topic string, twenty []string) {
+func catchUpBoard(t *testing.T, notes int) (dir string, manifest []fixtures.Note, ident, topic string, twenty []string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "acme")
-	opts := fixtures.Options{Workspace: "acme", Notes: 200, Seed: 7}
+	opts := fixtures.Options{Workspace: "acme", Notes: notes, Seed: 7}
 	if err := fixtures.Generate(dir, opts); err != nil {
 		t.Fatal(err)
 	}

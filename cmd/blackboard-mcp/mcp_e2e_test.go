@@ -495,6 +495,10 @@ func TestMCPGetState(t *testing.T) {
 		}
 
 		text := s.ok("get_state", map[string]any{"uris": three, "mode": "table", "fields": []string{"kind", "author"}})
+		// The address start the three rows share is said once, in the header.
+		if want := "uri (after " + uri("bulk/") + ")\tversion\t"; !strings.HasPrefix(text, want) || strings.Count(text, uri("bulk/")) != 1 {
+			t.Errorf("table %q; want it to start %q and name %q once", text, want, uri("bulk/"))
+		}
 		header, rows, e := parseTable(t, text, 2000)
 		if want := []string{"uri", "version", "digest", "kind", "author"}; !slices.Equal(header, want) {
 			t.Errorf("table header %q; want %q", header, want)

@@ -514,11 +514,21 @@ func parseTable(t testing.TB, text string, budget int) (header []string, rows []
 	}
 	checkMeta(t, text, e, budget)
 	header = strings.Split(lines[0], "\t")
+	// Rows that share the start of their address leave it to the header:
+	// "uri (after bb://acme/ops/)". The rows are given back whole.
+	var prefix string
+	if p, ok := strings.CutPrefix(header[0], "uri (after "); ok && strings.HasSuffix(p, ")") {
+		prefix, header[0] = strings.TrimSuffix(p, ")"), "uri"
+	}
 	for _, l := range lines[1 : len(lines)-1] {
 		row := strings.Split(l, "\t")
 		if len(row) != len(header) {
 			t.Errorf("table row %q has %d cells, header %d", l, len(row), len(header))
 		}
+		if strings.HasPrefix(row[0], "bb://") && prefix != "" {
+			t.Errorf("table row %q repeats the address start the header gives (%s)", l, prefix)
+		}
+		row[0] = prefix + row[0]
 		rows = append(rows, row)
 	}
 	return header, rows, e

@@ -24,7 +24,7 @@ type indexCache struct {
 	size  int64
 	mtime time.Time
 	ino   uint64
-	x     *rawIndex
+	idx   gitIndex
 }
 
 func (c *indexCache) matches(fi os.FileInfo) bool {
@@ -47,8 +47,9 @@ func (r *Repo) IndexLockPath() string { return filepath.Join(r.gitDir, "index.lo
 // put back the old content of every note the program wrote.
 //
 // The cache-tree and other optional extensions are dropped (git rebuilds
-// them); an index with a required extension this package cannot keep (split
-// index, sparse directories) is left alone and reported.
+// them); a split index stays split (splitindex.go), and a large one is split;
+// an index with a required extension this package cannot keep (sparse
+// directories) is left alone and reported.
 func (r *Repo) UpdateIndex(entries []IndexEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -136,9 +137,13 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 	}
 	r.index = nil // the cached entries are edited below; restored on success
 	for _, e := range entries {
-		c.x.set(e)
+		c.idx.set(e)
 	}
-	if _, err := l.f.Write(c.x.bytes()); err != nil {
+	data, err := r.encodeIndex(c)
+	if err != nil {
+		return err
+	}
+	if _, err := l.f.Write(data); err != nil {
 		return err
 	}
 	// Not synced, like git's own index: it is a cache of what to commit next,
@@ -170,7 +175,7 @@ func (r *Repo) IndexBlobs(paths []string) (map[string]Hash, error) {
 	r.index = c
 	out := make(map[string]Hash, len(paths))
 	for _, p := range paths {
-		if e, ok := c.x.entry(p); ok {
+		if e, ok := c.idx.entry(p); ok {
 			var h Hash
 			copy(h[:], e[40:60])
 			out[p] = h
@@ -185,7 +190,7 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	indexPath := filepath.Join(r.gitDir, "index")
 	fi, err := os.Stat(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return &indexCache{x: emptyRawIndex()}, nil
+		return &indexCache{idx: emptyRawIndex()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -197,11 +202,17 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := parseRawIndex(data)
+	x, link, err := parseIndexEntries(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", indexPath, err)
 	}
-	return &indexCache{x: x, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}, nil
+	var idx gitIndex = x
+	if link != nil {
+		if idx, err = splitFrom(x, link, r.readSharedIndex); err != nil {
+			return nil, fmt.Errorf("%s: %w", indexPath, err)
+		}
+	}
+	return &indexCache{idx: idx, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}, nil
 }
 
 // RemoveStaleIndexLock removes git's index lock when it is not older than
@@ -233,7 +244,7 @@ func (r *Repo) WroteByGit(path string, fi os.FileInfo, blob Hash) bool {
 		return false
 	}
 	r.index = c
-	e, ok := c.x.entry(path)
+	e, ok := c.idx.entry(path)
 	if !ok {
 		return false
 	}

@@ -300,39 +300,6 @@ func TestUpdateIndexKeepsIndexFormats(t *testing.T) {
 	}
 }
 
-// TestUpdateIndexRefusesSplitIndex proves an index UpdateIndex cannot carry
-// over (split index: its entries live in a shared file) is reported and left
-// exactly as git wrote it, with no lock left behind.
-func TestUpdateIndexRefusesSplitIndex(t *testing.T) {
-	requireGit(t)
-	dir := personRepo(t, personFiles(10))
-	runGit(t, dir, "update-index", "--split-index")
-	r := openRepo(t, dir)
-	indexPath := filepath.Join(r.GitDir(), "index")
-	before, err := os.ReadFile(indexPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "agent.md", "agent\n")
-	fi, err := os.Stat(filepath.Join(dir, "agent.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = r.UpdateIndex([]gitver.IndexEntry{{Path: "agent.md", Blob: gitver.BlobHash([]byte("agent\n")), Info: fi}})
-	if err == nil {
-		t.Fatalf("UpdateIndex on a split index succeeded, want an error")
-	}
-	if after, err := os.ReadFile(indexPath); err != nil || !bytes.Equal(after, before) {
-		t.Errorf("UpdateIndex changed a split index it refused (%v)", err)
-	}
-	if _, err := os.Stat(r.IndexLockPath()); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("%s left behind (stat: %v)", r.IndexLockPath(), err)
-	}
-	if got := runGit(t, dir, "status", "--porcelain"); got != "?? agent.md\n" {
-		t.Errorf("git status --porcelain = %q, want only the untracked agent.md", got)
-	}
-}
-
 // TestUpdateIndexKeepsConflictStages proves UpdateIndex during a person's
 // unresolved merge keeps the conflicted path's stages 1, 2 and 3 in the order
 // git requires: `git fsck` refuses an index whose stages of one path are out

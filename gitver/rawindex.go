@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -20,11 +21,12 @@ import (
 // reflection, about 125 ms a write for 100,000 notes; this is a copy and a
 // SHA-1 of the bytes.
 //
-// Extensions are dropped when the index is written: they are caches git
-// rebuilds (the cache tree would otherwise go stale for the paths written).
-// An index with a required extension (split index, sparse directories) is
-// refused; version 4 (prefix-compressed paths) is read through go-git and
-// written back as version 2.
+// Optional extensions are dropped when the index is written: they are caches
+// git rebuilds (the cache tree would otherwise go stale for the paths
+// written). The split index's `link` extension is read by splitindex.go; an
+// index with another required extension (sparse directories) is refused;
+// version 4 (prefix-compressed paths) is read through go-git and written
+// back as version 2.
 type rawIndex struct {
 	version uint32
 	buf     []byte // the 12-byte header and the entries: no extensions, no checksum
@@ -43,61 +45,79 @@ const (
 
 var errIndexFormat = errors.New("git index file is corrupt or of an unknown format")
 
-// parseRawIndex reads an index file's bytes.
+// parseRawIndex reads an index file's bytes; an index that links a shared
+// index is refused (see parseIndexFile).
 func parseRawIndex(data []byte) (*rawIndex, error) {
+	x, link, err := parseIndexEntries(data)
+	if err == nil && link != nil {
+		err = fmt.Errorf("%w: a shared index links another", errIndexFormat)
+	}
+	return x, err
+}
+
+// parseIndexEntries reads an index file's entries, and the payload of its
+// `link` extension when it is the main file of a split index (nil if not).
+func parseIndexEntries(data []byte) (x *rawIndex, link []byte, err error) {
 	if len(data) < indexHeaderLen+sha1.Size || string(data[:4]) != "DIRC" {
-		return nil, errIndexFormat
+		return nil, nil, errIndexFormat
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	count := int(binary.BigEndian.Uint32(data[8:12]))
 	if version == 4 {
-		return rawIndexFromGoGit(data)
+		x, err := rawIndexFromGoGit(data)
+		return x, nil, err
 	}
 	if version != 2 && version != 3 {
-		return nil, fmt.Errorf("%w: version %d", errIndexFormat, version)
+		return nil, nil, fmt.Errorf("%w: version %d", errIndexFormat, version)
 	}
 	body := data[:len(data)-sha1.Size]
-	x := &rawIndex{version: version, offs: make([]int, 0, count), names: make([]string, 0, count),
+	x = &rawIndex{version: version, offs: make([]int, 0, count), names: make([]string, 0, count),
 		stages: make([]uint8, 0, count)}
 	off := indexHeaderLen
 	for range count {
 		if off+entryFixedLen > len(body) {
-			return nil, errIndexFormat
+			return nil, nil, errIndexFormat
 		}
 		flags := binary.BigEndian.Uint16(body[off+60:])
 		nameStart := off + entryFixedLen
 		if flags&flagExtended != 0 {
 			if version < 3 {
-				return nil, errIndexFormat
+				return nil, nil, errIndexFormat
 			}
 			nameStart += 2
 		}
 		nul := bytes.IndexByte(body[nameStart:], 0)
 		if nul < 0 {
-			return nil, errIndexFormat
+			return nil, nil, errIndexFormat
 		}
 		name := string(body[nameStart : nameStart+nul])
 		next := off + entryLen(nameStart-off, len(name))
 		if next > len(body) {
-			return nil, errIndexFormat
+			return nil, nil, errIndexFormat
 		}
 		x.offs = append(x.offs, off)
 		x.names = append(x.names, name)
 		x.stages = append(x.stages, uint8(flags>>flagStageShift&3))
 		off = next
 	}
-	// Extensions follow: a required one (signature not starting A-Z) means
-	// a format this package does not keep.
+	// Extensions follow: a required one (signature not starting A-Z) other
+	// than the split index's link means a format this package does not keep.
 	for ext := off; ext+8 <= len(body); {
 		sig := body[ext : ext+4]
 		size := int(binary.BigEndian.Uint32(body[ext+4:]))
-		if sig[0] < 'A' || sig[0] > 'Z' {
-			return nil, fmt.Errorf("the git index uses the %q extension (split index or sparse checkout), which blackboard-mcp cannot keep: run `git update-index --no-split-index` or disable sparse index", sig)
+		if ext+8+size > len(body) {
+			return nil, nil, errIndexFormat
+		}
+		switch {
+		case string(sig) == "link":
+			link = body[ext+8 : ext+8+size]
+		case sig[0] < 'A' || sig[0] > 'Z':
+			return nil, nil, fmt.Errorf("the git index uses the %q extension (sparse checkout), which blackboard-mcp cannot keep: disable the sparse index (git sparse-checkout init --no-sparse-index)", sig)
 		}
 		ext += 8 + size
 	}
 	x.buf = append([]byte(nil), body[:off]...)
-	return x, nil
+	return x, link, nil
 }
 
 // entryLen is the padded length of an entry whose name starts at nameOff
@@ -226,13 +246,14 @@ func (x *rawIndex) entryEnd(i int) int {
 	return len(x.buf)
 }
 
-// insertAt puts an encoded entry at position i.
+// insertAt puts an encoded entry at position i, moving the entries after
+// it in place.
 func (x *rawIndex) insertAt(i int, entry []byte) {
 	off := len(x.buf)
 	if i < len(x.offs) {
 		off = x.offs[i]
 	}
-	x.buf = append(x.buf[:off], append(entry, x.buf[off:]...)...)
+	x.buf = slices.Insert(x.buf, off, entry...)
 	for j := i; j < len(x.offs); j++ {
 		x.offs[j] += len(entry)
 	}
@@ -242,22 +263,22 @@ func (x *rawIndex) insertAt(i int, entry []byte) {
 	}
 	name := string(entry[nameOff : nameOff+bytes.IndexByte(entry[nameOff:], 0)])
 	stage := uint8(binary.BigEndian.Uint16(entry[60:]) >> flagStageShift & 3)
-	x.offs = append(x.offs[:i], append([]int{off}, x.offs[i:]...)...)
-	x.names = append(x.names[:i], append([]string{name}, x.names[i:]...)...)
-	x.stages = append(x.stages[:i], append([]uint8{stage}, x.stages[i:]...)...)
+	x.offs = slices.Insert(x.offs, i, off)
+	x.names = slices.Insert(x.names, i, name)
+	x.stages = slices.Insert(x.stages, i, stage)
 }
 
 // removeAt drops the entry at position i.
 func (x *rawIndex) removeAt(i int) {
 	start, end := x.offs[i], x.entryEnd(i)
 	n := end - start
-	x.buf = append(x.buf[:start], x.buf[end:]...)
+	x.buf = slices.Delete(x.buf, start, end)
 	for j := i + 1; j < len(x.offs); j++ {
 		x.offs[j] -= n
 	}
-	x.offs = append(x.offs[:i], x.offs[i+1:]...)
-	x.names = append(x.names[:i], x.names[i+1:]...)
-	x.stages = append(x.stages[:i], x.stages[i+1:]...)
+	x.offs = slices.Delete(x.offs, i, i+1)
+	x.names = slices.Delete(x.names, i, i+1)
+	x.stages = slices.Delete(x.stages, i, i+1)
 }
 
 // set records e: its stage-0 entry is patched in place, or inserted in

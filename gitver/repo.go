@@ -129,6 +129,8 @@ type Repo struct {
 	mu      sync.Mutex          // guards storage: go-git is not goroutine-safe
 	storage *filesystem.Storage // reads objects; reopened when packs change under it
 	index   *indexCache         // the last git index file read or written, guarded by mu
+	shared  *sharedCache        // the last shared index of a split index, guarded by mu
+	policy  *splitPolicyCache   // the config's say on splitting the index, guarded by mu
 	trees   treeCache           // decoded trees, by hash
 	syncer  func(f *os.File) error
 }

@@ -10,8 +10,10 @@ import (
 // Summary is what the index knows of a note without reading it: enough to
 // decide whether to read it.
 type Summary struct {
-	URI       string
-	Version   int
+	URI     string
+	Version int
+	// Seq is the cursor of the note's last change.
+	Seq       int
 	Digest    string
 	Kind      string
 	Author    string
@@ -38,6 +40,11 @@ type ListOptions struct {
 	Limit  int
 	// Since lists only notes changed after this cursor.
 	Since int
+	// After continues a newest-first listing past this note, the last of
+	// the page before.
+	After *index.Position
+	// KeyPrefix keeps notes whose key (topic/key...) starts with it.
+	KeyPrefix string
 }
 
 // Listing is a page of List.
@@ -75,7 +82,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 	out := &Listing{Cursor: cursor}
 	err = w.idx.Read(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
-			Limit: limit, Since: opts.Since})
+			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix})
 		if err != nil {
 			return err
 		}
@@ -134,7 +141,7 @@ func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 }
 
 func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
-	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
 	for _, b := range back {
 		switch b.Rel {
@@ -211,4 +218,21 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		return nil
 	})
 	return out, cursor, err
+}
+
+// Topics lists the topics the caller may read that hold notes.
+func (v *View) Topics() ([]string, error) {
+	scope, err := v.scope("")
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := v.w.catchUp(nil, nil); err != nil {
+		return nil, err
+	}
+	var out []string
+	err = v.w.idx.Read(func(s *index.Snapshot) error {
+		out, err = s.Topics(scope)
+		return err
+	})
+	return out, err
 }

@@ -18,6 +18,8 @@ type Server struct {
 	// caller says who makes a call: one agent for a stdio server, the
 	// bearer of each HTTP request's token.
 	caller func(ctx context.Context) *fsstore.Caller
+	// watchers are the sessions to tell of changes (resources.go).
+	watchers watchers
 }
 
 // SetCaller decides who makes each call. Without it every call is the
@@ -48,11 +50,12 @@ const instructions = "A shared blackboard: notes with a one-line digest, version
 // program's version, reported at initialize.
 func NewServer(ws *fsstore.Workspace, log *slog.Logger, version string) *Server {
 	s := &Server{ws: ws, log: log}
-	s.mcp = server.NewMCPServer("blackboard-mcp", version,
+	s.mcp = server.NewMCPServer("blackboard-mcp", version, append([]server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
-	)
+	}, s.resourceOptions()...)...)
+	s.addResourceTemplate()
 	s.mcp.AddTool(updateStateTool(), handler(log, "update_state", s.updateState))
 	s.mcp.AddTool(getStateTool(), handler(log, "get_state", s.getState))
 	s.mcp.AddTool(listKeysTool(), handler(log, "list_keys", s.listKeys))

@@ -47,17 +47,18 @@ var conformanceApplies = []string{
 	"tools-list",                  // every tool has a name, a description and an input schema
 	"server-sse-multiple-streams", // three concurrent POSTs in one session are all served
 	"dns-rebinding-protection",    // a foreign Host and Origin get a 4xx, loopback ones a 2xx
+	"resources-list",              // resources/list answers with well-formed resources (the notes)
+	"completion-complete",         // completion/complete of a prompt argument answers, with no values (no prompts here)
 }
 
 // conformanceNotApplicable are the suite's other server scenarios, each with
 // why it does not apply. Most call the tools, prompts and test:// resources
 // of the suite's reference server, which only it has; blackboard-mcp has its
-// five tools, no prompts, and no resources yet. Where the reason is a
+// five tools, its notes as resources, and no prompts. Where the reason is a
 // capability blackboard-mcp does not declare, capability names it, and the
 // test fails once the server declares it: the scenario then belongs above.
 var conformanceNotApplicable = []struct{ name, capability, why string }{
 	{"logging-set-level", "logging", "logging/setLevel: the server declares no logging capability and sends no log messages"},
-	{"completion-complete", "completions", "completes an argument of test_prompt_with_arguments, a reference-server prompt; no prompts, no completions"},
 	{"tools-call-simple-text", "", "calls test_simple_text, a reference-server tool"},
 	{"tools-call-image", "", "calls test_image_content, a reference-server tool; no tool of ours returns images"},
 	{"tools-call-audio", "", "calls test_audio_content, a reference-server tool; no tool of ours returns audio"},
@@ -72,7 +73,6 @@ var conformanceNotApplicable = []struct{ name, capability, why string }{
 	{"elicitation-sep1034-defaults", "", "calls test_elicitation_sep1034_defaults, a reference-server tool; blackboard-mcp never elicits"},
 	{"server-sse-polling", "", "calls test_reconnection, a reference-server tool that closes its SSE stream mid-call (pending in the suite)"},
 	{"elicitation-sep1330-enums", "", "calls test_elicitation_sep1330_enums, a reference-server tool; blackboard-mcp never elicits"},
-	{"resources-list", "resources", "resources/list: resources are not implemented yet"},
 	{"resources-read-text", "", "reads test://static-text, a reference-server resource"},
 	{"resources-read-binary", "", "reads test://static-binary, a reference-server resource"},
 	{"resources-templates-read", "", "reads test://template/123/data from a reference-server resource template"},
@@ -264,7 +264,19 @@ type inspectorOutput struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
-		IsError bool `json:"isError"`
+		IsError   bool `json:"isError"`
+		Resources []struct {
+			URI         string `json:"uri"`
+			Description string `json:"description"`
+		} `json:"resources"`
+		ResourceTemplates []struct {
+			URITemplate string `json:"uriTemplate"`
+		} `json:"resourceTemplates"`
+		Contents []struct {
+			URI      string `json:"uri"`
+			MIMEType string `json:"mimeType"`
+			Text     string `json:"text"`
+		} `json:"contents"`
 	} `json:"result"`
 }
 
@@ -332,6 +344,22 @@ func nodeInspectorRoundTrip(t *testing.T, nt nodeTools, dir string, target []str
 	out = inspect(false, "--method", "tools/call", "--tool-name", "update_state", "--tool-args-json", write)
 	if msg := out.text(t); !out.Result.IsError || !strings.HasPrefix(msg, "conflict: ") {
 		t.Errorf("update_state again with expect_version 0: isError %v, %q; want a conflict", out.Result.IsError, msg)
+	}
+
+	// The note is a resource: listed, read as Markdown, and under the
+	// template.
+	out = inspect(true, "--method", "resources/list")
+	if r := out.Result.Resources; len(r) == 0 || r[0].URI != uri("t/x") || r[0].Description != digest {
+		t.Errorf("resources/list: %+v, want %s first with its digest", r, uri("t/x"))
+	}
+	out = inspect(true, "--method", "resources/read", "--uri", uri("t/x"))
+	if c := out.Result.Contents; len(c) != 1 || c[0].MIMEType != "text/markdown" ||
+		!strings.HasPrefix(c[0].Text, "---\ndigest: "+digest+"\n") || !strings.HasSuffix(c[0].Text, body) {
+		t.Errorf("resources/read %s: %+v", uri("t/x"), c)
+	}
+	out = inspect(true, "--method", "resources/templates/list")
+	if tpl := out.Result.ResourceTemplates; len(tpl) != 1 || tpl[0].URITemplate != "bb://acme/{topic}/{+key}" {
+		t.Errorf("resources/templates/list: %+v", tpl)
 	}
 
 	fm, onDisk := readNote(t, dir, "t/x")

@@ -75,6 +75,8 @@ Over HTTP on an address other machines reach, a board needs an access file
 	// The first signal stops the server gracefully; a second one, should
 	// that take too long, kills it (the board survives a kill).
 	context.AfterFunc(ctx, stop)
+	// Subscribers of notes (MCP resources) hear of every change.
+	go srv.WatchBoard(ctx)
 	af, restricted, err := ws.Access()
 	if err != nil {
 		return fmt.Errorf("the access file %s is unreadable, so the server will not start: %w", ".blackboard/access.yaml", err)

@@ -35,6 +35,17 @@ type ListQuery struct {
 	ByName bool   // order by address instead of newest change first
 	Limit  int
 	Since  int // only notes changed after this cursor
+	// After starts a newest-first listing past this note (a page's last).
+	After *Position
+	// KeyPrefix keeps the notes whose key starts with it, at any segment.
+	KeyPrefix string
+}
+
+// Position is a note's place in a newest-first listing: its last change's
+// cursor, then its key.
+type Position struct {
+	Seq int
+	Key string
 }
 
 // List returns the notes matching q, in order, at most q.Limit of them, and
@@ -56,6 +67,14 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 	if q.Since > 0 {
 		where += " AND last_seq > ?"
 		args = append(args, q.Since)
+	}
+	if q.KeyPrefix != "" {
+		where += " AND key >= ? AND key < ?"
+		args = append(args, q.KeyPrefix, q.KeyPrefix+"\x7f") // keys are ASCII below DEL
+	}
+	if q.After != nil && !q.ByName {
+		where += " AND (last_seq < ? OR (last_seq = ? AND key > ?))"
+		args = append(args, q.After.Seq, q.After.Seq, q.After.Key)
 	}
 	var total int
 	if err := s.t.QueryRow("SELECT count(*) FROM notes WHERE "+where, args...).Scan(&total); err != nil {
@@ -167,6 +186,25 @@ func (s *Snapshot) BacklinksTo(keys []string, rels ...string) (map[string][]Back
 			return nil, err
 		}
 		out[dst] = append(out[dst], b)
+	}
+	return out, rows.Err()
+}
+
+// Topics lists the topics of present notes within scope, in order.
+func (s *Snapshot) Topics(scope Scope) ([]string, error) {
+	cond, args := scope.where("key")
+	rows, err := s.t.Query("SELECT DISTINCT topic FROM notes WHERE present=1 AND "+cond+" ORDER BY topic", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
 	return out, rows.Err()
 }

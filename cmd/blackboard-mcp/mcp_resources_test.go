@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// notifySoon is how soon a subscriber must hear of a change (issue: within
+// a second), with room for a loaded machine.
+const notifySoon = time.Second
+
+// resourceClient is the official Go SDK's client on one server, with the
+// notifications it received.
+type resourceClient struct {
+	t  *testing.T
+	cs *sdk.ClientSession
+
+	mu      sync.Mutex
+	updated []string // resources/updated uris, in order
+	listed  int      // resources/list_changed count
+	changed chan struct{}
+}
+
+func newResourceClient(t *testing.T) (*resourceClient, *sdk.Client) {
+	rc := &resourceClient{t: t, changed: make(chan struct{}, 64)}
+	c := sdk.NewClient(&sdk.Implementation{Name: "e2e-resources", Version: "1.0.0"}, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			rc.mu.Lock()
+			rc.updated = append(rc.updated, req.Params.URI)
+			rc.mu.Unlock()
+			rc.changed <- struct{}{}
+		},
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+			rc.mu.Lock()
+			rc.listed++
+			rc.mu.Unlock()
+			rc.changed <- struct{}{}
+		},
+	})
+	return rc, c
+}
+
+// resourcesOverStdio starts `serve` with env and connects the Go SDK.
+func resourcesOverStdio(t *testing.T, dir string, env []string) *resourceClient {
+	t.Helper()
+	rc, c := newResourceClient(t)
+	cmd := exec.Command(testBinary, serveArgs(dir)...)
+	cmd.Env = env
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	rc.cs = cs
+	return rc
+}
+
+// resourcesOverHTTP connects the Go SDK to a `serve --http`, with a bearer
+// token when token is not "".
+func resourcesOverHTTP(t *testing.T, s *httpServe, token string) *resourceClient {
+	t.Helper()
+	rc, c := newResourceClient(t)
+	hc := s.client
+	if token != "" {
+		hc = &http.Client{Transport: headerTransport{header: []string{"Authorization", "Bearer " + token}}}
+	}
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc},
+		&sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatalf("HTTP connect: %v\n%s", err, s.stderr.String())
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	rc.cs = cs
+	return rc
+}
+
+func (rc *resourceClient) list(cursor string) *sdk.ListResourcesResult {
+	rc.t.Helper()
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	res, err := rc.cs.ListResources(ctx, &sdk.ListResourcesParams{Cursor: cursor})
+	if err != nil {
+		rc.t.Fatalf("resources/list: %v", err)
+	}
+	return res
+}
+
+func (rc *resourceClient) read(uri string) (*sdk.ReadResourceResult, error) {
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	return rc.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+}
+
+func (rc *resourceClient) subscribe(uri string) {
+	rc.t.Helper()
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	if err := rc.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		rc.t.Fatalf("subscribe %s: %v", uri, err)
+	}
+}
+
+func (rc *resourceClient) unsubscribe(uri string) {
+	rc.t.Helper()
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	if err := rc.cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri}); err != nil {
+		rc.t.Fatalf("unsubscribe %s: %v", uri, err)
+	}
+}
+
+func (rc *resourceClient) complete(arg, value string, context map[string]string) []string {
+	rc.t.Helper()
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	params := &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: "bb://acme/{topic}/{+key}"},
+		Argument: sdk.CompleteParamsArgument{Name: arg, Value: value}}
+	if context != nil {
+		params.Context = &sdk.CompleteContext{Arguments: context}
+	}
+	res, err := rc.cs.Complete(ctx, params)
+	if err != nil {
+		rc.t.Fatalf("completion/complete %s=%q: %v", arg, value, err)
+	}
+	return res.Completion.Values
+}
+
+// waitUpdated waits for a resources/updated of uri and returns how long it
+// took; it fails the test past notifySoon.
+func (rc *resourceClient) waitUpdated(uri string, since time.Time) time.Duration {
+	rc.t.Helper()
+	deadline := time.After(notifySoon)
+	for {
+		rc.mu.Lock()
+		i := slices.Index(rc.updated, uri)
+		if i >= 0 {
+			rc.updated = slices.Delete(rc.updated, i, i+1)
+		}
+		rc.mu.Unlock()
+		if i >= 0 {
+			return time.Since(since)
+		}
+		select {
+		case <-rc.changed:
+		case <-deadline:
+			rc.t.Fatalf("no notifications/resources/updated for %s within %s", uri, notifySoon)
+		}
+	}
+}
+
+// quiet fails the test if any resources/updated or list_changed arrives
+// within d.
+func (rc *resourceClient) quiet(d time.Duration, why string) {
+	rc.t.Helper()
+	time.Sleep(d)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.updated) > 0 || rc.listed > 0 {
+		rc.t.Errorf("%s: got resources/updated %q and %d list_changed; want none", why, rc.updated, rc.listed)
+	}
+	rc.updated, rc.listed = nil, 0
+}
+
+func (rc *resourceClient) waitListChanged() {
+	rc.t.Helper()
+	deadline := time.After(notifySoon)
+	for {
+		rc.mu.Lock()
+		n := rc.listed
+		rc.listed = 0
+		rc.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-rc.changed:
+		case <-deadline:
+			rc.t.Fatalf("no notifications/resources/list_changed within %s", notifySoon)
+		}
+	}
+}
+
+// TestResourcesListReadComplete: a generated board's notes are resources,
+// newest change first in pages, read as Markdown with front matter (a table
+// as TSV), reachable through the template, whose topic and key complete.
+func TestResourcesListReadComplete(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "acme")
+	opts := fixtures.Options{Workspace: "acme", Notes: 150, Seed: 3}
+	if err := fixtures.Generate(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, dir, "put", "data/latency-table", "--digest", "Latency by service", "--body", "x")
+	rc := resourcesOverStdio(t, dir, mcpEnv("reader"))
+
+	var all []*sdk.Resource
+	cursor, pages := "", 0
+	for {
+		res := rc.list(cursor)
+		all = append(all, res.Resources...)
+		pages++
+		if res.NextCursor == "" {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	manifest, err := fixtures.Manifest(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages < 2 || len(all) < len(manifest)+1 || len(all) > len(manifest)+2 { // and run/state/current
+		t.Fatalf("resources/list gave %d notes in %d pages; want the %d generated and the one put, in pages of 100",
+			len(all), pages, len(manifest))
+	}
+	if all[0].URI != "bb://acme/data/latency-table" || all[0].Description != "Latency by service" ||
+		all[0].Name != "data/latency-table" || all[0].MIMEType != "text/markdown" {
+		t.Errorf("newest resource = %+v; want the note just put, with its digest", all[0])
+	}
+	seen := map[string]bool{}
+	for _, r := range all {
+		if seen[r.URI] {
+			t.Errorf("%s listed twice across pages", r.URI)
+		}
+		seen[r.URI] = true
+	}
+
+	res, err := rc.read("bb://acme/data/latency-table")
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("resources/read: %v %+v", err, res)
+	}
+	c := res.Contents[0]
+	if c.MIMEType != "text/markdown" || !strings.HasPrefix(c.Text, "---\ndigest: Latency by service\n") ||
+		!strings.Contains(c.Text, "\nversion: 1\n") || !strings.HasSuffix(c.Text, "\n---\nx") {
+		t.Errorf("resources/read = %s %q; want Markdown with front matter", c.MIMEType, c.Text)
+	}
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	if _, err := rc.cs.CallTool(ctx, &sdk.CallToolParams{Name: "update_state", Arguments: map[string]any{
+		"uri": "data/p50", "digest": "p50 by service", "columns": []string{"service", "p50_ms"},
+		"rows": [][]string{{"search", "12"}}, "expect_version": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := rc.read("bb://acme/data/p50"); err != nil || res.Contents[0].MIMEType != "text/tab-separated-values" ||
+		res.Contents[0].Text != "service\tp50_ms\nsearch\t12\n" {
+		t.Errorf("resources/read of a table = %+v, %v; want its TSV", res, err)
+	}
+	if _, err := rc.read("bb://acme/data/no-such-note"); err == nil {
+		t.Error("resources/read of a missing note succeeded")
+	}
+
+	tpl, err := rc.cs.ListResourceTemplates(ctx, &sdk.ListResourceTemplatesParams{})
+	if err != nil || len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "bb://acme/{topic}/{+key}" {
+		t.Fatalf("resources/templates/list = %+v, %v", tpl, err)
+	}
+	if got := rc.complete("topic", "da", nil); !slices.Equal(got, []string{"data"}) {
+		t.Errorf("complete topic da = %q; want [data]", got)
+	}
+	if got := rc.complete("key", "latency-t", map[string]string{"topic": "data"}); !slices.Equal(got, []string{"latency-table"}) {
+		t.Errorf("complete key latency-t in data = %q; want [latency-table]", got)
+	}
+	if got := rc.complete("key", "", map[string]string{"topic": "nosuch"}); len(got) != 0 {
+		t.Errorf("complete key in a topic with no notes = %q", got)
+	}
+}
+
+// TestResourcesSubscribe: a subscriber hears of a change to its note within
+// a second, whoever made it: another process's write, a person's save; it
+// hears list_changed when notes come; after unsubscribing it hears nothing.
+// Over stdio and over HTTP's event stream.
+func TestResourcesSubscribe(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runBinaryEnv(t, "init", dir)
+	runCLI(t, dir, "put", "run/state/current", "--digest", "Day 1", "--body", "start")
+	check := func(t *testing.T, rc *resourceClient, newNote string) {
+		const uri = "bb://acme/run/state/current"
+		rc.list("") // a lister hears list_changed
+		rc.subscribe(uri)
+
+		start := time.Now()
+		runCLI(t, dir, "put", "run/state/current", "--digest", "Day 2: handed to the reviewer", "--body", "hand-off")
+		t.Logf("another process's write: notified in %s", rc.waitUpdated(uri, start))
+
+		start = time.Now()
+		if err := os.WriteFile(filepath.Join(dir, "run", "state", "current.md"),
+			[]byte("---\ndigest: Day 2, as a person fixed it\n---\nhand-off, checked\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("a person's save: notified in %s", rc.waitUpdated(uri, start))
+
+		start = time.Now()
+		runCLI(t, dir, "put", newNote, "--digest", "Another note", "--body", "x")
+		rc.waitListChanged()
+		t.Logf("a new note: list_changed in %s", time.Since(start))
+
+		rc.unsubscribe(uri)
+		runCLI(t, dir, "put", "run/state/current", "--digest", "Day 3", "--body", "later")
+		rc.quiet(600*time.Millisecond, "after unsubscribing")
+	}
+	t.Run("stdio", func(t *testing.T) { check(t, resourcesOverStdio(t, dir, mcpEnv("orchestrator")), "run/new-1") })
+	t.Run("http", func(t *testing.T) {
+		s := startHTTP(t, dir, mcpEnv(""))
+		check(t, resourcesOverHTTP(t, s, ""), "run/new-2")
+	})
+}
+
+// TestResourcesScopedByToken: a token without a topic sees none of its
+// notes as resources, cannot read them, and hears nothing of their changes,
+// over stdio and HTTP.
+func TestResourcesScopedByToken(t *testing.T) {
+	t.Parallel()
+	dir, alice, _ := accessBoard(t)
+	op := tokenAdd(t, dir, "op", "--write", "secret", "--write", "ops", "--write", "research")
+	opEnv := append(mcpEnv(""), "BLACKBOARD_TOKEN="+op)
+	check := func(t *testing.T, rc *resourceClient) {
+		var uris []string
+		for _, r := range rc.list("").Resources {
+			uris = append(uris, r.URI)
+		}
+		slices.Sort(uris)
+		if want := []string{"bb://acme/ops/deploy", "bb://acme/research/cache"}; !slices.Equal(uris, want) {
+			t.Errorf("alice lists %q; want %q", uris, want)
+		}
+		if _, err := rc.read("bb://acme/secret/plan"); err == nil {
+			t.Error("alice read secret/plan")
+		}
+		res, err := rc.read("bb://acme/research/cache")
+		if err != nil || strings.Contains(res.Contents[0].Text, "secret") {
+			t.Errorf("alice's read of research/cache names a hidden note or failed: %v %+v", err, res)
+		}
+		if got := rc.complete("topic", "", nil); !slices.Equal(got, []string{"ops", "research"}) {
+			t.Errorf("alice completes topics %q", got)
+		}
+		rc.subscribe("bb://acme/secret/plan")
+		rc.subscribe("bb://acme/ops/deploy")
+		cmd := cliCommand(dir, "put", "secret/plan", "--digest", "Zanzibar, signed", "--body", "signed")
+		cmd.Env = opEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("put secret/plan: %v\n%s", err, out)
+		}
+		cmd = cliCommand(dir, "put", "secret/new", "--digest", "A new secret", "--body", "s")
+		cmd.Env = opEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("put secret/new: %v\n%s", err, out)
+		}
+		rc.quiet(800*time.Millisecond, "changes to hidden notes")
+		start := time.Now()
+		cmd = cliCommand(dir, "put", "ops/deploy", "--digest", "Deploy runbook v2", "--body", "steps 2")
+		cmd.Env = opEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("put ops/deploy: %v\n%s", err, out)
+		}
+		rc.waitUpdated("bb://acme/ops/deploy", start)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if len(rc.updated) > 0 {
+			t.Errorf("alice heard of %q too", rc.updated)
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		check(t, resourcesOverStdio(t, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+alice)))
+	})
+	t.Run("http", func(t *testing.T) {
+		s := startHTTP(t, dir, mcpEnv(""))
+		check(t, resourcesOverHTTP(t, s, alice))
+	})
+}

@@ -1,0 +1,409 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+)
+
+// Notes are MCP resources too: a host lists them, shows them and attaches
+// them (Claude Code's @-mentions) without a tool call and without a token
+// of tool surface. resources/list pages through the notes the caller may
+// read, newest change first; resources/read gives a note as Markdown with
+// its front matter (a table as TSV); the template bb://<workspace>/{topic}/{+key}
+// completes topics and keys; and a subscriber hears
+// notifications/resources/updated within a second of any change to the
+// note, whoever made it, and notifications/resources/list_changed when
+// notes it may read appear or go. Everything is scoped by the caller as the
+// tools are.
+
+const (
+	// resourcePage is how many notes one resources/list page holds.
+	resourcePage = 100
+	// completionMax is the most values completion/complete may send.
+	completionMax = 100
+	// boardPollEvery is how often the board's branch is looked at for
+	// changes to tell subscribers of: one ref read.
+	boardPollEvery = 200 * time.Millisecond
+
+	mimeMarkdown = "text/markdown"
+	mimeTSV      = "text/tab-separated-values"
+)
+
+// resourceOptions are the server options resources need.
+func (s *Server) resourceOptions() []server.ServerOption {
+	hooks := &server.Hooks{}
+	hooks.AddAfterListResources(s.listResources)
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		s.watchers.subscribe(ctx, s, req.Params.URI)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		s.watchers.unsubscribe(ctx, s, req.Params.URI)
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		s.watchers.forget(session.SessionID())
+	})
+	return []server.ServerOption{
+		server.WithResourceCapabilities(true, true),
+		server.WithCompletions(),
+		server.WithResourceCompletionProvider(completer{s}),
+		server.WithHooks(hooks),
+	}
+}
+
+// addResourceTemplate registers the notes' template; reads of any note go
+// through it.
+func (s *Server) addResourceTemplate() {
+	ws := s.ws.Name()
+	t := mcp.NewResourceTemplate("bb://"+ws+"/{topic}/{+key}", "note",
+		mcp.WithTemplateDescription("A note of the "+ws+" blackboard: Markdown with its front matter (a table note as TSV)."),
+		mcp.WithTemplateMIMEType(mimeMarkdown))
+	s.mcp.AddResourceTemplate(t, s.readResource)
+}
+
+// listResources fills a resources/list answer: mcp-go lists only resources
+// registered in advance, and the board's are its notes.
+func (s *Server) listResources(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	v := s.view(ctx)
+	s.watchers.lister(ctx, s)
+	opts := fsstore.ListOptions{Limit: resourcePage}
+	if req.Params.Cursor != "" {
+		after, err := decodeResourceCursor(string(req.Params.Cursor))
+		if err != nil {
+			res.Resources, res.NextCursor = []mcp.Resource{}, ""
+			return
+		}
+		opts.After = after
+	}
+	l, err := v.List(opts)
+	if err != nil {
+		s.log.Error("resources/list", "err", err)
+		res.Resources, res.NextCursor = []mcp.Resource{}, ""
+		return
+	}
+	res.Resources = make([]mcp.Resource, 0, len(l.Notes))
+	for _, n := range l.Notes {
+		key := strings.TrimPrefix(n.URI, "bb://"+s.ws.Name()+"/")
+		// A table note reads as TSV; the listing cannot tell it from the
+		// index, so it says what most notes are.
+		r := mcp.NewResource(n.URI, key, mcp.WithResourceDescription(n.Digest), mcp.WithMIMEType(mimeMarkdown))
+		size := int64(n.Bytes)
+		r.Size = &size
+		if n.Updated != "" {
+			r.Annotations = &mcp.Annotations{LastModified: n.Updated}
+		}
+		res.Resources = append(res.Resources, r)
+	}
+	res.NextCursor = ""
+	if l.Omitted > 0 && len(l.Notes) > 0 {
+		last := l.Notes[len(l.Notes)-1]
+		res.NextCursor = mcp.Cursor(encodeResourceCursor(index.Position{Seq: last.Seq,
+			Key: strings.TrimPrefix(last.URI, "bb://"+s.ws.Name()+"/")}))
+	}
+}
+
+func encodeResourceCursor(p index.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(p.Seq) + " " + p.Key))
+}
+
+func decodeResourceCursor(c string) (*index.Position, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, err
+	}
+	seq, key, ok := strings.Cut(string(b), " ")
+	n, err := strconv.Atoi(seq)
+	if !ok || err != nil || key == "" {
+		return nil, errors.New("invalid cursor")
+	}
+	return &index.Position{Seq: n, Key: key}, nil
+}
+
+// readResource reads one note for resources/read.
+func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	n, err := s.view(ctx).Get(uri, true)
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound), errors.Is(err, fsstore.ErrInvalid):
+		return nil, fmt.Errorf("%w: %s", server.ErrResourceNotFound, uri)
+	case err != nil:
+		s.log.Error("resources/read", "uri", uri, "err", err)
+		return nil, errors.New("internal: the note could not be read")
+	}
+	if len(n.Columns) > 0 {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: n.URI, MIMEType: mimeTSV, Text: n.Content}}, nil
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: n.URI, MIMEType: mimeMarkdown, Text: noteMarkdown(n)}}, nil
+}
+
+// noteMarkdown is the note as a file would hold it: front matter, then the
+// body (inline even when stored out of line), and its version. Only what
+// the caller may see is in it: sources and links to hidden notes are left
+// out, as the tools leave them out.
+func noteMarkdown(n *fsstore.NoteView) string {
+	f := note.New()
+	set := func(k string, v any) {
+		if err := f.Set(k, v); err != nil {
+			f.Body = append(f.Body, "("+k+" cannot be shown: "+err.Error()+")\n"...)
+		}
+	}
+	set("digest", n.Digest)
+	if n.Kind != "" {
+		set("kind", n.Kind)
+	}
+	if n.Author != "" {
+		set("author", n.Author)
+	}
+	if n.Updated != "" {
+		set("updated", n.Updated)
+	}
+	if n.Confidence != nil {
+		set("confidence", *n.Confidence)
+	}
+	if len(n.Sources) > 0 {
+		set("sources", n.Sources)
+	}
+	if len(n.Links) > 0 {
+		set("links", n.Links)
+	}
+	set("version", n.Version)
+	if n.Problem != "" {
+		set("problem", n.Problem)
+	}
+	f.Body = append(f.Body, n.Content...)
+	b, err := f.Render()
+	if err != nil {
+		return n.Content
+	}
+	return string(b)
+}
+
+// completer completes the template's topic and key for the caller.
+type completer struct{ s *Server }
+
+func (c completer) CompleteResourceArgument(ctx context.Context, _ string, arg mcp.CompleteArgument,
+	cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	v := c.s.view(ctx)
+	var values []string
+	switch arg.Name {
+	case "topic":
+		topics, err := v.Topics()
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			if strings.HasPrefix(t, strings.ToLower(arg.Value)) {
+				values = append(values, t)
+			}
+		}
+	case "key":
+		topic := cctx.Arguments["topic"]
+		if topic == "" {
+			return &mcp.Completion{Values: []string{}}, nil
+		}
+		l, err := v.List(fsstore.ListOptions{Topic: topic, ByName: true, Limit: fsstore.MaxListLimit,
+			KeyPrefix: topic + "/" + strings.ToLower(arg.Value)})
+		if errors.Is(err, fsstore.ErrInvalid) {
+			return &mcp.Completion{Values: []string{}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range l.Notes {
+			values = append(values, strings.TrimPrefix(n.URI, "bb://"+c.s.ws.Name()+"/"+topic+"/"))
+		}
+	}
+	out := &mcp.Completion{Values: values, Total: len(values)}
+	if len(values) > completionMax {
+		out.Values, out.HasMore = values[:completionMax], true
+	}
+	if out.Values == nil {
+		out.Values = []string{}
+	}
+	return out, nil
+}
+
+// watchers are the sessions that asked to hear of changes: subscribers of
+// notes, and sessions that listed resources (they hear list_changed).
+type watchers struct {
+	mu       sync.Mutex
+	sessions map[string]*watcher
+}
+
+type watcher struct {
+	caller *fsstore.Caller
+	lists  bool            // it listed resources
+	uris   map[string]bool // canonical addresses it subscribed to
+}
+
+func (w *watchers) get(ctx context.Context, s *Server) *watcher {
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return nil
+	}
+	if w.sessions == nil {
+		w.sessions = map[string]*watcher{}
+	}
+	x := w.sessions[session.SessionID()]
+	if x == nil {
+		x = &watcher{caller: s.callerOf(ctx), uris: map[string]bool{}}
+		w.sessions[session.SessionID()] = x
+	}
+	return x
+}
+
+func (w *watchers) subscribe(ctx context.Context, s *Server, uri string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if x := w.get(ctx, s); x != nil {
+		if canonical, ok := s.canonical(uri); ok {
+			x.uris[canonical] = true
+		}
+	}
+}
+
+func (w *watchers) unsubscribe(ctx context.Context, s *Server, uri string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if x := w.get(ctx, s); x != nil {
+		if canonical, ok := s.canonical(uri); ok {
+			delete(x.uris, canonical)
+		}
+	}
+}
+
+func (w *watchers) lister(ctx context.Context, s *Server) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if x := w.get(ctx, s); x != nil {
+		x.lists = true
+	}
+}
+
+func (w *watchers) forget(session string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.sessions, session)
+}
+
+// notice is what to send for one change of the board.
+type notice struct {
+	session string
+	updated []string // addresses
+	listed  bool
+}
+
+// notices decides who hears of changes: a subscriber of a note it may read
+// that changed, a lister when a note it may read appeared or went.
+func (w *watchers) notices(s *Server, ch fsstore.NoteChanges) []notice {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []notice
+	for id, x := range w.sessions {
+		n := notice{session: id}
+		for _, list := range [][]string{ch.Updated, ch.Added, ch.Removed} {
+			for _, key := range list {
+				uri := s.ws.URI(key)
+				if x.uris[uri] && x.caller.CanRead(key) {
+					n.updated = append(n.updated, uri)
+				}
+			}
+		}
+		if x.lists {
+			for _, list := range [][]string{ch.Added, ch.Removed} {
+				for _, key := range list {
+					n.listed = n.listed || x.caller.CanRead(key)
+				}
+			}
+		}
+		if len(n.updated) > 0 || n.listed {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// canonical is the full address of uri (full or short) in this workspace.
+func (s *Server) canonical(uri string) (string, bool) {
+	short := uri
+	if strings.HasPrefix(uri, "bb://") {
+		var ok bool
+		if short, ok = strings.CutPrefix(uri, "bb://"+s.ws.Name()+"/"); !ok {
+			return "", false
+		}
+	}
+	return s.ws.URI(strings.ToLower(short)), short != ""
+}
+
+// callerOf is who makes the call of ctx.
+func (s *Server) callerOf(ctx context.Context) *fsstore.Caller {
+	if s.caller != nil {
+		if c := s.caller(ctx); c != nil {
+			return c
+		}
+		return fsstore.NoCaller()
+	}
+	return fsstore.OpenCaller(s.ws.Agent())
+}
+
+// WatchBoard tells subscribers of changes until ctx ends: it looks at the
+// board's branch every boardPollEvery, and when it moved (a write of any
+// process, a person's save once committed, a pull), sends
+// notifications/resources/updated for each subscribed note that changed
+// and notifications/resources/list_changed when notes came or went.
+func (s *Server) WatchBoard(ctx context.Context) {
+	last, err := s.ws.BranchHead()
+	if err != nil {
+		s.log.Warn("watching the board for resource subscribers", "err", err)
+	}
+	t := time.NewTicker(boardPollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		head, err := s.ws.BranchHead()
+		if err != nil || head == last {
+			continue
+		}
+		ch, err := s.ws.ChangesBetween(last, head)
+		if err != nil {
+			s.log.Warn("changes for resource subscribers", "err", err)
+			last = head
+			continue
+		}
+		last = head
+		if ch.Empty() {
+			continue
+		}
+		for _, n := range s.watchers.notices(s, ch) {
+			for _, uri := range n.updated {
+				s.notify(n.session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
+			}
+			if n.listed {
+				s.notify(n.session, mcp.MethodNotificationResourcesListChanged, nil)
+			}
+		}
+	}
+}
+
+func (s *Server) notify(session, method string, params map[string]any) {
+	if err := s.mcp.SendNotificationToSpecificClient(session, method, params); err != nil &&
+		!errors.Is(err, server.ErrSessionNotFound) {
+		s.log.Debug("notification not sent", "method", method, "err", err)
+	}
+}

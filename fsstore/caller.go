@@ -32,6 +32,10 @@ func AgentCaller(a *access.Agent) *Caller {
 // CanRead reports whether the caller may see the note key (topic/key...).
 func (c *Caller) CanRead(key string) bool { return c.read.Allows(key) }
 
+// ReadsAll reports whether the caller may read every topic: nothing on the
+// board is hidden from it.
+func (c *Caller) ReadsAll() bool { return c.read.All }
+
 // CanWrite reports whether the caller may write the note key.
 func (c *Caller) CanWrite(key string) bool { return c.write.Allows(key) }
 

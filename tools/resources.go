@@ -55,7 +55,11 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 		s.watchers.forget(session.SessionID())
 	})
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		s.watchers.setLogs(ctx, s)
+	})
 	return []server.ServerOption{
+		server.WithLogging(),
 		server.WithResourceCapabilities(true, true),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completer{s}),
@@ -240,11 +244,13 @@ func (c completer) CompleteResourceArgument(ctx context.Context, _ string, arg m
 type watchers struct {
 	mu       sync.Mutex
 	sessions map[string]*watcher
+	logging  int // sessions with logs set
 }
 
 type watcher struct {
 	caller *fsstore.Caller
 	lists  bool            // it listed resources
+	logs   bool            // it asked for log lines (logging/setLevel)
 	uris   map[string]bool // canonical addresses it subscribed to
 }
 
@@ -295,6 +301,9 @@ func (w *watchers) lister(ctx context.Context, s *Server) {
 func (w *watchers) forget(session string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if x := w.sessions[session]; x != nil && x.logs {
+		w.logging--
+	}
 	delete(w.sessions, session)
 }
 
@@ -401,9 +410,8 @@ func (s *Server) WatchBoard(ctx context.Context) {
 	}
 }
 
+// notify sends one notification; a session gone or blocked misses it (a
+// log line about it would itself be sent to sessions).
 func (s *Server) notify(session, method string, params map[string]any) {
-	if err := s.mcp.SendNotificationToSpecificClient(session, method, params); err != nil &&
-		!errors.Is(err, server.ErrSessionNotFound) {
-		s.log.Debug("notification not sent", "method", method, "err", err)
-	}
+	_ = s.mcp.SendNotificationToSpecificClient(session, method, params)
 }

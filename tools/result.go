@@ -32,7 +32,7 @@ var errorCodes = []struct {
 // isError set. Domain errors say what to do; anything else is logged with
 // its details and reported as internal, so paths and library messages never
 // reach the model.
-func errorResult(log *slog.Logger, tool string, err error) *mcp.CallToolResult {
+func errorResult(ctx context.Context, log *slog.Logger, tool string, err error) *mcp.CallToolResult {
 	for _, c := range errorCodes {
 		if errors.Is(err, c.kind) {
 			msg := err.Error()
@@ -46,7 +46,7 @@ func errorResult(log *slog.Logger, tool string, err error) *mcp.CallToolResult {
 			return mcp.NewToolResultError(c.code + ": " + msg)
 		}
 	}
-	log.Error("tool failed", "tool", tool, "err", err)
+	log.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
 	if writeTools[tool] {
 		// A write that fails past its commit point is acknowledged with a
 		// warning instead (fsstore's UpdateResult.Unfinished): an internal
@@ -96,16 +96,16 @@ func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, 
 			raw, err = withoutHostArguments(raw)
 		}
 		if err != nil {
-			return errorResult(log, name, invalid("arguments are not a JSON object")), nil
+			return errorResult(ctx, log, name, invalid("arguments are not a JSON object")), nil
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
-			return errorResult(log, name, invalid("%s", argumentError(err))), nil
+			return errorResult(ctx, log, name, invalid("%s", argumentError(err))), nil
 		}
 		res, err := fn(ctx, in)
 		if err != nil {
-			return errorResult(log, name, err), nil
+			return errorResult(ctx, log, name, err), nil
 		}
 		return res, nil
 	}

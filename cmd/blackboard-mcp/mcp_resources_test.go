@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -382,4 +383,91 @@ func TestResourcesScopedByToken(t *testing.T) {
 		s := startHTTP(t, dir, mcpEnv(""))
 		check(t, resourcesOverHTTP(t, s, alice))
 	})
+}
+
+// TestLogNotifications: a session that sets a log level gets the server's
+// own log lines as notifications/message (here: the server committing a
+// person's edit), when its token reads every topic; a session whose token
+// reads only some gets none of the lines about the board at large.
+func TestLogNotifications(t *testing.T) {
+	t.Parallel()
+	dir, alice, _ := accessBoard(t)
+	op := tokenAdd(t, dir, "op", "--write", "*")
+	type logged struct {
+		mu    sync.Mutex
+		lines []string
+	}
+	var stderrs []*lockedBuffer
+	connect := func(t *testing.T, token string) (*sdk.ClientSession, *logged) {
+		got := &logged{}
+		stderr := &lockedBuffer{}
+		stderrs = append(stderrs, stderr)
+		c := sdk.NewClient(&sdk.Implementation{Name: "e2e-logs", Version: "1.0.0"}, &sdk.ClientOptions{
+			// Deprecated from protocol 2026-07-28; hosts on the protocol the
+			// server pins still use it.
+			LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) { //nolint:staticcheck // see above
+				got.mu.Lock()
+				got.lines = append(got.lines, string(req.Params.Level)+" "+fmt.Sprint(req.Params.Data))
+				got.mu.Unlock()
+			},
+		})
+		cmd := exec.Command(testBinary, serveArgs(dir)...)
+		cmd.Env = append(mcpEnv(""), "BLACKBOARD_TOKEN="+token)
+		cmd.Stderr = stderr
+		ctx, cancel := contextWithTimeout()
+		defer cancel()
+		cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // as above
+			t.Fatalf("logging/setLevel: %v", err)
+		}
+		return cs, got
+	}
+	// Each server commits the edits it sees; one at a time, so that the
+	// server of the session under test is the one that commits.
+	edit := func(text string) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond) // the server watches the tree
+		if err := os.WriteFile(filepath.Join(dir, "secret", "plan.md"),
+			[]byte("---\ndigest: Zanzibar, as a person wrote it\n---\n"+text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what func() bool, failure func() string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !what() {
+			if time.Now().After(deadline) {
+				t.Fatal(failure())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	opSession, opLog := connect(t, op)
+	edit("terms, v2")
+	waitFor(func() bool {
+		opLog.mu.Lock()
+		defer opLog.mu.Unlock()
+		lines := strings.Join(opLog.lines, "\n")
+		return strings.Contains(lines, "info committed a person's edit") && strings.Contains(lines, "secret/plan")
+	}, func() string {
+		return fmt.Sprintf("the session that may read everything got no log line of the person's edit: %q\nserver log:\n%s",
+			opLog.lines, stderrs[0])
+	})
+	_ = opSession.Close()
+
+	_, aliceLog := connect(t, alice)
+	edit("terms, v3")
+	waitFor(func() bool { return strings.Contains(stderrs[1].String(), "committed a person's edit") },
+		func() string { return "alice's server did not commit the edit:\n" + stderrs[1].String() })
+	aliceLog.mu.Lock()
+	defer aliceLog.mu.Unlock()
+	for _, l := range aliceLog.lines {
+		if strings.Contains(l, "secret") {
+			t.Errorf("alice, without the secret topic, got the log line %q", l)
+		}
+	}
 }

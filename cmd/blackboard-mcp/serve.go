@@ -70,6 +70,9 @@ Over HTTP on an address other machines reach, a board needs an access file
 	}})
 	defer watching.Stop()
 	srv := tools.NewServer(ws, log, version)
+	// From here the log also reaches the sessions that ask for it
+	// (logging/setLevel); the callbacks above log through this variable.
+	log = srv.ForwardLogs(log.Handler())
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first signal stops the server gracefully; a second one, should

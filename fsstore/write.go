@@ -45,6 +45,15 @@ type UpdateRequest struct {
 	Sources       []string
 	Confidence    *float64
 	Kind          string
+
+	// Fields are more front-matter fields to set, by name: what a note
+	// brought from another tool keeps (the board's own fields are refused).
+	Fields map[string]any
+	// Links replace the note's typed links (rel -> targets) when not nil.
+	Links map[string][]string
+	// SkipUnchanged writes nothing when the note already holds this
+	// content, digest and fields: the result then says Unchanged.
+	SkipUnchanged bool
 }
 
 // UpdateResult is what a write reports.
@@ -60,6 +69,8 @@ type UpdateResult struct {
 	// finishes what did not (its files, git's index, the derived index).
 	// It is for the operator's log; the agent has the warning.
 	Unfinished error
+	// Unchanged says SkipUnchanged found the note as asked: no commit.
+	Unchanged bool
 }
 
 func (r *UpdateRequest) forms() int {
@@ -141,6 +152,16 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 	}
 	if len(req.Sources) > maxSources {
 		return errorf(op, uri, ErrTooLarge, "at most %d sources", maxSources)
+	}
+	for name := range req.Fields {
+		if !extraFieldName(name) {
+			return errorf(op, uri, ErrInvalid, "the field %q is not one a note can carry: a lower-case name of letters, digits and _, not one of the board's own", name)
+		}
+	}
+	for rel := range req.Links {
+		if !note.ValidRelation(rel) {
+			return errorf(op, uri, ErrInvalid, "rel must be one of %s", strings.Join(note.Relations, ", "))
+		}
 	}
 	if req.Kind != "" {
 		if len(req.Kind) > maxKindBytes || strings.ContainsAny(req.Kind, ":#") ||
@@ -225,7 +246,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	}
 
 	f := note.New()
-	var content string
+	var content, before string
 	var isTable bool
 	if cur.Present {
 		old, oldContent, err := w.loadNote(cur)
@@ -236,6 +257,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err).because(err)
 		}
 	}
+	before = content
 	switch {
 	case req.Body != nil:
 		content, isTable = *req.Body, false
@@ -295,9 +317,29 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	case !req.isAppend():
 		f.Remove(note.KeySummary) // it described content that is now replaced
 	}
+	stamps := map[string]bool{note.KeyAuthor: true, note.KeyUpdated: true}
+	compare := req.SkipUnchanged && cur.Present
 	for _, kv := range fields {
+		if compare && stamps[kv[0].(string)] {
+			continue // set below, once the note is known to change
+		}
 		if err := f.Set(kv[0].(string), kv[1]); err != nil {
 			return nil, err
+		}
+	}
+	if err := w.setExtras(f, req); err != nil {
+		return nil, err
+	}
+	if compare {
+		if !f.Changed() && content == before {
+			return &UpdateResult{URI: uri, Version: cur.Version, Digest: digest, Unchanged: true}, nil
+		}
+		for _, kv := range fields {
+			if stamps[kv[0].(string)] {
+				if err := f.Set(kv[0].(string), kv[1]); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	changes, outOfLine, err := w.placeContent(f, addr, content, isTable, cur)
@@ -593,4 +635,61 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 		res.Warnings, res.Unfinished = append(res.Warnings, warning), err
 	}
 	return res, nil
+}
+
+// reservedFields are the board's own front-matter fields: Fields may not
+// set them.
+var reservedFields = map[string]bool{note.KeyDigest: true, note.KeyKind: true, note.KeyAuthor: true,
+	note.KeyUpdated: true, note.KeyConfidence: true, note.KeySources: true, note.KeyLinks: true,
+	note.KeyColumns: true, note.KeyBlob: true, note.KeyBytes: true, note.KeySummary: true, "version": true}
+
+// extraFieldName reports whether name may be set through Fields.
+func extraFieldName(name string) bool {
+	if name == "" || len(name) > 64 || reservedFields[name] || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// setExtras sets req's more fields, in name order, and its links.
+func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
+	names := make([]string, 0, len(req.Fields))
+	for name := range req.Fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := f.Set(name, req.Fields[name]); err != nil {
+			return errorf("update", "", ErrInvalid, "the field %s cannot be written: %v", name, err)
+		}
+	}
+	if req.Links == nil {
+		return nil
+	}
+	var rels []string
+	targets := map[string][]string{}
+	for _, rel := range note.Relations {
+		for _, t := range req.Links[rel] {
+			a, err := w.parseAddress(t)
+			if err != nil {
+				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).because(err)
+			}
+			if !slices.Contains(targets[rel], a.String()) {
+				targets[rel] = append(targets[rel], a.String())
+			}
+		}
+		if len(targets[rel]) > 0 {
+			rels = append(rels, rel)
+		}
+	}
+	if len(rels) == 0 {
+		f.Remove(note.KeyLinks)
+		return nil
+	}
+	return f.SetLinks(rels, targets)
 }

@@ -30,13 +30,7 @@ func TestCatchUpAgainstReferenceMemoryServer(t *testing.T) {
 	if !benchEnabled() {
 		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm is not installed")
-	}
-	npmDir := t.TempDir()
-	if out, err := exec.Command("npm", "install", "--silent", "--prefix", npmDir, referenceMemoryServer).CombinedOutput(); err != nil {
-		t.Skipf("cannot install %s: %v\n%s", referenceMemoryServer, err, out)
-	}
+	npmDir := installReferenceServer(t)
 	for _, size := range []struct{ notes, target int }{{200, 10}, {2000, 40}} {
 		t.Run(fmt.Sprint(size.notes), func(t *testing.T) { catchUpAgainstReference(t, npmDir, size.notes, size.target) })
 	}
@@ -134,10 +128,32 @@ type referenceServer struct {
 	c *client.Client
 }
 
+// installReferenceServer installs the reference memory server with npm and
+// returns its directory; without npm, or when the install fails, the test
+// is skipped.
+func installReferenceServer(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	npmDir := t.TempDir()
+	if out, err := exec.Command("npm", "install", "--silent", "--prefix", npmDir, referenceMemoryServer).CombinedOutput(); err != nil {
+		t.Skipf("cannot install %s: %v\n%s", referenceMemoryServer, err, out)
+	}
+	return npmDir
+}
+
 func startReferenceServer(t *testing.T, npmDir string) *referenceServer {
 	t.Helper()
+	return startReferenceServerAt(t, npmDir, filepath.Join(t.TempDir(), "memory.jsonl"))
+}
+
+// startReferenceServerAt starts the reference memory server keeping its
+// graph in memoryFile.
+func startReferenceServerAt(t *testing.T, npmDir, memoryFile string) *referenceServer {
+	t.Helper()
 	script := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
-	env := append(os.Environ(), "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	env := append(os.Environ(), "MEMORY_FILE_PATH="+memoryFile)
 	c, err := client.NewStdioMCPClient("node", env, script)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ Usage:
   blackboard-mcp reindex                          rebuild the derived index from git
   blackboard-mcp health [--json]                  check the workspace; exit 1 with each problem and its fix
   blackboard-mcp token add|list|revoke            agents' tokens and topics (access control)
+  blackboard-mcp import SOURCE                    bring in a memory.jsonl or a folder of Markdown notes
 
 Addresses are bb://<workspace>/<topic>/<key...> or the short form <topic>/<key...>.
 The workspace is --dir DIR, else $BLACKBOARD_DIR, else the current directory.
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		"health":  runHealth,
 		"serve":   runServe,
 		"token":   runToken,
+		"import":  runImport,
 	}}.Run(ctx, args, stdin, stdout, stderr)
 }
 

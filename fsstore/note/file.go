@@ -151,6 +151,17 @@ func firstBadNode(n *yaml.Node, depth int) (line int, deep bool) {
 	return 0, false
 }
 
+// DecodeFront decodes the whole front matter into v (a map, a struct).
+func (n *File) DecodeFront(v any) error {
+	if len(n.front.Content) == 0 {
+		return nil
+	}
+	return n.front.Decode(v)
+}
+
+// Changed reports whether a field changed since the file was parsed.
+func (n *File) Changed() bool { return n.dirty }
+
 // Render returns the file's bytes. Unchanged front matter is written back
 // byte for byte; changed front matter is re-encoded with two-space indent.
 func (n *File) Render() ([]byte, error) {

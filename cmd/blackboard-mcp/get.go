@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,13 +9,14 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
 func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("get", stderr, &c)
 	full := fs.Bool("full", false, "print the body (or table) too")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print the note as get_state's JSON gives it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: blackboard-mcp get ADDRESS [--full] [--json]\n\nPrints a note's version, digest and fields; --full adds its content.")
 		fs.PrintDefaults()
@@ -38,9 +38,9 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(n)
+		// The shape get_state gives, so a script and an agent read one format.
+		_, err := fmt.Fprintln(stdout, tools.NoteJSON(n, *full))
+		return err
 	}
 	fmt.Fprintf(stdout, "%s v%d\n", n.URI, n.Version)
 	if n.Problem != "" {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
 func runLog(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -41,9 +41,8 @@ from, and the digest it had after the change.`)
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
+		_, err := fmt.Fprintln(stdout, tools.LogJSON(entries))
+		return err
 	}
 	for i, e := range entries {
 		var older *fsstore.LogEntry

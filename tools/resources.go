@@ -52,6 +52,16 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.watchers.unsubscribe(ctx, s, req.Params.URI)
 	})
+	// From protocol 2026-07-28 a client subscribes in its
+	// subscriptions/listen request instead.
+	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
+		for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+			s.watchers.subscribe(ctx, s, uri)
+		}
+		if req.Params.Notifications.ResourcesListChanged {
+			s.watchers.lister(ctx, s)
+		}
+	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 		s.watchers.forget(session.SessionID())
 	})

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
@@ -103,6 +105,9 @@ func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, 
 		if err := dec.Decode(&in); err != nil {
 			return errorResult(ctx, log, name, invalid("%s", argumentError(err))), nil
 		}
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			defer reportProgress(ctx, req.Params.Meta.ProgressToken, name)()
+		}
 		res, err := fn(ctx, in)
 		if err != nil {
 			return errorResult(ctx, log, name, err), nil
@@ -144,4 +149,49 @@ func argumentError(err error) string {
 		return "unknown argument " + f
 	}
 	return "arguments do not parse: " + strings.TrimPrefix(msg, "json: ")
+}
+
+// A call that asks for progress (a progressToken) and takes a while, a
+// write waiting for a workspace another writer holds, a large source_path
+// read, hears notifications/progress: after progressAfter, then every
+// progressEvery, until it is answered.
+const (
+	progressAfter = 250 * time.Millisecond
+	progressEvery = 500 * time.Millisecond
+)
+
+// reportProgress starts telling the caller of ctx that tool is at work, and
+// returns what stops it.
+func reportProgress(ctx context.Context, token mcp.ProgressToken, tool string) (stop func()) {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		wait := time.NewTimer(progressAfter)
+		defer wait.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-wait.C:
+			}
+			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				"progressToken": token,
+				"progress":      n,
+				"message":       fmt.Sprintf("%s: still working after %.1f s (a busy workspace, a large source)", tool, time.Since(start).Seconds()),
+			})
+			wait.Reset(progressEvery)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

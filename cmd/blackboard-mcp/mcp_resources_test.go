@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
@@ -469,5 +473,143 @@ func TestLogNotifications(t *testing.T) {
 		if strings.Contains(l, "secret") {
 			t.Errorf("alice, without the secret topic, got the log line %q", l)
 		}
+	}
+}
+
+// TestProgressWhileTheWorkspaceIsBusy: a write that asks for progress and
+// waits for a workspace another process holds hears notifications/progress,
+// rising, until it is answered; one that asks for none hears none.
+func TestProgressWhileTheWorkspaceIsBusy(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runBinaryEnv(t, "init", dir)
+	var mu sync.Mutex
+	var progress []float64
+	var messages []string
+	c := sdk.NewClient(&sdk.Implementation{Name: "e2e-progress", Version: "1.0.0"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Progress)
+			messages = append(messages, req.Params.Message)
+			mu.Unlock()
+		},
+	})
+	cmd := exec.Command(testBinary, serveArgs(dir)...)
+	cmd.Env = mcpEnv("writer")
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	// Another writer holds the workspace for 1.5 s.
+	lock, err := os.OpenFile(filepath.Join(dir, ".blackboard", "write.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) })
+
+	params := &sdk.CallToolParams{Name: "update_state", Arguments: map[string]any{
+		"uri": "run/busy", "digest": "Written once the workspace was free", "body": "x", "expect_version": 0}}
+	params.SetProgressToken("write-1")
+	start := time.Now()
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("update_state: %v %+v", err, res)
+	}
+	took := time.Since(start)
+	mu.Lock()
+	got, msgs := slices.Clone(progress), slices.Clone(messages)
+	mu.Unlock()
+	if took < time.Second || len(got) < 2 || !slices.IsSorted(got) || got[0] == got[len(got)-1] {
+		t.Errorf("a write that waited %s heard progress %v; want at least two, rising", took, got)
+	}
+	if len(msgs) > 0 && !strings.Contains(msgs[0], "update_state: still working") {
+		t.Errorf("progress message %q", msgs[0])
+	}
+
+	mu.Lock()
+	progress = nil
+	mu.Unlock()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(800*time.Millisecond, func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) })
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "update_state", Arguments: map[string]any{
+		"uri": "run/busy-2", "digest": "No progress asked", "body": "x", "expect_version": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) != 0 {
+		t.Errorf("a call without a progressToken heard progress %v", progress)
+	}
+}
+
+// TestResourcesSubscribeMCPGo: mcp-go's client, under the pinned protocol
+// (resources/subscribe) and under 2026-07-28 (subscriptions/listen with a
+// filter), hears of another process's write to the note it subscribed to.
+func TestResourcesSubscribeMCPGo(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runBinaryEnv(t, "init", dir)
+	const note = "bb://acme/run/state/current"
+	for _, version := range []string{protocolVersion, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			tr := transport.NewStdioWithOptions(testBinary, nil, serveArgs(dir),
+				transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+					cmd := exec.CommandContext(ctx, command, args...)
+					cmd.Env = mcpEnv("orchestrator")
+					return cmd, nil
+				}))
+			c := client.NewClient(tr, client.WithProtocolVersion(version))
+			if err := c.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			updated := make(chan string, 16)
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+					updated <- fmt.Sprint(n.Params.AdditionalFields["uri"])
+				}
+			})
+			ctx, cancel := contextWithTimeout()
+			defer cancel()
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = version
+			init.Params.ClientInfo = mcp.Implementation{Name: "e2e-mcp-go-resources", Version: "1"}
+			if _, err := c.Initialize(ctx, init); err != nil {
+				t.Fatalf("initialize %s: %v", version, err)
+			}
+			if version == protocolVersion {
+				sub := mcp.SubscribeRequest{}
+				sub.Params.URI = note
+				if err := c.Subscribe(ctx, sub); err != nil { //nolint:staticcheck // the pinned protocol subscribes so
+					t.Fatal(err)
+				}
+			} else {
+				stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{note}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				time.Sleep(200 * time.Millisecond) // the stream is open
+			}
+			runCLI(t, dir, "put", "run/state/current", "--digest", "Handed over under "+version, "--body", "x")
+			select {
+			case got := <-updated:
+				if got != note {
+					t.Errorf("resources/updated for %q, want %q", got, note)
+				}
+			case <-time.After(notifySoon):
+				t.Fatalf("no resources/updated within %s", notifySoon)
+			}
+		})
 	}
 }

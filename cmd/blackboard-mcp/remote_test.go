@@ -826,7 +826,10 @@ func TestRemotePushesArePaced(t *testing.T) {
 	times := pushes()
 	t.Logf("%d writes in %s made %d pushes", writers*perWriter, time.Since(start).Round(time.Millisecond), len(times))
 	pushedApart(t, times, time.Second)
-	if len(times) > perWriter+1 {
+	// Each writer's next write waits for its last: unpaced, every write
+	// would be a push of its own. How many rounds the four writers make
+	// depends on the machine's load, so the bound is half the writes.
+	if len(times) > writers*perWriter/2 {
 		t.Errorf("%d writes made %d pushes; paced, writes that wait go out together", writers*perWriter, len(times))
 	}
 	s.closeClean()

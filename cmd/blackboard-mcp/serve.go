@@ -70,8 +70,11 @@ Over HTTP on an address other machines reach, a board needs an access file
 	}})
 	defer watching.Stop()
 	srv := tools.NewServer(ws, log, version)
-	// From here the log also reaches the sessions that ask for it
+	// From here the board's log also reaches the sessions that ask for it
 	// (logging/setLevel); the callbacks above log through this variable.
+	// The transports keep the plain log: what the MCP library logs of its
+	// own sessions must not loop back into them.
+	transportLog := log
 	log = srv.ForwardLogs(log.Handler())
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -86,7 +89,7 @@ Over HTTP on an address other machines reach, a board needs an access file
 	}
 
 	if httpCfg != nil {
-		return serveHTTP(ctx, ws, srv, log, httpCfg, restricted)
+		return serveHTTP(ctx, ws, srv, transportLog, httpCfg, restricted)
 	}
 
 	if restricted {
@@ -112,7 +115,7 @@ Press Ctrl-C to stop.
 	signal.Ignore(syscall.SIGPIPE)
 	log.Info("serving over stdio", "workspace", ws.Name(), "agent", ws.Agent())
 	stdio := server.NewStdioServer(srv.MCP())
-	stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
+	stdio.SetErrorLogger(slog.NewLogLogger(transportLog.Handler(), slog.LevelError))
 	// The guard answers what the library would mishandle: null ids,
 	// requests before initialize, batches, cursors.
 	guard := rpcguard.NewStdio(stdin, stdout)

@@ -637,15 +637,9 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 	return res, nil
 }
 
-// reservedFields are the board's own front-matter fields: Fields may not
-// set them.
-var reservedFields = map[string]bool{note.KeyDigest: true, note.KeyKind: true, note.KeyAuthor: true,
-	note.KeyUpdated: true, note.KeyConfidence: true, note.KeySources: true, note.KeyLinks: true,
-	note.KeyColumns: true, note.KeyBlob: true, note.KeyBytes: true, note.KeySummary: true, "version": true}
-
 // extraFieldName reports whether name may be set through Fields.
 func extraFieldName(name string) bool {
-	if name == "" || len(name) > 64 || reservedFields[name] || name[0] < 'a' || name[0] > 'z' {
+	if name == "" || len(name) > 64 || note.IsOwnKey(name) || name[0] < 'a' || name[0] > 'z' {
 		return false
 	}
 	for _, r := range name {

@@ -61,9 +61,16 @@ func newResourceClient(t *testing.T) (*resourceClient, *sdk.Client) {
 func resourcesOverStdio(t *testing.T, dir string, env []string) *resourceClient {
 	t.Helper()
 	rc, c := newResourceClient(t)
+	rc.cs = connectGoSDKStdio(t, c, dir, env, &lockedBuffer{})
+	return rc
+}
+
+// connectGoSDKStdio starts `serve` on dir with env, its log into stderr,
+// and connects the Go SDK's client c to it; the session ends with the test.
+func connectGoSDKStdio(t *testing.T, c *sdk.Client, dir string, env []string, stderr *lockedBuffer) *sdk.ClientSession {
+	t.Helper()
 	cmd := exec.Command(testBinary, serveArgs(dir)...)
 	cmd.Env = env
-	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := contextWithTimeout()
 	defer cancel()
@@ -72,8 +79,7 @@ func resourcesOverStdio(t *testing.T, dir string, env []string) *resourceClient 
 		t.Fatalf("connect: %v\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	rc.cs = cs
-	return rc
+	return cs
 }
 
 // resourcesOverHTTP connects the Go SDK to a `serve --http`, with a bearer
@@ -415,16 +421,9 @@ func TestLogNotifications(t *testing.T) {
 				got.mu.Unlock()
 			},
 		})
-		cmd := exec.Command(testBinary, serveArgs(dir)...)
-		cmd.Env = append(mcpEnv(""), "BLACKBOARD_TOKEN="+token)
-		cmd.Stderr = stderr
+		cs := connectGoSDKStdio(t, c, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+token), stderr)
 		ctx, cancel := contextWithTimeout()
 		defer cancel()
-		cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
 		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // as above
 			t.Fatalf("logging/setLevel: %v", err)
 		}
@@ -494,15 +493,9 @@ func TestProgressWhileTheWorkspaceIsBusy(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cmd := exec.Command(testBinary, serveArgs(dir)...)
-	cmd.Env = mcpEnv("writer")
+	cs := connectGoSDKStdio(t, c, dir, mcpEnv("writer"), &lockedBuffer{})
 	ctx, cancel := contextWithTimeout()
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 
 	// Another writer holds the workspace for 1.5 s.
 	lock, err := os.OpenFile(filepath.Join(dir, ".blackboard", "write.lock"), os.O_RDWR|os.O_CREATE, 0o644)

@@ -142,7 +142,7 @@ func markdownNote(rel string, data []byte) (Note, []string) {
 		case field == "":
 			problems = append(problems, fmt.Sprintf("the field %q has no name a note can carry, left out", name))
 			continue
-		case reserved[field]:
+		case note.IsOwnKey(field):
 			field = "source_" + field
 		}
 		n.Fields[field] = v
@@ -150,11 +150,6 @@ func markdownNote(rel string, data []byte) (Note, []string) {
 	n.Body = body
 	return n, problems
 }
-
-// reserved are the board's own front-matter fields.
-var reserved = map[string]bool{note.KeyDigest: true, note.KeyKind: true, note.KeyAuthor: true,
-	note.KeyUpdated: true, note.KeyConfidence: true, note.KeySources: true, note.KeyLinks: true,
-	note.KeyColumns: true, note.KeyBlob: true, note.KeyBytes: true, note.KeySummary: true, "version": true}
 
 // fieldName is a front-matter key as a note's field name (lower case, _
 // for spaces and dashes), or "" when nothing is left of it.

@@ -34,6 +34,18 @@ const (
 	KeySummary    = "summary"
 )
 
+// IsOwnKey reports whether key is one the program reads or writes (or
+// "version", which reads of a note give beside them): another tool's field
+// of that name cannot be kept under it.
+func IsOwnKey(key string) bool {
+	switch key {
+	case KeyDigest, KeyKind, KeyAuthor, KeyUpdated, KeyConfidence, KeySources, KeyLinks, KeyColumns, KeyBlob,
+		KeyBytes, KeySummary, "version":
+		return true
+	}
+	return false
+}
+
 // Relations are the link types a note's `links:` may hold.
 var Relations = []string{"depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"}
 

@@ -145,6 +145,15 @@ func decodeResourceCursor(c string) (*index.Position, error) {
 	return &index.Position{Seq: n, Key: key}, nil
 }
 
+// NoteReadable reports whether resources/read of uri finds a note the
+// caller of ctx may read: the transports answer "resource not found"
+// (-32002) themselves when it does not, as the MCP library would report the
+// read's failure as an internal error.
+func (s *Server) NoteReadable(ctx context.Context, uri string) bool {
+	_, err := s.view(ctx).Get(uri, false)
+	return err == nil
+}
+
 // readResource reads one note for resources/read.
 func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
@@ -154,6 +156,13 @@ func (rc *resourceClient) complete(arg, value string, context map[string]string)
 	return res.Completion.Values
 }
 
+// notFound reports whether err is the protocol's "resource not found" of
+// the pinned version: -32002 (from 2026-07-28 it is -32602).
+func notFound(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && we.Code == -32002
+}
+
 // waitUpdated waits for a resources/updated of uri and returns how long it
 // took; it fails the test past notifySoon.
 func (rc *resourceClient) waitUpdated(uri string, since time.Time) time.Duration {
@@ -273,8 +282,10 @@ func TestResourcesListReadComplete(t *testing.T) {
 		res.Contents[0].Text != "service\tp50_ms\nsearch\t12\n" {
 		t.Errorf("resources/read of a table = %+v, %v; want its TSV", res, err)
 	}
-	if _, err := rc.read("bb://acme/data/no-such-note"); err == nil {
-		t.Error("resources/read of a missing note succeeded")
+	// A missing note is the protocol's "resource not found", not a failure
+	// of the server.
+	if _, err := rc.read("bb://acme/data/no-such-note"); !notFound(err) {
+		t.Errorf("resources/read of a missing note: %v; want resource not found (-32002)", err)
 	}
 
 	tpl, err := rc.cs.ListResourceTemplates(ctx, &sdk.ListResourceTemplatesParams{})
@@ -350,8 +361,8 @@ func TestResourcesScopedByToken(t *testing.T) {
 		if want := []string{"bb://acme/ops/deploy", "bb://acme/research/cache"}; !slices.Equal(uris, want) {
 			t.Errorf("alice lists %q; want %q", uris, want)
 		}
-		if _, err := rc.read("bb://acme/secret/plan"); err == nil {
-			t.Error("alice read secret/plan")
+		if _, err := rc.read("bb://acme/secret/plan"); !notFound(err) {
+			t.Errorf("alice's read of secret/plan: %v; want resource not found (-32002), as for a missing note", err)
 		}
 		res, err := rc.read("bb://acme/research/cache")
 		if err != nil || strings.Contains(res.Contents[0].Text, "secret") {

@@ -118,7 +118,7 @@ Press Ctrl-C to stop.
 	stdio.SetErrorLogger(slog.NewLogLogger(transportLog.Handler(), slog.LevelError))
 	// The guard answers what the library would mishandle: null ids,
 	// requests before initialize, batches, cursors.
-	guard := rpcguard.NewStdio(stdin, stdout)
+	guard := rpcguard.NewStdio(stdin, stdout, srv.NoteReadable)
 	err = stdio.Listen(ctx, guard.In(), guard.Out())
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil

@@ -256,6 +256,8 @@ type httpHandler struct {
 	mcp        *server.StreamableHTTPServer
 	sessions   *sessionTable
 	inflight   requestGate // POSTs being served: a stop waits for them
+	// readable decides resources/read before the library serves it.
+	readable rpcguard.ResourceCheck
 }
 
 // requestGate counts the requests being served, so that a stop can wait
@@ -306,7 +308,8 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 			return c
 		})
 	}
-	h := &httpHandler{ws: ws, log: log, restricted: restricted, origins: cfg.origins, sessions: newSessionTable()}
+	h := &httpHandler{ws: ws, log: log, restricted: restricted, origins: cfg.origins, sessions: newSessionTable(),
+		readable: srv.NoteReadable}
 	h.sessions.watch(srv.MCP())
 	opts := []server.StreamableHTTPOption{
 		server.WithSessionIdManager(h.sessions),
@@ -498,19 +501,25 @@ func (h *httpHandler) post(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
+	version := ""
 	if json.Unmarshal(body, &m) == nil && m.Method != string(mcp.MethodInitialize) {
 		if r.Header.Get(server.HeaderKeySessionID) == "" && m.Method == string(mcp.MethodPing) && m.ID != nil && string(m.ID) != "null" {
 			// ping is answered before initialize, as over stdio.
 			writeJSON(w, http.StatusOK, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`))
 			return
 		}
-		if _, ok := h.session(w, r); !ok {
+		var ok bool
+		if version, ok = h.session(w, r); !ok {
 			return
 		}
 	}
 	// What does not parse is answered by the library (-32700); an
 	// initialize starts a new session whatever header it carries.
 	if reply := rpcguard.Check(body, true); reply != nil {
+		writeJSON(w, http.StatusOK, reply)
+		return
+	}
+	if reply := rpcguard.CheckRead(r.Context(), body, h.readable, version); reply != nil {
 		writeJSON(w, http.StatusOK, reply)
 		return
 	}
@@ -558,6 +567,10 @@ func (h *httpHandler) postBatch(w http.ResponseWriter, r *http.Request, body []b
 	var answers [][]byte
 	for _, raw := range members {
 		if reply := rpcguard.Check(raw, true); reply != nil {
+			answers = append(answers, reply)
+			continue
+		}
+		if reply := rpcguard.CheckRead(r.Context(), raw, h.readable, version); reply != nil {
 			answers = append(answers, reply)
 			continue
 		}

@@ -14,6 +14,7 @@ package rpcguard
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,6 +33,7 @@ type message struct {
 	Params struct {
 		Cursor *string   `json:"cursor"`
 		Meta   *mcp.Meta `json:"_meta"`
+		URI    string    `json:"uri"`
 	} `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
@@ -60,6 +62,38 @@ func Check(raw []byte, initializing bool) []byte {
 		return ErrorResponse(m.ID, mcp.INVALID_PARAMS, "invalid cursor: the tools are listed on one page")
 	}
 	return nil
+}
+
+// ResourceCheck says whether a resources/read of uri may go on: the
+// resource exists and the caller of ctx may read it.
+type ResourceCheck func(ctx context.Context, uri string) bool
+
+// CheckRead answers a resources/read (not a batch) whose resource check
+// refuses with "resource not found", and returns nil for anything else: the
+// MCP library reports a resource handler's failure as an internal error,
+// which a client takes for the server's fault. version is the session's
+// protocol version: the code is -32002 up to 2025-11-25 and -32602 (invalid
+// params) from 2026-07-28 on, as the library answers for a URI no handler
+// matches.
+func CheckRead(ctx context.Context, raw []byte, check ResourceCheck, version string) []byte {
+	if check == nil || !bytes.Contains(raw, []byte(mcp.MethodResourcesRead)) {
+		return nil
+	}
+	var m message
+	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodResourcesRead) || !m.hasID() || m.Params.URI == "" {
+		return nil
+	}
+	if check(ctx, m.Params.URI) {
+		return nil
+	}
+	code := mcp.RESOURCE_NOT_FOUND
+	if m.Params.Meta != nil && m.Params.Meta.ProtocolVersion() != "" {
+		version = m.Params.Meta.ProtocolVersion()
+	}
+	if mcp.IsModernProtocol(version) {
+		code = mcp.INVALID_PARAMS
+	}
+	return ErrorResponse(m.ID, code, "resource not found: "+m.Params.URI)
 }
 
 // ErrorResponse is a JSON-RPC error response; a nil id is sent as null.
@@ -100,6 +134,7 @@ type Stdio struct {
 	initialized  bool              // and the server answered it
 	version      string            // the protocol version initialize agreed on
 	batches      map[string]*batch // a batch's open requests, by id
+	resources    ResourceCheck     // decides resources/read, when set
 }
 
 // batch collects the answers to one batch's requests.
@@ -109,9 +144,10 @@ type batch struct {
 }
 
 // NewStdio starts reading in; what passes the guard is read from In.
-func NewStdio(in io.Reader, out io.Writer) *Stdio {
+// resources, when not nil, decides which resources/read go on (CheckRead).
+func NewStdio(in io.Reader, out io.Writer, resources ResourceCheck) *Stdio {
 	pr, pw := io.Pipe()
-	s := &Stdio{in: pr, out: out, initialize: map[string]bool{}, batches: map[string]*batch{}}
+	s := &Stdio{in: pr, out: out, initialize: map[string]bool{}, batches: map[string]*batch{}, resources: resources}
 	go func() { pw.CloseWithError(s.pump(in, pw)) }()
 	return s
 }
@@ -198,6 +234,10 @@ func (s *Stdio) take(line []byte, pass io.Writer) error {
 			b.answers = append(b.answers, reply)
 			continue
 		}
+		if reply := CheckRead(context.Background(), raw, s.resources, s.version); reply != nil {
+			b.answers = append(b.answers, reply)
+			continue
+		}
 		if m.Method != "" && m.hasID() {
 			b.open++
 			s.batches[string(m.ID)] = b
@@ -218,9 +258,9 @@ func (s *Stdio) take(line []byte, pass io.Writer) error {
 }
 
 // check is Check with the session's state; it notes an initialize request.
+// A resources/read is checked after, outside the lock: it reads the board.
 func (s *Stdio) check(line []byte) []byte {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	reply := Check(line, s.initializing)
 	if reply == nil {
 		var m message
@@ -228,6 +268,11 @@ func (s *Stdio) check(line []byte) []byte {
 			s.initialize[string(m.ID)] = true
 			s.initializing = true
 		}
+	}
+	version := s.version
+	s.mu.Unlock()
+	if reply == nil {
+		reply = CheckRead(context.Background(), line, s.resources, version)
 	}
 	return reply
 }

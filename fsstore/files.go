@@ -33,6 +33,12 @@ import (
 // digit), and recovery removes leftovers of a killed writer.
 const tempMarker = ".bb-tmp-"
 
+// partialMarker follows tempMarker in the name a file has while it is being
+// written: only once whole (written and synced) is it renamed to its
+// temporary name. A writer killed part way so leaves a partial file no one
+// can take for a person's save (removeTemps puts those back in place).
+const partialMarker = "part-"
+
 // tempPattern matches every temporary file of the program, for git: a
 // person's `git add -A` must never stage one (they live beside the notes,
 // for a few milliseconds, or until the next write when a writer was
@@ -135,17 +141,20 @@ func (w *Workspace) stageFile(p string, content []byte) (string, fs.FileInfo, er
 	if err != nil {
 		return "", nil, err
 	}
-	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	at := strings.LastIndex(tmp, tempMarker) + len(tempMarker)
+	partial := tmp[:at] + partialMarker + tmp[at:]
+	f, err := w.root.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A new topic or key directory.
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return "", nil, err
 		}
-		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = w.root.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err != nil {
 		return "", nil, err
 	}
+	reach("staging")
 	_, err = f.Write(content)
 	if err == nil {
 		err = w.repo.Sync(f)
@@ -157,8 +166,14 @@ func (w *Workspace) stageFile(p string, content []byte) (string, fs.FileInfo, er
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		// Not synced: after a power failure the file may be back under its
+		// partial name, and the write's journal puts the content in place
+		// again from git.
+		err = w.root.Rename(partial, tmp)
+	}
 	if err != nil {
-		w.root.Remove(tmp)
+		w.root.Remove(partial)
 		return "", nil, err
 	}
 	return tmp, fi, nil
@@ -216,11 +231,16 @@ func (w *Workspace) removeTemps(dir string, blobs map[string][]gitver.Hash) {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, n := range names {
-		base, _, isTemp := strings.Cut(n, tempMarker)
-		if !isTemp || !strings.HasPrefix(base, ".") {
+		at := strings.LastIndex(n, tempMarker) // a key may hold the marker too
+		if at <= 0 || !strings.HasPrefix(n, ".") {
 			continue
 		}
+		base, rest := n[:at], n[at+len(tempMarker):]
 		tmp, target := path.Join(dir, n), path.Join(dir, base[1:])
+		if strings.HasPrefix(rest, partialMarker) {
+			w.root.Remove(tmp) // cut short while being written: never a save
+			continue
+		}
 		blob, ok := w.blobOf(tmp)
 		if !ok {
 			continue

@@ -401,7 +401,7 @@ func TestCrashLoop(t *testing.T) {
 	dir := w.Dir()
 	w.Close()
 	ackPath := filepath.Join(t.TempDir(), "acks")
-	steps := []string{"objects", "journal", "branch", "files", "gitindex", "index"}
+	steps := []string{"objects", "journal", "staging", "branch", "files", "gitindex", "index"}
 	rounds := 36
 	if testing.Short() {
 		rounds = 12

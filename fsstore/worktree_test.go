@@ -362,3 +362,32 @@ func TestCheckoutBranchThatReadHeadBeforeAWrite(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A writer killed after its commit point, then the process that finishes
+// its write killed while it writes the note's file: the next process puts
+// the committed content in place. The file cut short by the second kill is
+// never taken for a person's save and put back (it was: the note's file was
+// left empty, and a later comparison would have committed that).
+func TestKilledWhileFinishingAWrite(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, true)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "a\n")
+	w.Close()
+	for _, step := range []string{"branch", "staging"} {
+		cmd := worker(t, "onewrite", d, "BB_CRASH_AT="+step, "BB_DURABLE=1")
+		cmd.Stderr = nil
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("the worker was not killed at %s", step)
+		}
+	}
+	w = openWorkspace(t, d, true)
+	put(t, w, "t/b", 0, "b", "b\n") // finishes the write, as any write does
+	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "digest: agent") || !strings.HasSuffix(got, "agent\n") {
+		t.Fatalf("t/a.md after the two kills holds %q; want the committed write", got)
+	}
+	assertClean(t, w)
+	if n := get(t, w, "t/a"); n.Digest != "agent" || n.Version != 2 {
+		t.Errorf("t/a = %+v", n)
+	}
+}

@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -30,8 +33,9 @@ import (
 // it has been quiet for a moment: what the person wrote into it goes into
 // the note's file as their save (text appended to what the file held is
 // appended to the note as it is now; anything else is their whole text),
-// and is committed as their edit. A kept file is let go once it has been
-// unchanged for keepDisplaced.
+// and is committed as their edit. A kept file is let go once no process
+// holds it open for writing (a second after it was kept), or once it has
+// been unchanged for keepDisplaced.
 
 const (
 	displacedDir = "blackboard-displaced" // in .git
@@ -145,6 +149,13 @@ func (w *Workspace) takeOneDisplaced(root, held string) (bool, error) {
 		if time.Since(fi.ModTime()) > keepDisplaced {
 			return letGo()
 		}
+		// Unchanged, kept a while ago (the link set its change time), and
+		// no process holds it open for writing: no path names it, so no
+		// one can write into it any more. A file opened in the instant of
+		// the swap is open by now.
+		if kept, ok := changeTime(fi); ok && time.Since(kept) > displacedQuiet && !w.writerMayHold(held) {
+			return letGo()
+		}
 		return true, nil
 	}
 	if time.Since(fi.ModTime()) < displacedQuiet {
@@ -198,4 +209,30 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) error {
 	w.edits.add([]string{path}, false)
 	w.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
 	return nil
+}
+
+// writerMayHold reports whether some process may hold the file at abs open
+// for writing. The kernel refuses a read lease (EAGAIN) on a file that any
+// process has open for writing; where leases cannot be taken at all (a
+// file system without them), the answer is yes.
+func (w *Workspace) writerMayHold(abs string) bool {
+	f, err := os.Open(abs)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+		return true
+	}
+	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	return false
+}
+
+// changeTime is fi's inode change time.
+func changeTime(fi fs.FileInfo) (time.Time, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec), true
 }

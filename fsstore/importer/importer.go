@@ -1,12 +1,3 @@
-// Package importer brings notes from other memory tools onto the board: the
-// reference MCP memory server's memory.jsonl (entities, their observations
-// and relations) and folders of Markdown notes with front matter (a
-// basic-memory project, an Obsidian vault). Each note is written as one
-// commit through fsstore, by whoever the view's caller is; a note the board
-// already holds as the import would write it is left alone, so importing
-// twice changes nothing. What could not be mapped is never dropped in
-// silence: it is kept in the note's front matter where it belongs to one,
-// and listed in the report.
 package importer
 
 import (

@@ -46,6 +46,19 @@ func worker(t testing.TB, role, dir string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// runKilled runs a worker that must kill itself at its crash point, and
+// fails the test unless SIGKILL ended it.
+func runKilled(t testing.TB, role, dir string, env ...string) {
+	t.Helper()
+	cmd := worker(t, role, dir, env...)
+	cmd.Stderr = nil
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the %s worker ended with %v, not killed", role, err)
+	}
+}
+
 func runWorkers(t *testing.T, cmds []*exec.Cmd) {
 	t.Helper()
 	for _, c := range cmds {

@@ -155,11 +155,7 @@ func TestRecoverKeepsGitIndexInStep(t *testing.T) {
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
 	w.Close()
-	cmd := worker(t, "onewrite", d, "BB_CRASH_AT=branch", "BB_DURABLE=1")
-	cmd.Stderr = nil
-	if err := cmd.Run(); err == nil {
-		t.Fatal("the worker was not killed")
-	}
+	runKilled(t, "onewrite", d, "BB_CRASH_AT=branch", "BB_DURABLE=1")
 	person := noteText("person", "person\n")
 	writeFile(t, w, "t/a.md", person)
 	w = openWorkspace(t, d, true) // finishes the write
@@ -237,11 +233,7 @@ func TestRecoverPutsBackASwappedSave(t *testing.T) {
 	put(t, w, "t/a", 0, "a", "a\n")
 	w.Close()
 	person := noteText("saved mid-write", "person\n")
-	cmd := worker(t, "savedmidwrite", d, "BB_DURABLE=1", "BB_SAVE="+person)
-	cmd.Stderr = nil
-	if err := cmd.Run(); err == nil {
-		t.Fatal("the worker was not killed")
-	}
+	runKilled(t, "savedmidwrite", d, "BB_DURABLE=1", "BB_SAVE="+person)
 	w = openWorkspace(t, d, true) // finishes the write
 	if got := readFile(t, w, "t/a.md"); got != person {
 		t.Fatalf("the person's save was not put back:\n%s", got)
@@ -379,11 +371,7 @@ func TestKilledWhileFinishingAWrite(t *testing.T) {
 	put(t, w, "t/a", 0, "a", "a\n")
 	w.Close()
 	for _, step := range []string{"branch", "staging"} {
-		cmd := worker(t, "onewrite", d, "BB_CRASH_AT="+step, "BB_DURABLE=1")
-		cmd.Stderr = nil
-		if err := cmd.Run(); err == nil {
-			t.Fatalf("the worker was not killed at %s", step)
-		}
+		runKilled(t, "onewrite", d, "BB_CRASH_AT="+step, "BB_DURABLE=1")
 	}
 	w = openWorkspace(t, d, true)
 	put(t, w, "t/b", 0, "b", "b\n") // finishes the write, as any write does

@@ -101,6 +101,9 @@ func (h *logForwarder) WithGroup(name string) slog.Handler {
 	c := *h
 	c.base = h.base.WithGroup(name)
 	c.group = name
+	if h.group != "" {
+		c.group = h.group + "." + name
+	}
 	return &c
 }
 

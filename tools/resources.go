@@ -81,7 +81,7 @@ func (s *Server) resourceOptions() []server.ServerOption {
 // through it.
 func (s *Server) addResourceTemplate() {
 	ws := s.ws.Name()
-	t := mcp.NewResourceTemplate("bb://"+ws+"/{topic}/{+key}", "note",
+	t := mcp.NewResourceTemplate(note.URI(ws, "{topic}/{+key}"), "note",
 		mcp.WithTemplateDescription("A note of the "+ws+" blackboard: Markdown with its front matter (a table note as TSV)."),
 		mcp.WithTemplateMIMEType(mimeMarkdown))
 	s.mcp.AddResourceTemplate(t, s.readResource)
@@ -109,7 +109,7 @@ func (s *Server) listResources(ctx context.Context, _ any, req *mcp.ListResource
 	}
 	res.Resources = make([]mcp.Resource, 0, len(l.Notes))
 	for _, n := range l.Notes {
-		key := strings.TrimPrefix(n.URI, "bb://"+s.ws.Name()+"/")
+		key := s.short(n.URI)
 		// A table note reads as TSV; the listing cannot tell it from the
 		// index, so it says what most notes are.
 		r := mcp.NewResource(n.URI, key, mcp.WithResourceDescription(n.Digest), mcp.WithMIMEType(mimeMarkdown))
@@ -123,8 +123,7 @@ func (s *Server) listResources(ctx context.Context, _ any, req *mcp.ListResource
 	res.NextCursor = ""
 	if l.Omitted > 0 && len(l.Notes) > 0 {
 		last := l.Notes[len(l.Notes)-1]
-		res.NextCursor = mcp.Cursor(encodeResourceCursor(index.Position{Seq: last.Seq,
-			Key: strings.TrimPrefix(last.URI, "bb://"+s.ws.Name()+"/")}))
+		res.NextCursor = mcp.Cursor(encodeResourceCursor(index.Position{Seq: last.Seq, Key: s.short(last.URI)}))
 	}
 }
 
@@ -150,8 +149,9 @@ func decodeResourceCursor(c string) (*index.Position, error) {
 // (-32002) themselves when it does not, as the MCP library would report the
 // read's failure as an internal error.
 func (s *Server) NoteReadable(ctx context.Context, uri string) bool {
-	_, err := s.view(ctx).Get(uri, false)
-	return err == nil
+	// From the index alone: the read that follows loads the note itself.
+	res, _, err := s.view(ctx).Summaries([]string{uri})
+	return err == nil && res[0].Err == nil
 }
 
 // readResource reads one note for resources/read.
@@ -245,7 +245,7 @@ func (c completer) CompleteResourceArgument(ctx context.Context, _ string, arg m
 			return nil, err
 		}
 		for _, n := range l.Notes {
-			values = append(values, strings.TrimPrefix(n.URI, "bb://"+c.s.ws.Name()+"/"+topic+"/"))
+			values = append(values, strings.TrimPrefix(c.s.short(n.URI), topic+"/"))
 		}
 	}
 	out := &mcp.Completion{Values: values, Total: len(values)}
@@ -365,25 +365,16 @@ func (w *watchers) notices(s *Server, ch fsstore.NoteChanges) []notice {
 
 // canonical is the full address of uri (full or short) in this workspace.
 func (s *Server) canonical(uri string) (string, bool) {
-	short := uri
-	if strings.HasPrefix(uri, "bb://") {
-		var ok bool
-		if short, ok = strings.CutPrefix(uri, "bb://"+s.ws.Name()+"/"); !ok {
-			return "", false
-		}
+	a, err := note.ParseAddress(uri, s.ws.Name())
+	if err != nil {
+		return "", false
 	}
-	return s.ws.URI(strings.ToLower(short)), short != ""
+	return a.String(), true
 }
 
-// callerOf is who makes the call of ctx.
-func (s *Server) callerOf(ctx context.Context) *fsstore.Caller {
-	if s.caller != nil {
-		if c := s.caller(ctx); c != nil {
-			return c
-		}
-		return fsstore.NoCaller()
-	}
-	return fsstore.OpenCaller(s.ws.Agent())
+// short is a note's address without scheme and workspace (topic/key...).
+func (s *Server) short(uri string) string {
+	return strings.TrimPrefix(uri, note.URI(s.ws.Name(), ""))
 }
 
 // WatchBoard tells subscribers of changes until ctx ends: it looks at the

@@ -27,16 +27,19 @@ type Server struct {
 func (s *Server) SetCaller(fn func(ctx context.Context) *fsstore.Caller) { s.caller = fn }
 
 // view is the board as the call's caller sees it.
-func (s *Server) view(ctx context.Context) *fsstore.View {
+func (s *Server) view(ctx context.Context) *fsstore.View { return s.ws.As(s.callerOf(ctx)) }
+
+// callerOf is who makes the call of ctx: the caller SetCaller names, no
+// one for a call that reached the server without one (see nothing, write
+// nothing), else the workspace's agent with every topic (open mode).
+func (s *Server) callerOf(ctx context.Context) *fsstore.Caller {
 	if s.caller != nil {
 		if c := s.caller(ctx); c != nil {
-			return s.ws.As(c)
+			return c
 		}
-		// No caller for a call that reached a tool: see nothing, write
-		// nothing.
-		return s.ws.As(fsstore.NoCaller())
+		return fsstore.NoCaller()
 	}
-	return s.ws.As(fsstore.OpenCaller(s.ws.Agent()))
+	return fsstore.OpenCaller(s.ws.Agent())
 }
 
 // Instructions are sent once, at initialize: the conventions a tool

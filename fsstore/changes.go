@@ -77,12 +77,5 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 	return out, nil
 }
 
-// CanRead reports whether the view's caller may read the note at uri (a
-// full or short address); an invalid address is not readable.
-func (v *View) CanRead(uri string) bool {
-	a, err := v.w.parseAddress(uri)
-	return err == nil && v.c.CanRead(a.Short())
-}
-
 // URI is the canonical address of the note key (topic/key...).
 func (w *Workspace) URI(key string) string { return w.uri(key) }

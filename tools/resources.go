@@ -317,6 +317,13 @@ func (w *watchers) lister(ctx context.Context, s *Server) {
 	}
 }
 
+// anyone reports whether some session may hear of changes.
+func (w *watchers) anyone() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.sessions) > 0
+}
+
 func (w *watchers) forget(session string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -397,6 +404,10 @@ func (s *Server) WatchBoard(ctx context.Context) {
 		}
 		head, err := s.ws.BranchHead()
 		if err != nil || head == last {
+			continue
+		}
+		if !s.watchers.anyone() {
+			last = head // no one to tell: no diff to make
 			continue
 		}
 		ch, err := s.ws.ChangesBetween(last, head)

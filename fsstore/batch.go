@@ -176,12 +176,17 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 	var since time.Time
 	open := items
 	for lost, waits := 0, 0; len(open) > 0; {
-		// Build every open write, in one hold of the write lock.
+		// Build every open write, in one hold of the write lock, and
+		// record the pending writes' tip once for them all.
 		err := w.withWriteLock(func() error {
+			var built builtTip
 			for _, it := range open {
-				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt)
+				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt, &built)
 			}
-			return nil
+			if built.tip.IsZero() {
+				return nil
+			}
+			return w.savePending(built.tip)
 		})
 		if err != nil {
 			answerAll(open, err)
@@ -314,10 +319,11 @@ func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, e
 	return false, nil
 }
 
-// buildPending runs attempt, building the write on the pending writes,
-// and makes its commit their tip. blockedByPending says a failure may be a
-// conflict with pending writes. The caller holds the write lock.
-func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *builtWrite, blockedByPending bool, err error) {
+// buildPending runs attempt, building the write on the pending writes
+// (those built in this hold of the write lock last, as built tells), and
+// makes its commit their tip in built. blockedByPending says a failure may
+// be a conflict with pending writes. The caller holds the write lock.
+func (w *Workspace) buildPending(op, uri string, attempt func() error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
 	err = w.whileBranchMoves(op, uri, func() error {
 		if w.remote == "" {
 			// A reset may have dropped the program's commits (rescue.go):
@@ -338,9 +344,11 @@ func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *bu
 		if err != nil {
 			return err
 		}
-		base, err := w.pendingTip(head)
-		if err != nil {
-			return err
+		base := built.tip
+		if base.IsZero() || built.head != head {
+			if base, err = w.pendingTip(head); err != nil {
+				return err
+			}
 		}
 		b := &writeBatch{head: head, base: base, tip: base}
 		w.batch = b
@@ -362,10 +370,16 @@ func (w *Workspace) buildPending(op, uri string, attempt func() error) (mine *bu
 			return err
 		}
 		mine = &builtWrite{commit: b.tip, head: head, info: info, diff: diff}
-		return w.savePending(b.tip)
+		*built = builtTip{head: head, tip: b.tip}
+		return nil
 	})
 	return mine, blockedByPending, err
 }
+
+// builtTip is the tip of the pending writes one hold of the write lock
+// built, on the branch at head; the caller records it (savePending) once
+// for them all.
+type builtTip struct{ head, tip gitver.Hash }
 
 // pendingTip is the tip of the pending writes, or head when there are none
 // (or they no longer lead from head: the branch moved under them, and their
@@ -448,11 +462,6 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				return false, nil, err // dropped
 			}
 		}
-		if w.remote == "" {
-			if err := w.syncChain(chain); err != nil {
-				return false, nil, err
-			}
-		}
 		w.pub.lastChain = len(chain)
 		err = w.pushChain(tip)
 		if err == nil {
@@ -463,10 +472,16 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			if w.remote == "" {
 				what = "commit"
 			}
+			// Without a remote, the chain's objects, written unsynced, are
+			// synced in the round that syncs the journal and the files.
+			var syncObjects func() error
+			if w.remote == "" {
+				syncObjects = func() error { return w.syncChain(chain) }
+			}
 			moved := false
 			finishErr = w.withWriteLock(func() error {
 				var err error
-				if moved, err = w.moveBranchWithFiles(head, tip, fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain))); err != nil || !moved {
+				if moved, err = w.moveBranchWithFiles(head, tip, fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)), syncObjects); err != nil || !moved {
 					return err
 				}
 				w.counted(len(chain))

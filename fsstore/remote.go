@@ -159,7 +159,7 @@ func (w *Workspace) followRemoteLocked() error {
 			if err != nil {
 				return err
 			}
-			_, err := w.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+w.remote)
+			_, err := w.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+w.remote, nil)
 			return err
 		}
 	}
@@ -181,7 +181,7 @@ func (w *Workspace) followRemoteLocked() error {
 		return w.remoteFailure(err)
 	}
 	if tip != ours {
-		_, err := w.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+w.remote)
+		_, err := w.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+w.remote, nil)
 		return err
 	}
 	return nil
@@ -314,72 +314,6 @@ func (w *Workspace) contradicting(key string, blob, commit gitver.Hash) (string,
 	}
 	out, err := f.Render()
 	return sibling + ".md", out, err
-}
-
-// moveBranchWithFiles moves the local branch from one commit to another and
-// puts the files that differ in place, through the journal, so that a crash
-// midway is finished like any write; a file a person changed stays theirs.
-// moved is false when the branch was no longer at from.
-func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string) (moved bool, err error) {
-	a, err := w.repo.ReadCommit(from)
-	if err != nil {
-		return false, err
-	}
-	b, err := w.repo.ReadCommit(to)
-	if err != nil {
-		return false, err
-	}
-	changes, err := w.repo.DiffTrees(a.Tree, b.Tree)
-	if err != nil {
-		return false, err
-	}
-	who := w.agentSignature(note.InitAgent)
-	j := &journal{Old: from, New: to, Time: who.When, BranchOnly: w.repo.WorkTree().Elsewhere != ""}
-	for _, ch := range changes {
-		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
-	}
-	if err := w.writeJournal(j); err != nil {
-		return false, err
-	}
-	if err := w.syncJournal(); err != nil {
-		return false, errors.Join(err, w.clearJournal())
-	}
-	// git's index lock is held from before the branch moves until the
-	// files are in place: a git command that read the branch before the
-	// move (a person's `git reset --hard`) cannot write its older files
-	// over these meanwhile; it either finished before, or fails to take
-	// the lock, or starts after and then moves the branch too, which the
-	// reflog tells.
-	var gitIndex *gitver.IndexLock
-	if !j.BranchOnly {
-		if gitIndex, err = w.repo.LockIndex(); err != nil {
-			return false, errors.Join(err, w.clearJournal())
-		}
-		defer gitIndex.Release()
-	} else {
-		// As for a write made while another branch is checked out: git
-		// may write the older files when the branch is checked out again.
-		older := make(map[string]gitver.Hash, len(changes))
-		for _, ch := range changes {
-			older[ch.Path] = ch.Old
-		}
-		if err := w.recordUnplaced(older); err != nil {
-			return false, errors.Join(err, w.clearJournal())
-		}
-	}
-	if err := w.repo.UpdateBranch(from, to, who, reason); err != nil {
-		if cerr := w.clearJournal(); cerr != nil {
-			return false, cerr
-		}
-		if errors.Is(err, gitver.ErrBranchMoved) {
-			return false, nil // moved meanwhile: the next look decides
-		}
-		return false, err
-	}
-	if j.BranchOnly {
-		return true, w.clearJournal()
-	}
-	return true, w.finishJournalHolding(j, gitIndex)
 }
 
 // Clone makes dir a workspace from the board at url: a git clone whose
@@ -532,7 +466,7 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 		if err := w.repo.PushOver(ctx, w.remote, merge, theirs); err != nil {
 			return w.remoteFailure(err)
 		}
-		if _, err := w.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+w.remote); err != nil {
+		if _, err := w.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+w.remote, nil); err != nil {
 			return err
 		}
 		return w.repo.DeleteRef(ref)

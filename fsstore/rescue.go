@@ -220,7 +220,7 @@ func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain 
 // reset dropped, and puts their files back.
 func (w *Workspace) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
-	moved, err := w.moveBranchWithFiles(move.New, move.Old, reason)
+	moved, err := w.moveBranchWithFiles(move.New, move.Old, reason, nil)
 	if err != nil || !moved {
 		return err
 	}

@@ -24,10 +24,11 @@ import (
 // costs tens of milliseconds (a host's rate limits, seconds). Writes made
 // while a push is in flight, by any process of the clone, go out together
 // in the next push. On a board without one, writes that come while another
-// is being committed are committed together the same way (group commit):
-// each its own commit, checked against its own expect_version, the branch
-// moved once for all, none answered before it moved; a write that comes
-// alone is committed at once. A tool write is made in two steps:
+// is being committed, by this process or another (the write lock is held,
+// or writes are pending), are committed together the same way (group
+// commit): each its own commit, checked against its own expect_version,
+// the branch moved once for all, none answered before it moved; a write
+// that comes alone is committed at once. A tool write is made in two steps:
 //
 //  1. Under the write lock, it is built as its own commit, checked against
 //     its expect_version, on top of the clone's pending writes: those built
@@ -36,10 +37,10 @@ import (
 //     process together are built in one hold of the lock.
 //  2. Under the publish lock, one writer at a time pushes the whole chain
 //     (never by force; without a remote, nowhere: its objects, written
-//     unsynced, are synced then in one round) and moves the branch to it,
-//     files and all: every write in it is then acknowledged. A writer that
-//     finds its write on the branch already is done. When the remote
-//     refuses the push
+//     unsynced, are synced with the journal and the staged files in one
+//     round) and moves the branch to it, files and all: every write in it
+//     is then acknowledged. A writer that finds its write on the branch
+//     already is done. When the remote refuses the push
 //     (another clone came first), the clone follows the remote and the
 //     chain is rebased on it: each write keeps its changes, and so its
 //     expect_version check, unless the other clone's writes changed the
@@ -168,10 +169,20 @@ func (w *Workspace) leadWrites() {
 func (w *Workspace) publishWrites(items []*queuedWrite) {
 	if w.remote == "" && len(items) == 1 {
 		// Alone, and no remote to wait for: committed at once, in one
-		// hold of the write lock.
+		// hold of the write lock, unless another process holds it or has
+		// writes pending: then it joins theirs, to be committed with them.
 		it := items[0]
-		it.err = w.withWriteLock(func() error { return w.whileBranchMoves(it.op, it.uri, it.attempt) })
-		return
+		if took, err := w.withFreeWriteLock(func() (bool, error) {
+			if head, err := w.repo.Head(); err != nil {
+				return true, err
+			} else if _, chain, err := w.readPending(head); err != nil || len(chain) > 0 {
+				return err != nil, err
+			}
+			return true, w.whileBranchMoves(it.op, it.uri, it.attempt)
+		}); took {
+			it.err = err
+			return
+		}
 	}
 	var since time.Time
 	open := items

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -627,4 +628,76 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	}
 	assertClean(t, w)
 	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+}
+
+// Writes of several processes that meet a busy workspace join one chain of
+// pending writes and are committed together: each its own commit, by its
+// own writer, the branch moved once for them all. The test holds the write
+// lock while the writers start, so that each finds it busy, then holds the
+// publish lock until all four are built on the chain.
+func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
+	requireGit(t)
+	const procs = 4
+	w := newWorkspace(t, false)
+	hold := func(name string) func() {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		return func() { f.Close() }
+	}
+	releaseWrite := hold(filepath.Join(w.Dir(), note.LockFile))
+	releasePublish := hold(filepath.Join(w.Dir(), ".git", publishLockName))
+	var cmds []*exec.Cmd
+	for i := range procs {
+		cmds = append(cmds, worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(i), "BB_N=1", "BB_DURABLE=1"))
+	}
+	done := make(chan error, procs)
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- c.Wait() }()
+	}
+	time.Sleep(300 * time.Millisecond) // each finds the write lock held
+	releaseWrite()
+	// All four are built on the chain, none published.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tip, err := os.ReadFile(filepath.Join(w.Dir(), ".git", pendingName))
+		if err == nil && git(t, w.Dir(), "rev-list", "--count", strings.TrimSpace(string(tip)), "^HEAD") == strconv.Itoa(procs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pending chain never held %d writes", procs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	releasePublish()
+	for range procs {
+		if err := <-done; err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	}
+	if got := git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs+1) {
+		t.Errorf("commits = %s, want %d", got, procs+1)
+	}
+	authors := strings.Fields(git(t, w.Dir(), "log", "--format=%an", "-n", strconv.Itoa(procs)))
+	slices.Sort(authors)
+	if want := []string{"worker0", "worker1", "worker2", "worker3"}; !slices.Equal(authors, want) {
+		t.Errorf("authors %v, want %v", authors, want)
+	}
+	// One move of the branch for the four.
+	if moves := git(t, w.Dir(), "reflog", "--format=%gs", "-n", "1", "refs/heads/"+git(t, w.Dir(), "branch", "--show-current")); !strings.Contains(moves, "4 writes") {
+		t.Errorf("the last move of the branch is %q, not one for 4 writes", moves)
+	}
+	for i := range procs {
+		if n := get(t, w, fmt.Sprintf("t/p%d-0", i)); n.Version != 1 {
+			t.Errorf("t/p%d-0 at v%d", i, n.Version)
+		}
+	}
+	assertClean(t, w)
 }

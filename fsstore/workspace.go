@@ -255,6 +255,34 @@ func (w *Workspace) withWriteLock(fn func() error) error {
 	return fn()
 }
 
+// withFreeWriteLock is withWriteLock when no other process holds the lock:
+// then fn runs and says whether it did the work (took). took is false when
+// the lock was held elsewhere.
+func (w *Workspace) withFreeWriteLock(fn func() (took bool, err error)) (took bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		err := unix.Flock(int(w.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return false, nil
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return true, fmt.Errorf("lock %s: %w", note.LockFile, err)
+		}
+	}
+	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
+	if err := w.recover(); err != nil {
+		return true, fmt.Errorf("finish an interrupted write: %w", err)
+	}
+	if err := w.repair(); err != nil {
+		return true, err
+	}
+	return fn()
+}
+
 // personSignature is the author of an edit a person made by hand: git's
 // user.name, else "human".
 func (w *Workspace) personSignature() gitver.Signature {

@@ -737,7 +737,10 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 		if err != nil {
 			return n, err
 		}
-		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { return d.Path == notePath }) {
+		// A commit that changed the note's blob file alone is a version
+		// too, as the derived index counts it: two writes of one digest by
+		// one agent within a second differ in their content only.
+		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { k, _ := note.KeyOf(d.Path); return k == key }) {
 			if latest == nil {
 				latest = c
 			}

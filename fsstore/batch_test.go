@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // twoClones makes a board with a bare remote and two clones of it, a and b.
@@ -167,4 +169,49 @@ func TestLocalWritesCommittedTogether(t *testing.T) {
 		t.Errorf("git status after the writes:\n%s", st)
 	}
 	git(t, w.Dir(), "fsck", "--no-progress", "--strict")
+}
+
+// A pending commit that changed a note's blob file alone (a second write of
+// one digest by one agent within a second: the note's file is the same) is
+// a version of the note, as the derived index counts it; counted as none, a
+// write built on it would pass its expect_version check on a stale version
+// and give that version a second time.
+func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
+	w := newWorkspace(t, false)
+	large := strings.Repeat("large ", 3000)
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/big", Digest: "d", Body: ptr("first " + large), ExpectVersion: ptr(0)}); err != nil {
+		t.Fatal(err)
+	}
+	var blobFile string
+	for _, f := range strings.Fields(git(t, w.Dir(), "ls-files", "t")) {
+		if f != "t/big.md" {
+			blobFile = f
+		}
+	}
+	if blobFile == "" {
+		t.Fatal("the large write left no blob file")
+	}
+	err := w.withWriteLock(func() error {
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		content := []byte("second " + large)
+		pending, err := w.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.agentSignature("other"), Message: "update t/big v2",
+			Changes: map[string]gitver.Hash{blobFile: gitver.BlobHash(content)}, Blobs: [][]byte{content}})
+		if err != nil {
+			return err
+		}
+		n, err := w.pendingNote("t/big", &writeBatch{head: head, base: pending, tip: pending})
+		if err != nil {
+			return err
+		}
+		if n.Version != 2 {
+			t.Errorf("the note after a pending change of its blob file alone is at v%d, want v2", n.Version)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -74,6 +74,7 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 	if err := durable.Wait(); err != nil {
 		return false, errors.Join(err, w.clearJournal())
 	}
+	reach("move staged")
 	// git's index lock is held from before the branch moves until the
 	// files are in place: a git command that read the branch before the
 	// move (a person's `git reset --hard`) cannot write its older files
@@ -106,6 +107,7 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 		}
 		return false, err
 	}
+	reach("move branch")
 	if j.BranchOnly {
 		return true, w.clearJournal()
 	}

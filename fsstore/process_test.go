@@ -410,12 +410,22 @@ func crashWorker(w *Workspace, ackPath, crashAt string) error {
 // written, no temporary file or stale lock is left, and the next writer is
 // not blocked.
 func TestCrashLoop(t *testing.T) {
+	crashLoop(t, 1, []string{"objects", "journal", "staging", "branch", "files", "gitindex", "index"})
+}
+
+// TestCrashLoopGroupCommit is the crash loop with three writers at once,
+// whose writes meet a busy workspace and are committed in groups: killed
+// at the steps of a group's branch move too.
+func TestCrashLoopGroupCommit(t *testing.T) {
+	crashLoop(t, 3, []string{"built", "staging", "move staged", "move branch", "objects", "branch"})
+}
+
+func crashLoop(t *testing.T, writers int, steps []string) {
 	requireGit(t)
 	w := newWorkspace(t, true)
 	dir := w.Dir()
 	w.Close()
 	ackPath := filepath.Join(t.TempDir(), "acks")
-	steps := []string{"objects", "journal", "staging", "branch", "files", "gitindex", "index"}
 	rounds := 36
 	if testing.Short() {
 		rounds = 12
@@ -426,25 +436,34 @@ func TestCrashLoop(t *testing.T) {
 		if round%3 == 0 {
 			env = append(env, "BB_CRASH_AT="+steps[(round/3)%len(steps)])
 		}
-		cmd := worker(t, "crash", dir, append(env, "BB_OUT="+ackPath, "BB_DURABLE=1")...)
-		cmd.Stderr = nil
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done: // crashed itself at its step
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("round %d: worker ended with %v, not killed", round, err)
+		done := make(chan error, writers)
+		var cmds []*exec.Cmd
+		for range writers {
+			cmd := worker(t, "crash", dir, append(env, "BB_OUT="+ackPath, "BB_DURABLE=1")...)
+			cmd.Stderr = nil
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-		case <-acked(ackPath, 1+rng.IntN(4)):
-			// Some writes are acknowledged: kill the next one part way.
-			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-			_ = cmd.Process.Kill()
-			if err := <-done; err == nil {
-				t.Fatalf("round %d: the worker exited cleanly before it was killed", round)
+			cmds = append(cmds, cmd)
+			go func() { done <- cmd.Wait() }()
+		}
+		// Each worker is killed: by itself at its step, or part way
+		// through a write once some writes are acknowledged.
+		kill := acked(ackPath, 1+rng.IntN(4))
+		for exited := 0; exited < writers; {
+			select {
+			case err := <-done:
+				exited++
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("round %d: a worker ended with %v, not killed", round, err)
+				}
+			case <-kill:
+				kill = nil
+				time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+				for _, c := range cmds {
+					_ = c.Process.Kill()
+				}
 			}
 		}
 	}

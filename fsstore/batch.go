@@ -191,11 +191,17 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		// record the pending writes' tip once for them all.
 		err := w.withWriteLock(func() error {
 			var built builtTip
+			defer w.repo.DropStaged()
 			for _, it := range open {
 				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt, &built)
 			}
 			if built.tip.IsZero() {
 				return nil
+			}
+			// The group's objects, as one pack, durable before the
+			// pending writes' tip names them.
+			if err := w.repo.WriteStaged(); err != nil {
+				return err
 			}
 			return w.savePending(built.tip)
 		})
@@ -496,6 +502,12 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 					return err
 				}
 				w.counted(len(chain))
+				if w.remote == "" {
+					// Each group leaves a pack: many small ones are merged.
+					if err := w.repo.MergeSmallPacks(); err != nil {
+						w.logf("merge the small packs of grouped writes: %v", err)
+					}
+				}
 				// Writes built on the chain meanwhile stay pending on it.
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
 					return err
@@ -705,13 +717,11 @@ func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author 
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	write := pending.Write
 	if w.remote == "" {
-		// Synced with the rest of the chain's in one round, before the
-		// branch names them (publishPending).
-		write = pending.WriteUnsynced
-	}
-	if err := write(); err != nil {
+		// Written with the rest of the group's, as one pack, once the
+		// group is built (publishWrites); readable meanwhile.
+		w.repo.Stage(pending)
+	} else if err := pending.Write(); err != nil {
 		return gitver.ZeroHash, err
 	}
 	b.tip = pending.Hash

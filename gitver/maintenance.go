@@ -16,14 +16,14 @@ const looseObjectLimit = 6700
 var maintenanceRunning atomic.Bool
 
 // MaybeMaintain starts `git gc --auto --quiet` in the background when the
-// repository holds more loose objects than git itself tolerates. Every commit
-// the program makes adds about five loose objects, and go-git never packs
-// them. It never runs on the write path, never waits, and does nothing when
+// repository holds more loose objects, or more packs, than git itself
+// tolerates. Every commit the program makes alone adds about five loose
+// objects, every group of commits a pack, and go-git never packs them. It never runs on the write path, never waits, and does nothing when
 // the C git CLI is not installed. Concurrent writes stay safe: gc moves the
 // branch only through git's own lock files, and readers reopen their object
 // storage when objects move into a pack.
 func (r *Repo) MaybeMaintain() {
-	if maintenanceRunning.Load() || r.looseObjectsEstimate() <= looseObjectLimit {
+	if maintenanceRunning.Load() || r.looseObjectsEstimate() <= looseObjectLimit && r.packCount() <= packLimit {
 		return
 	}
 	gitPath, err := exec.LookPath("git")
@@ -43,6 +43,16 @@ func (r *Repo) MaybeMaintain() {
 		_ = cmd.Wait()
 		maintenanceRunning.Store(false)
 	}()
+}
+
+// packLimit mirrors git's gc.autoPackLimit: past 50 packs, `git gc --auto`
+// packs them all into one. Grouped writes leave a pack each; the program
+// merges the small ones (MergeSmallPacks), and git the rest.
+const packLimit = 50
+
+func (r *Repo) packCount() int {
+	names, _ := packNames(filepath.Join(r.gitDir, "objects", "pack"))
+	return len(names)
 }
 
 func (r *Repo) looseObjectsEstimate() int {

@@ -615,8 +615,52 @@ func (c *CommitInfo) Subject() string {
 	return s
 }
 
-// ReadCommit reads a commit object.
+// ReadCommit reads a commit object. Commits are immutable: the same ones
+// are read again and again (every process walks the pending writes and
+// the history it catches up with), so recent ones are kept decoded.
 func (r *Repo) ReadCommit(h Hash) (*CommitInfo, error) {
+	if c, ok := r.commits.get(h); ok {
+		return c, nil
+	}
+	c, err := r.decodeCommit(h)
+	if err == nil && !r.isStaged(h) {
+		// A staged commit may yet be dropped, unwritten.
+		r.commits.put(h, c)
+	}
+	return c, err
+}
+
+// commitCache keeps decoded commits, a copy handed to each caller.
+type commitCache struct {
+	mu    sync.Mutex
+	items map[Hash]CommitInfo
+}
+
+const commitCacheSize = 4096
+
+func (c *commitCache) get(h Hash) (*CommitInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info, ok := c.items[h]
+	if !ok {
+		return nil, false
+	}
+	info.Parents = slices.Clone(info.Parents)
+	return &info, true
+}
+
+func (c *commitCache) put(h Hash, info *CommitInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil || len(c.items) >= commitCacheSize {
+		c.items = make(map[Hash]CommitInfo, commitCacheSize)
+	}
+	kept := *info
+	kept.Parents = slices.Clone(info.Parents)
+	c.items[h] = kept
+}
+
+func (r *Repo) decodeCommit(h Hash) (*CommitInfo, error) {
 	t, content, err := r.readObject(h)
 	if err != nil {
 		return nil, err

@@ -132,7 +132,20 @@ type Repo struct {
 	shared  *sharedCache        // the last shared index of a split index, guarded by mu
 	policy  *splitPolicyCache   // the config's say on splitting the index, guarded by mu
 	trees   treeCache           // decoded trees, by hash
-	syncer  func(f *os.File) error
+	commits commitCache         // decoded commits, by hash
+	// known names the packs go-git's storage found when it was opened;
+	// own holds those read here that appeared since (see packs.go).
+	// Guarded by mu.
+	known map[string]bool
+	own   []*ownPack
+	// unmergeable names packs MergeSmallPacks leaves alone (a delta in
+	// them, or git keeps them); guarded by mu.
+	unmergeable map[string]bool
+	// staged holds the objects of commits built and not yet written
+	// (Stage), readable meanwhile; guarded by mu.
+	staged      map[Hash]pendingObject
+	stagedOrder []Hash
+	syncer      func(f *os.File) error
 }
 
 // ErrNotRepository is returned by Open for a directory without a .git
@@ -231,6 +244,7 @@ func (r *Repo) reopen() {
 	// cache holds decoded objects, so delta chains are resolved once.
 	r.storage = filesystem.NewStorageWithOptions(osfs.New(r.gitDir), cache.NewObjectLRU(32*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true, MaxOpenDescriptors: 64})
+	r.forgetOwnPacks()
 }
 
 // Close releases the open pack files.
@@ -242,6 +256,10 @@ func (r *Repo) Close() error {
 	}
 	err := r.storage.Close()
 	r.storage = nil
+	for _, p := range r.own {
+		p.close()
+	}
+	r.own = nil
 	return err
 }
 
@@ -303,7 +321,17 @@ func (r *Repo) readObjectLocked(h Hash) (plumbing.ObjectType, []byte, error) {
 	if r.storage == nil {
 		r.reopen()
 	}
+	if o, ok := r.staged[h]; ok {
+		t, err := plumbing.ParseObjectType(o.kind)
+		return t, o.content, err
+	}
+	r.noteKnownPacks()
 	obj, err := r.storage.EncodedObject(plumbing.AnyObject, plumbing.Hash(h))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		if t, b, ok := r.readOwnPacks(h); ok {
+			return t, b, nil
+		}
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("read object %s: %w", h, err)
 	}

@@ -1,0 +1,660 @@
+package gitver
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1" //nolint:gosec // git names packs by SHA-1.
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sync/errgroup"
+)
+
+// A group of commits built together (group commit) is written as one pack,
+// git's own format (objects/pack/pack-<sha>.pack and its .idx, version 2),
+// instead of five loose files a commit: creating a file costs the file
+// system more than compressing a note, and a pack is two files for the
+// whole group. The
+// pack is written under a temporary name, synced, and renamed into place,
+// so that it is whole before anything can name its objects.
+//
+// go-git reads the packs it found when its storage was opened and does
+// not look again; reopening it reads every index again, megabytes on a big
+// board. Packs that appear later (this process's or another's) are read
+// here instead, from their indexes, as long as they are small and hold
+// whole objects (as the program writes them); anything else reopens the
+// storage. Small packs are merged into one once there are many of them, so
+// that they stay few (git's gc packs them all again anyway).
+
+const (
+	// ownPackMaxObjects bounds the packs read here rather than by go-git.
+	ownPackMaxObjects = 1 << 16
+	// mergeSmallPacks is how many small packs are merged into one.
+	mergeSmallPacks = 16
+	// smallPackBytes is the size under which a pack counts as small.
+	smallPackBytes = 1 << 20
+	// packTempPrefix and idxTempPrefix start the names of a pack and its
+	// index while they are written: git's own prefixes, with the program's
+	// mark, so that only the program's are ever cleaned up here.
+	packTempPrefix = "tmp_pack_bb_"
+	idxTempPrefix  = "tmp_idx_bb_"
+)
+
+// pack object types, as a pack entry's header gives them.
+const (
+	packCommit   = 1
+	packTree     = 2
+	packBlob     = 3
+	packTag      = 4
+	packOfsDelta = 6
+	packRefDelta = 7
+)
+
+// errPackDelta says an entry is stored as a delta, which go-git reads.
+var errPackDelta = errors.New("pack entry is a delta")
+
+func packType(kind string) byte {
+	switch kind {
+	case "commit":
+		return packCommit
+	case "tree":
+		return packTree
+	case "tag":
+		return packTag
+	}
+	return packBlob
+}
+
+func objectTypeOf(t byte) plumbing.ObjectType {
+	switch t {
+	case packCommit:
+		return plumbing.CommitObject
+	case packTree:
+		return plumbing.TreeObject
+	case packTag:
+		return plumbing.TagObject
+	}
+	return plumbing.BlobObject
+}
+
+// packEntry is one object of a pack being written: its name, where its
+// entry starts, and the CRC-32 of the entry as stored.
+type packEntry struct {
+	hash   Hash
+	offset uint64
+	crc    uint32
+}
+
+// packWriter builds a pack in memory.
+type packWriter struct {
+	buf     bytes.Buffer
+	entries []packEntry
+	seen    map[Hash]bool
+}
+
+func newPackWriter(count int) *packWriter {
+	p := &packWriter{seen: map[Hash]bool{}}
+	p.buf.WriteString("PACK")
+	_ = binary.Write(&p.buf, binary.BigEndian, uint32(2))
+	_ = binary.Write(&p.buf, binary.BigEndian, uint32(count)) // set again by finish
+	return p
+}
+
+// add compresses an object into the pack.
+func (p *packWriter) add(h Hash, kind string, content []byte) error {
+	if p.seen[h] {
+		return nil
+	}
+	start := p.buf.Len()
+	writeEntryHeader(&p.buf, packType(kind), len(content))
+	zw := zlibWriters.Get().(*zlib.Writer)
+	zw.Reset(&p.buf)
+	_, err := zw.Write(content)
+	if err == nil {
+		err = zw.Close()
+	}
+	zw.Reset(io.Discard)
+	zlibWriters.Put(zw)
+	if err != nil {
+		return err
+	}
+	p.addRaw(h, p.buf.Bytes()[start:], uint64(start))
+	return nil
+}
+
+// addRaw records an entry already in the buffer at offset.
+func (p *packWriter) addRaw(h Hash, entry []byte, offset uint64) {
+	p.seen[h] = true
+	p.entries = append(p.entries, packEntry{hash: h, offset: offset, crc: crc32.ChecksumIEEE(entry)})
+}
+
+// copyEntry appends an entry as another pack stored it.
+func (p *packWriter) copyEntry(h Hash, entry []byte) {
+	if p.seen[h] {
+		return
+	}
+	start := p.buf.Len()
+	p.buf.Write(entry)
+	p.addRaw(h, entry, uint64(start))
+}
+
+func writeEntryHeader(b *bytes.Buffer, t byte, size int) {
+	c := t<<4 | byte(size&0x0f)
+	size >>= 4
+	for size > 0 {
+		b.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+		size >>= 7
+	}
+	b.WriteByte(c)
+}
+
+// finish ends the pack with its checksum and returns the pack, its index,
+// and its name (the checksum in hex).
+func (p *packWriter) finish() (pack, idx []byte, name string) {
+	pack = p.buf.Bytes()
+	binary.BigEndian.PutUint32(pack[8:12], uint32(len(p.entries)))
+	sum := sha1.Sum(pack) //nolint:gosec // git's pack checksum.
+	pack = append(pack, sum[:]...)
+	return pack, encodeIdx(p.entries, sum), hex.EncodeToString(sum[:])
+}
+
+// encodeIdx writes a version 2 pack index.
+func encodeIdx(entries []packEntry, packSum [20]byte) []byte {
+	sorted := slices.Clone(entries)
+	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i].hash[:], sorted[j].hash[:]) < 0 })
+	var b bytes.Buffer
+	b.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	var fanout [256]uint32
+	for _, e := range sorted {
+		fanout[e.hash[0]]++
+	}
+	total := uint32(0)
+	for i := range fanout {
+		total += fanout[i]
+		_ = binary.Write(&b, binary.BigEndian, total)
+	}
+	for _, e := range sorted {
+		b.Write(e.hash[:])
+	}
+	for _, e := range sorted {
+		_ = binary.Write(&b, binary.BigEndian, e.crc)
+	}
+	var large []uint64
+	for _, e := range sorted {
+		if e.offset < 1<<31 {
+			_ = binary.Write(&b, binary.BigEndian, uint32(e.offset))
+			continue
+		}
+		_ = binary.Write(&b, binary.BigEndian, uint32(1<<31|len(large)))
+		large = append(large, e.offset)
+	}
+	for _, o := range large {
+		_ = binary.Write(&b, binary.BigEndian, o)
+	}
+	b.Write(packSum[:])
+	sum := sha1.Sum(b.Bytes()) //nolint:gosec // git's index checksum.
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+// installPack writes a pack and its index into objects/pack: each under a
+// temporary name, both synced, then the pack renamed into place and the
+// index after it (git finds a pack by its index), then the directory
+// synced. A pack of that name already there holds the same objects.
+func (r *Repo) installPack(pack, idx []byte, name string) error {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(prefix string, data []byte) (string, error) {
+		f, err := os.CreateTemp(dir, prefix)
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = r.syncer(f)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(f.Name(), 0o444) // as git leaves packs
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return "", err
+		}
+		return f.Name(), nil
+	}
+	var tmpPack, tmpIdx string
+	var g errgroup.Group
+	g.Go(func() (err error) { tmpPack, err = write(packTempPrefix, pack); return err })
+	g.Go(func() (err error) { tmpIdx, err = write(idxTempPrefix, idx); return err })
+	err := g.Wait()
+	if err == nil {
+		err = os.Rename(tmpPack, filepath.Join(dir, "pack-"+name+".pack"))
+	}
+	if err == nil {
+		err = os.Rename(tmpIdx, filepath.Join(dir, "pack-"+name+".idx"))
+	}
+	if err != nil {
+		for _, t := range []string{tmpPack, tmpIdx} {
+			if t != "" {
+				os.Remove(t)
+			}
+		}
+		return err
+	}
+	if r.sync {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// ownPack is a small pack read here (see above): its index, sorted by
+// name, and the pack file, open.
+type ownPack struct {
+	name    string // pack-<sha>
+	ids     []Hash
+	offsets []uint64
+	crcs    []uint32
+	f       *os.File
+	size    int64
+}
+
+// loadOwnPack reads the index of the pack name (pack-<sha>) in dir and
+// opens the pack. It refuses a pack of more than limit objects.
+func loadOwnPack(dir, name string, limit int) (*ownPack, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".idx"))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 8+256*4+40 || !bytes.Equal(b[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return nil, fmt.Errorf("%s.idx: not a version 2 pack index", name)
+	}
+	n := int(binary.BigEndian.Uint32(b[8+255*4:]))
+	if n > limit {
+		return nil, fmt.Errorf("%s: %d objects, more than %d", name, n, limit)
+	}
+	names := 8 + 256*4
+	crcs := names + 20*n
+	offs := crcs + 4*n
+	large := offs + 4*n
+	if len(b) < large+40 {
+		return nil, fmt.Errorf("%s.idx: cut short", name)
+	}
+	p := &ownPack{name: name, ids: make([]Hash, n), offsets: make([]uint64, n), crcs: make([]uint32, n)}
+	for i := range n {
+		copy(p.ids[i][:], b[names+20*i:])
+		p.crcs[i] = binary.BigEndian.Uint32(b[crcs+4*i:])
+		o := binary.BigEndian.Uint32(b[offs+4*i:])
+		if o&(1<<31) == 0 {
+			p.offsets[i] = uint64(o)
+			continue
+		}
+		at := large + 8*int(o&^(1<<31))
+		if at+8 > len(b)-40 {
+			return nil, fmt.Errorf("%s.idx: bad large offset", name)
+		}
+		p.offsets[i] = binary.BigEndian.Uint64(b[at:])
+	}
+	if p.f, err = os.Open(filepath.Join(dir, name+".pack")); err != nil {
+		return nil, err
+	}
+	fi, err := p.f.Stat()
+	if err != nil {
+		p.f.Close()
+		return nil, err
+	}
+	p.size = fi.Size()
+	return p, nil
+}
+
+func (p *ownPack) close() { p.f.Close() }
+
+func (p *ownPack) find(h Hash) (int, bool) {
+	return sort.Find(len(p.ids), func(i int) int { return bytes.Compare(h[:], p.ids[i][:]) })
+}
+
+// entryEnds returns where each entry ends (the next entry's start, or the
+// pack's checksum), by entry.
+func (p *ownPack) entryEnds() []uint64 {
+	order := make([]int, len(p.offsets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return p.offsets[order[a]] < p.offsets[order[b]] })
+	ends := make([]uint64, len(p.offsets))
+	for k, i := range order {
+		if k+1 < len(order) {
+			ends[i] = p.offsets[order[k+1]]
+		} else {
+			ends[i] = uint64(p.size) - 20
+		}
+	}
+	return ends
+}
+
+// read returns the object at index i: errPackDelta for a delta.
+func (p *ownPack) read(i int) (plumbing.ObjectType, []byte, error) {
+	var hdr [16]byte
+	n, err := p.f.ReadAt(hdr[:], int64(p.offsets[i]))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, nil, err
+	}
+	t, size, used, err := parseEntryHeader(hdr[:n])
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", p.name, err)
+	}
+	if t == packOfsDelta || t == packRefDelta {
+		return 0, nil, errPackDelta
+	}
+	zr, err := zlib.NewReader(io.NewSectionReader(p.f, int64(p.offsets[i])+int64(used), p.size-int64(p.offsets[i])-int64(used)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", p.name, err)
+	}
+	content := make([]byte, size)
+	if _, err := io.ReadFull(zr, content); err != nil {
+		return 0, nil, fmt.Errorf("%s: object %s: %w", p.name, p.ids[i], err)
+	}
+	return objectTypeOf(t), content, nil
+}
+
+func parseEntryHeader(b []byte) (t byte, size int, used int, err error) {
+	if len(b) == 0 {
+		return 0, 0, 0, errors.New("pack entry cut short")
+	}
+	c := b[0]
+	t = c >> 4 & 7
+	size = int(c & 0x0f)
+	shift := 4
+	used = 1
+	for c&0x80 != 0 {
+		if used >= len(b) || shift > 56 {
+			return 0, 0, 0, errors.New("bad pack entry header")
+		}
+		c = b[used]
+		used++
+		size |= int(c&0x7f) << shift
+		shift += 7
+	}
+	return t, size, used, nil
+}
+
+// packNames lists the packs in dir (pack-<sha>, from their indexes).
+func packNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".idx"); ok && strings.HasPrefix(n, "pack-") {
+			names = append(names, n)
+		}
+	}
+	return names, err
+}
+
+// readOwnPacks looks for h in the packs go-git's storage did not find when
+// it was opened, loading those that appeared since. ok is false when h is
+// not there, or stored in a way go-git reads. The caller holds mu.
+func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
+	read := func() (plumbing.ObjectType, []byte, bool) {
+		for _, p := range r.own {
+			if i, found := p.find(h); found {
+				t, b, err := p.read(i)
+				return t, b, err == nil
+			}
+		}
+		return 0, nil, false
+	}
+	if t, b, ok := read(); ok {
+		return t, b, true
+	}
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	names, err := packNames(dir)
+	if err != nil {
+		return 0, nil, false
+	}
+	loaded := false
+	for _, name := range names {
+		if r.known[name] || slices.ContainsFunc(r.own, func(p *ownPack) bool { return p.name == name }) {
+			continue
+		}
+		if len(r.own) >= 4*mergeSmallPacks {
+			break // many new packs: go-git's storage is opened again
+		}
+		p, err := loadOwnPack(dir, name, ownPackMaxObjects)
+		if err != nil {
+			r.known[name] = true // go-git's to read, once reopened
+			continue
+		}
+		r.own = append(r.own, p)
+		loaded = true
+	}
+	if !loaded {
+		return 0, nil, false
+	}
+	return read()
+}
+
+// forgetOwnPacks closes the packs read here: go-git's storage, opened
+// again, finds them. The caller holds mu.
+func (r *Repo) forgetOwnPacks() {
+	for _, p := range r.own {
+		p.close()
+	}
+	r.own, r.known = nil, nil
+}
+
+// noteKnownPacks records, before the storage's first read, the packs it
+// is about to find: go-git lists them at its first read. The caller holds
+// mu.
+func (r *Repo) noteKnownPacks() {
+	if r.known != nil {
+		return
+	}
+	r.known = map[string]bool{}
+	names, _ := packNames(filepath.Join(r.gitDir, "objects", "pack"))
+	for _, n := range names {
+		r.known[n] = true
+	}
+}
+
+// Stage keeps a built commit's objects in memory, readable by this Repo,
+// to be written with those of other commits as one pack by WriteStaged.
+func (r *Repo) Stage(p *PendingCommit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.staged == nil {
+		r.staged = map[Hash]pendingObject{}
+	}
+	for _, o := range p.w.pending {
+		if _, ok := r.staged[o.hash]; !ok {
+			r.staged[o.hash] = o
+			r.stagedOrder = append(r.stagedOrder, o.hash)
+		}
+	}
+}
+
+// WriteStaged writes the staged objects as one pack, durably (unless the
+// Repo was opened without fsync), and forgets them.
+func (r *Repo) WriteStaged() error {
+	r.mu.Lock()
+	objs := make([]pendingObject, 0, len(r.stagedOrder))
+	for _, h := range r.stagedOrder {
+		objs = append(objs, r.staged[h])
+	}
+	r.mu.Unlock()
+	if len(objs) > 0 {
+		p := newPackWriter(len(objs))
+		for _, o := range objs {
+			if err := p.add(o.hash, o.kind, o.content); err != nil {
+				return err
+			}
+		}
+		if err := r.installPack(p.finish()); err != nil {
+			return err
+		}
+	}
+	r.DropStaged()
+	return nil
+}
+
+// isStaged reports whether h is a staged object, not written yet.
+func (r *Repo) isStaged(h Hash) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.staged[h]
+	return ok
+}
+
+// DropStaged forgets the staged objects.
+func (r *Repo) DropStaged() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.staged, r.stagedOrder = nil, nil
+}
+
+// MergeSmallPacks merges the small packs of whole objects into one when
+// there are mergeSmallPacks or more, and removes them: the program writes
+// one pack per group of commits, and git looks through every pack for an
+// object. Packs git keeps for a reason of its own (.keep, bitmaps,
+// promisor packs, cruft packs) are left alone. Concurrent readers that lose
+// a pack find its objects in the merged one (readObject reopens). It runs
+// under the caller's write lock, so two processes never merge at once.
+func (r *Repo) MergeSmallPacks() error {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	removeOldPackTemps(dir)
+	names, err := packNames(dir)
+	if err != nil || len(names) < mergeSmallPacks {
+		return err
+	}
+	// Only the sizes first: this runs after every group.
+	var candidates []string
+	r.mu.Lock()
+	for _, name := range names {
+		if r.unmergeable[name] {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, name+".pack")); err == nil && fi.Size() < smallPackBytes {
+			candidates = append(candidates, name)
+		}
+	}
+	r.mu.Unlock()
+	unmergeable := func(name string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.unmergeable == nil {
+			r.unmergeable = map[string]bool{}
+		}
+		r.unmergeable[name] = true
+	}
+	if len(candidates) < mergeSmallPacks {
+		return nil
+	}
+	var small []*ownPack
+	defer func() {
+		for _, p := range small {
+			p.close()
+		}
+	}()
+	for _, name := range candidates {
+		special := false
+		for _, ext := range []string{".keep", ".bitmap", ".promisor", ".mtimes"} {
+			if _, err := os.Stat(filepath.Join(dir, name+ext)); err == nil {
+				special = true
+			}
+		}
+		if special {
+			unmergeable(name)
+			continue
+		}
+		p, err := loadOwnPack(dir, name, ownPackMaxObjects)
+		if err != nil {
+			unmergeable(name)
+			continue
+		}
+		small = append(small, p)
+	}
+	if len(small) < mergeSmallPacks {
+		return nil
+	}
+	total := 0
+	for _, p := range small {
+		total += len(p.ids)
+	}
+	w := newPackWriter(total)
+	var merged []*ownPack
+	for _, p := range small {
+		ends := p.entryEnds()
+		entries := make([][]byte, len(p.ids))
+		whole := true
+		for i := range p.ids {
+			entry := make([]byte, ends[i]-p.offsets[i])
+			if _, err := p.f.ReadAt(entry, int64(p.offsets[i])); err != nil {
+				whole = false
+				break
+			}
+			t, _, _, err := parseEntryHeader(entry)
+			if err != nil || t == packOfsDelta || t == packRefDelta || crc32.ChecksumIEEE(entry) != p.crcs[i] {
+				whole = false // deltas name offsets in their own pack
+				break
+			}
+			entries[i] = entry
+		}
+		if !whole {
+			unmergeable(p.name)
+			continue
+		}
+		for i, h := range p.ids {
+			w.copyEntry(h, entries[i])
+		}
+		merged = append(merged, p)
+	}
+	if len(merged) < 2 {
+		return nil
+	}
+	pack, idx, name := w.finish()
+	if err := r.installPack(pack, idx, name); err != nil {
+		return err
+	}
+	for _, p := range merged {
+		if p.name == "pack-"+name {
+			continue
+		}
+		// The index first: git stops finding the pack, then it goes.
+		os.Remove(filepath.Join(dir, p.name+".idx"))
+		os.Remove(filepath.Join(dir, p.name+".rev"))
+		os.Remove(filepath.Join(dir, p.name+".pack"))
+	}
+	return nil
+}
+
+// removeOldPackTemps removes the temporary files of packs a killed
+// writer of this program left in dir, an hour after they were made.
+func removeOldPackTemps(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), packTempPrefix) && !strings.HasPrefix(e.Name(), idxTempPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}

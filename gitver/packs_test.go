@@ -1,0 +1,208 @@
+package gitver_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// stageChain builds n commits on parent, each on the one before, staged
+// (readable, not written) as a group's are, and returns the last.
+func stageChain(t *testing.T, r *gitver.Repo, parent gitver.Hash, tag string, n int) gitver.Hash {
+	t.Helper()
+	for i := range n {
+		content := []byte(fmt.Sprintf("%s note %d\n%s", tag, i, strings.Repeat("body ", i)))
+		p, err := r.BuildCommit(gitver.CommitRequest{
+			Parent: parent, Author: agent, Message: fmt.Sprintf("%s %d", tag, i),
+			Changes: map[string]gitver.Hash{fmt.Sprintf("t/%s/n%d.md", tag, i): gitver.BlobHash(content)},
+			Blobs:   [][]byte{content},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Stage(p)
+		// The commit just staged is readable before it is written: the
+		// next one is built on it.
+		if _, err := r.ReadCommit(p.Hash); err != nil {
+			t.Fatalf("a staged commit does not read: %v", err)
+		}
+		parent = p.Hash
+	}
+	return parent
+}
+
+func packFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A group's commits are written as one pack that git reads as its own: the
+// objects, the history, fsck; and no loose object is left for them.
+func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	loose := runGit(t, dir, "count-objects")
+	tip := stageChain(t, r, base, "g", 8)
+	if err := r.WriteStaged(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
+		t.Fatal(err)
+	}
+	packs := packFiles(t, dir)
+	if len(packs) != 1 {
+		t.Fatalf("%d packs, want 1", len(packs))
+	}
+	if got := runGit(t, dir, "count-objects"); got != loose {
+		t.Errorf("loose objects went from %q to %q: the group's objects are not all in the pack", loose, got)
+	}
+	runGit(t, dir, "verify-pack", strings.TrimSuffix(packs[0], ".pack")+".idx")
+	fsck(t, dir)
+	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "9\n" {
+		t.Errorf("history holds %q commits, want 9", got)
+	}
+	if got := runGit(t, dir, "cat-file", "-p", "HEAD:t/g/n7.md"); !strings.HasPrefix(got, "g note 7\n") {
+		t.Errorf("the last note reads %q", got)
+	}
+	// Another process's Repo, opened before the pack was there, reads it.
+	r2 := openRepo(t, dir)
+	defer r2.Close()
+	c := stageChain(t, r, tip, "h", 3)
+	if err := r.WriteStaged(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := r2.ReadCommit(c)
+	if err != nil {
+		t.Fatalf("a pack written after the Repo was opened: %v", err)
+	}
+	if info.Message != "h 2" {
+		t.Errorf("read %q", info.Message)
+	}
+	if b, err := r2.PathBlob(c, "t/h/n1.md"); err != nil || b.IsZero() {
+		t.Errorf("PathBlob through the new pack: %v %v", b, err)
+	}
+}
+
+// Dropped, staged objects are neither readable nor written.
+func TestDroppedStagedObjectsAreGone(t *testing.T) {
+	r, dir := newRepo(t)
+	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	tip := stageChain(t, r, base, "d", 2)
+	r.DropStaged()
+	if _, err := r.ReadCommit(tip); err == nil {
+		t.Error("a dropped commit still reads")
+	}
+	if err := r.WriteStaged(); err != nil {
+		t.Fatal(err)
+	}
+	if len(packFiles(t, dir)) != 0 {
+		t.Error("a pack was written for nothing")
+	}
+}
+
+// Many small packs are merged into one, which git reads, and the merged
+// ones are gone; a Repo that knew them reads every object still. A pack
+// git keeps (.keep) is left alone.
+func TestSmallPacksAreMerged(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	reader := openRepo(t, dir)
+	defer reader.Close()
+	var tips []gitver.Hash
+	for g := range 17 {
+		next := stageChain(t, r, tip, fmt.Sprintf("g%d", g), 3)
+		if err := r.WriteStaged(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
+			t.Fatal(err)
+		}
+		tip = next
+		tips = append(tips, tip)
+		if _, err := reader.ReadCommit(tip); err != nil { // the reader loads each small pack
+			t.Fatal(err)
+		}
+	}
+	kept := packFiles(t, dir)[0]
+	if err := os.WriteFile(strings.TrimSuffix(kept, ".pack")+".keep", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MergeSmallPacks(); err != nil {
+		t.Fatal(err)
+	}
+	packs := packFiles(t, dir)
+	if len(packs) != 2 {
+		t.Fatalf("%d packs after the merge, want the merged one and the kept one:\n%s", len(packs), strings.Join(packs, "\n"))
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("the kept pack is gone: %v", err)
+	}
+	fsck(t, dir)
+	for _, p := range packs {
+		runGit(t, dir, "verify-pack", strings.TrimSuffix(p, ".pack")+".idx")
+	}
+	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "52\n" {
+		t.Errorf("history holds %q commits, want 52", got)
+	}
+	for i, c := range tips {
+		for _, r := range []*gitver.Repo{r, reader} {
+			if b, err := r.PathBlob(c, fmt.Sprintf("t/g%d/n2.md", i)); err != nil || b.IsZero() {
+				t.Fatalf("group %d after the merge: %v", i, err)
+			}
+			if _, err := r.ReadBlob(mustPathBlob(t, r, c, fmt.Sprintf("t/g%d/n2.md", i))); err != nil {
+				t.Fatalf("group %d's blob after the merge: %v", i, err)
+			}
+		}
+	}
+	// Fewer than the threshold: nothing to do.
+	if err := r.MergeSmallPacks(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(packFiles(t, dir)); n != 2 {
+		t.Errorf("%d packs after a second merge, want 2", n)
+	}
+}
+
+func mustPathBlob(t *testing.T, r *gitver.Repo, c gitver.Hash, p string) gitver.Hash {
+	t.Helper()
+	b, err := r.PathBlob(c, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Packs git made (with deltas) are read by go-git and never merged here.
+func TestPacksGitMadeAreLeftToGit(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	tip := commitAndMove(t, r, "base", map[string]string{"a.md": strings.Repeat("line of text\n", 200)})
+	for i := range 40 {
+		tip = commitAndMove(t, r, fmt.Sprint("edit ", i), map[string]string{"a.md": strings.Repeat("line of text\n", 200) + fmt.Sprint(i)})
+		if i%2 == 1 {
+			runGit(t, dir, "repack", "-d", "-q") // an incremental pack of the loose objects, with deltas
+		}
+	}
+	if before := len(packFiles(t, dir)); before < 20 {
+		t.Fatalf("git made %d packs", before)
+	}
+	if err := r.MergeSmallPacks(); err != nil {
+		t.Fatal(err)
+	}
+	fsck(t, dir)
+	reader := openRepo(t, dir)
+	defer reader.Close()
+	if b, err := reader.ReadBlob(mustPathBlob(t, reader, tip, "a.md")); err != nil || !strings.HasSuffix(string(b), "39") {
+		t.Fatalf("the last version reads %q, %v", b, err)
+	}
+}

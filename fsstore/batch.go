@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -37,9 +38,10 @@ import (
 //     process together are built in one hold of the lock.
 //  2. Under the publish lock, one writer at a time pushes the whole chain
 //     (never by force; without a remote, nowhere: its objects, written
-//     unsynced, are synced with the journal and the staged files in one
-//     round) and moves the branch to it, files and all: every write in it
-//     is then acknowledged. A writer that finds its write on the branch
+//     unsynced as one pending pack per group, are synced with the journal
+//     and the staged files in one round, and the packs made git's) and
+//     moves the branch to it, files and all: every write in it is then
+//     acknowledged. A writer that finds its write on the branch
 //     already is done. When the remote refuses the push
 //     (another clone came first), the clone follows the remote and the
 //     chain is rebased on it: each write keeps its changes, and so its
@@ -175,7 +177,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		if took, err := w.withFreeWriteLock(func() (bool, error) {
 			if head, err := w.repo.Head(); err != nil {
 				return true, err
-			} else if _, chain, err := w.readPending(head); err != nil || len(chain) > 0 {
+			} else if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
 				return err != nil, err
 			}
 			return true, w.whileBranchMoves(it.op, it.uri, it.attempt)
@@ -198,12 +200,18 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			if built.tip.IsZero() {
 				return nil
 			}
-			// The group's objects, as one pack, durable before the
-			// pending writes' tip names them.
-			if err := w.repo.WriteStaged(); err != nil {
+			// The group's objects, as one pending pack, unsynced: the
+			// publisher syncs it with the chain's other packs, and makes
+			// them git's, before the branch names them.
+			sha, err := w.repo.WriteStaged()
+			if err != nil {
 				return err
 			}
-			return w.savePending(built.tip)
+			packs := w.repo.StillPending(w.pendingPacks())
+			if sha != "" {
+				packs = append(packs, sha)
+			}
+			return w.savePending(built.tip, packs...)
 		})
 		if err != nil {
 			answerAll(open, err)
@@ -402,7 +410,7 @@ type builtTip struct{ head, tip gitver.Hash }
 // (or they no longer lead from head: the branch moved under them, and their
 // writers build them again). The caller holds the write lock.
 func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
-	tip, chain, err := w.readPending(head)
+	tip, chain, _, err := w.readPending(head)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -412,10 +420,12 @@ func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
 	return tip, nil
 }
 
-// savePending records tip as the pending writes' tip (zero: none). It is
-// not synced: after a crash, pending writes were not acknowledged, and
-// whether they are published then or built again, nothing is lost.
-func (w *Workspace) savePending(tip gitver.Hash) error {
+// savePending records tip as the pending writes' tip (zero: none), and
+// the pending packs that hold their objects (gitver.Repo.WriteStaged), one
+// a line after it. It is not synced: after a crash, pending writes were
+// not acknowledged, and whether they are published then or built again,
+// nothing is lost.
+func (w *Workspace) savePending(tip gitver.Hash, packs ...string) error {
 	p := filepath.Join(w.repo.GitDir(), pendingName)
 	if tip.IsZero() {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -424,10 +434,37 @@ func (w *Workspace) savePending(tip gitver.Hash) error {
 		return nil
 	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(tip.String()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(strings.Join(append([]string{tip.String()}, packs...), "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// pendingPacks is the pending packs the pending writes' file names.
+func (w *Workspace) pendingPacks() []string {
+	_, packs, _ := w.readPendingFile()
+	return packs
+}
+
+// readPendingFile reads the pending writes' file: their tip and packs; a
+// zero tip when there is none.
+func (w *Workspace) readPendingFile() (gitver.Hash, []string, error) {
+	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
+	if errors.Is(err, os.ErrNotExist) {
+		return gitver.ZeroHash, nil, nil
+	}
+	if err != nil {
+		return gitver.ZeroHash, nil, err
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) == 0 {
+		return gitver.ZeroHash, nil, nil
+	}
+	tip, err := gitver.ParseHash(lines[0])
+	if err != nil {
+		return gitver.ZeroHash, nil, nil
+	}
+	return tip, lines[1:], nil
 }
 
 // publishPending pushes the pending writes, if mine is among them and not
@@ -470,7 +507,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		// join. It is read without the write lock: the file is replaced
 		// whole, and a chain that no longer leads from the branch is
 		// pushed by no one.
-		tip, chain, err := w.readPending(head)
+		tip, chain, packs, err := w.readPending(head)
 		if err != nil || len(chain) == 0 {
 			return false, nil, err // dropped, or nothing to push
 		}
@@ -489,11 +526,17 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			if w.remote == "" {
 				what = "commit"
 			}
-			// Without a remote, the chain's objects, written unsynced, are
-			// synced in the round that syncs the journal and the files.
+			// Without a remote, the chain's objects, written unsynced (as
+			// pending packs), are synced in the round that syncs the
+			// journal and the files, and the packs made git's.
 			var syncObjects func() error
 			if w.remote == "" {
-				syncObjects = func() error { return w.syncChain(chain) }
+				syncObjects = func() error {
+					var g errgroup.Group
+					g.Go(func() error { return w.syncChain(chain) })
+					g.Go(func() error { return w.repo.PublishPacks(packs) })
+					return g.Wait()
+				}
 			}
 			moved := false
 			finishErr = w.withWriteLock(func() error {
@@ -515,6 +558,12 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				return w.savePending(gitver.ZeroHash)
 			})
 			if !moved && w.remote == "" {
+				if errors.Is(finishErr, gitver.ErrPackDamaged) {
+					// A power failure cut a pending pack: the chain is
+					// dropped, and its writers build their writes again.
+					w.logf("the pending writes are dropped: %v", finishErr)
+					return false, nil, w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) })
+				}
 				if finishErr != nil {
 					return false, nil, finishErr
 				}
@@ -565,16 +614,9 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
-	if errors.Is(err, os.ErrNotExist) || head == old {
-		return nil
-	}
-	if err != nil {
+	tip, _, err := w.readPendingFile()
+	if err != nil || tip.IsZero() || head == old {
 		return err
-	}
-	tip, err := gitver.ParseHash(strings.TrimSpace(string(b)))
-	if err != nil {
-		return w.savePending(gitver.ZeroHash)
 	}
 	chain, found, err := w.commitsUntil(tip, old, maxPending)
 	if err != nil || !found {
@@ -645,25 +687,26 @@ func (w *Workspace) pushChain(tip gitver.Hash) error {
 	return w.repo.Push(context.Background(), w.remote, tip)
 }
 
-// readPending reads the pending writes' tip and their commits, newest
-// first; none when they do not lead from head.
-func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, error) {
-	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
-	if errors.Is(err, os.ErrNotExist) {
-		return head, nil, nil
-	}
-	if err != nil {
-		return head, nil, err
-	}
-	tip, err := gitver.ParseHash(strings.TrimSpace(string(b)))
-	if err != nil || tip == head {
-		return head, nil, nil
+// readPending reads the pending writes' tip, their commits, newest first,
+// and the pending packs that hold their objects; none when they do not
+// lead from head.
+func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, []string, error) {
+	tip, packs, err := w.readPendingFile()
+	if err != nil || tip.IsZero() || tip == head {
+		return head, nil, nil, err
 	}
 	chain, found, err := w.commitsUntil(tip, head, maxPending)
-	if err != nil || !found {
-		return head, nil, err
+	if err != nil {
+		// Their objects are gone or damaged (written unsynced, then a
+		// power failure): none of them was acknowledged, and their
+		// writers, if alive, build them again.
+		w.logf("the pending writes (%s) cannot be read, and are dropped: %v", tip.Short(), err)
+		return head, nil, nil, nil
 	}
-	return tip, chain, nil
+	if !found {
+		return head, nil, nil, nil
+	}
+	return tip, chain, packs, nil
 }
 
 // lockPublish takes the publish lock: this process's, then the clone's.

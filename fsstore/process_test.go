@@ -440,7 +440,6 @@ func crashLoop(t *testing.T, writers int, steps []string) {
 		var cmds []*exec.Cmd
 		for range writers {
 			cmd := worker(t, "crash", dir, append(env, "BB_OUT="+ackPath, "BB_DURABLE=1")...)
-			cmd.Stderr = nil
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -686,8 +685,11 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 	// All four are built on the chain, none published.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		tip, err := os.ReadFile(filepath.Join(w.Dir(), ".git", pendingName))
-		if err == nil && git(t, w.Dir(), "rev-list", "--count", strings.TrimSpace(string(tip)), "^HEAD") == strconv.Itoa(procs) {
+		head, err := w.repo.Head()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, chain, _, err := w.readPending(head); err == nil && len(chain) == procs {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -718,5 +720,76 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 			t.Errorf("t/p%d-0 at v%d", i, n.Version)
 		}
 	}
+	assertClean(t, w)
+}
+
+// A write built on the chain of pending writes, whose writer was killed
+// and whose pack a power failure then damaged, is dropped by the next
+// writer: its own write commits, and git is never given the damaged pack.
+func TestDamagedPendingWriteIsDropped(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, true)
+	hold := func(name string) func() {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		return func() { f.Close() }
+	}
+	releaseWrite := hold(filepath.Join(w.Dir(), note.LockFile))
+	releasePublish := hold(filepath.Join(w.Dir(), ".git", publishLockName))
+	cmd := worker(t, "create", w.Dir(), "BB_ID=9", "BB_N=1", "BB_DURABLE=1")
+	cmd.Stderr = nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // it finds the write lock held
+	releaseWrite()
+	var packs []string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		head, err := w.repo.Head()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, chain, p, err := w.readPending(head); err == nil && len(chain) == 1 && len(p) == 1 {
+			packs = p
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker's write never became pending")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The power fails: the worker and this process are gone.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	dir := w.Dir()
+	w.Close()
+	pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+packs[0]+"_pack")
+	fi, err := os.Stat(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(pack, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pack, make([]byte, fi.Size()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	releasePublish()
+	w = openWorkspace(t, dir, true)
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/after", Digest: "after", Body: ptr("after"), ExpectVersion: ptr(0)}); err != nil {
+		t.Fatalf("the write after a damaged pending one: %v", err)
+	}
+	if n := get(t, w, "t/after"); n.Version != 1 {
+		t.Errorf("t/after at v%d", n.Version)
+	}
+	if _, err := agentView(w).Get("t/p9-0", false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the dropped write reads: %v", err)
+	}
+	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
 }

@@ -51,8 +51,8 @@ func (r *Repo) MaybeMaintain() {
 const packLimit = 50
 
 func (r *Repo) packCount() int {
-	names, _ := packNames(filepath.Join(r.gitDir, "objects", "pack"))
-	return len(names)
+	shas, _ := packSHAs(filepath.Join(r.gitDir, "objects", "pack"), false)
+	return len(shas)
 }
 
 func (r *Repo) looseObjectsEstimate() int {

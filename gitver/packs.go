@@ -49,6 +49,9 @@ const (
 	// mark, so that only the program's are ever cleaned up here.
 	packTempPrefix = "tmp_pack_bb_"
 	idxTempPrefix  = "tmp_idx_bb_"
+	// pendingPackPrefix starts the names of pending packs (see
+	// pendingPack): a temporary file's prefix to git.
+	pendingPackPrefix = "tmp_bb_"
 )
 
 // pack object types, as a pack entry's header gives them.
@@ -209,11 +212,25 @@ func encodeIdx(entries []packEntry, packSum [20]byte) []byte {
 	return b.Bytes()
 }
 
-// installPack writes a pack and its index into objects/pack: each under a
-// temporary name, both synced, then the pack renamed into place and the
-// index after it (git finds a pack by its index), then the directory
-// synced. A pack of that name already there holds the same objects.
-func (r *Repo) installPack(pack, idx []byte, name string) error {
+// Pack file names, by the pack's checksum: a published pack is git's
+// (pack-<sha>.pack and .idx); a pending one, written for writes not yet
+// committed, has names git passes over, and is published (synced, then
+// renamed to git's names) before the branch names its objects. After a
+// power failure a pending pack may be cut short: no one but the program
+// ever reads it, and it checks the checksums first.
+func publishedPack(dir, sha string) (pack, idx string) {
+	return filepath.Join(dir, "pack-"+sha+".pack"), filepath.Join(dir, "pack-"+sha+".idx")
+}
+
+func pendingPack(dir, sha string) (pack, idx string) {
+	return filepath.Join(dir, pendingPackPrefix+sha+"_pack"), filepath.Join(dir, pendingPackPrefix+sha+"_idx")
+}
+
+// installPack writes a pack and its index into objects/pack under the
+// names paths gives: each written under a temporary name first, then the
+// index renamed into place and the pack after it (see PublishPacks).
+// Synced, both files are, then the directory.
+func (r *Repo) installPack(pack, idx []byte, sha string, paths func(dir, sha string) (string, string), synced bool) error {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -224,7 +241,7 @@ func (r *Repo) installPack(pack, idx []byte, name string) error {
 			return "", err
 		}
 		_, err = f.Write(data)
-		if err == nil {
+		if err == nil && synced {
 			err = r.syncer(f)
 		}
 		if cerr := f.Close(); err == nil {
@@ -244,11 +261,12 @@ func (r *Repo) installPack(pack, idx []byte, name string) error {
 	g.Go(func() (err error) { tmpPack, err = write(packTempPrefix, pack); return err })
 	g.Go(func() (err error) { tmpIdx, err = write(idxTempPrefix, idx); return err })
 	err := g.Wait()
-	if err == nil {
-		err = os.Rename(tmpPack, filepath.Join(dir, "pack-"+name+".pack"))
+	packPath, idxPath := paths(dir, sha)
+	if err == nil { // the index first (see PublishPacks)
+		err = os.Rename(tmpIdx, idxPath)
 	}
 	if err == nil {
-		err = os.Rename(tmpIdx, filepath.Join(dir, "pack-"+name+".idx"))
+		err = os.Rename(tmpPack, packPath)
 	}
 	if err != nil {
 		for _, t := range []string{tmpPack, tmpIdx} {
@@ -258,16 +276,120 @@ func (r *Repo) installPack(pack, idx []byte, name string) error {
 		}
 		return err
 	}
+	if synced && r.sync {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// PublishPacks makes the pending packs shas (WriteStaged's) git's: each
+// checked against its checksums, both files of each synced, in one round,
+// then renamed to git's names, then the directory synced. The index is
+// renamed first: git finds a pack by its index and passes over an index
+// without its pack, go-git by its pack, and fails on a pack without an
+// index. A pack published already (and maybe merged since) is left alone;
+// one a killed publisher left half renamed is finished.
+func (r *Repo) PublishPacks(shas []string) error {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	type move struct{ fromPack, fromIdx, toPack, toIdx string }
+	var todo []move
+	for _, sha := range shas {
+		pack, idx := pendingPack(dir, sha)
+		toPack, toIdx := publishedPack(dir, sha)
+		switch hasPack, hasIdx := fileExists(pack), fileExists(idx); {
+		case !hasPack && !hasIdx:
+			continue // published
+		case !hasIdx:
+			idx = toIdx
+		case !hasPack:
+			pack = toPack
+		}
+		// Written unsynced: after a power failure a pending pack may be
+		// cut short or hold zeros. git must never be given one.
+		if err := verifyPendingPack(dir, sha); err != nil {
+			return err
+		}
+		todo = append(todo, move{pack, idx, toPack, toIdx})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if r.sync {
+		var files []string
+		for _, m := range todo {
+			files = append(files, m.fromPack, m.fromIdx)
+		}
+		if err := syncAll(files); err != nil {
+			return fmt.Errorf("sync the pending writes' objects: %w", err)
+		}
+	}
+	for _, m := range todo {
+		for _, mv := range [][2]string{{m.fromIdx, m.toIdx}, {m.fromPack, m.toPack}} {
+			if mv[0] == mv[1] {
+				continue
+			}
+			if err := os.Rename(mv[0], mv[1]); err != nil {
+				return err
+			}
+		}
+	}
 	if r.sync {
 		return syncDir(dir)
 	}
 	return nil
 }
 
+// StillPending is those of shas whose packs are pending yet.
+func (r *Repo) StillPending(shas []string) []string {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	var out []string
+	for _, sha := range shas {
+		if _, idx := pendingPack(dir, sha); fileExists(idx) {
+			out = append(out, sha)
+		}
+	}
+	return out
+}
+
+// ErrPackDamaged says a pending pack is not whole.
+var ErrPackDamaged = errors.New("a pending pack is damaged")
+
+// verifyPendingPack checks a pending pack against its checksums: the
+// pack's own, over every byte, and its index's.
+func verifyPendingPack(dir, sha string) error {
+	p, err := loadOwnPack(dir, sha, ownPackMaxObjects)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPackDamaged, err)
+	}
+	defer p.close()
+	data := make([]byte, p.size)
+	if _, err := p.f.ReadAt(data, 0); err != nil {
+		return fmt.Errorf("%w: pack %s: %w", ErrPackDamaged, sha, err)
+	}
+	if sum := sha1.Sum(data[:len(data)-20]); hex.EncodeToString(sum[:]) != sha { //nolint:gosec // git's checksum.
+		return fmt.Errorf("%w: pack %s", ErrPackDamaged, sha)
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// fileSize is the size of the file at p, or -1.
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
 // ownPack is a small pack read here (see above): its index, sorted by
 // name, and the pack file, open.
 type ownPack struct {
-	name    string // pack-<sha>
+	name    string // the pack's checksum, in hex
 	ids     []Hash
 	offsets []uint64
 	crcs    []uint32
@@ -275,28 +397,41 @@ type ownPack struct {
 	size    int64
 }
 
-// loadOwnPack reads the index of the pack name (pack-<sha>) in dir and
-// opens the pack. It refuses a pack of more than limit objects.
-func loadOwnPack(dir, name string, limit int) (*ownPack, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name+".idx"))
+// loadOwnPack reads the index of the pack sha in dir, published or
+// pending, checks both files' checksums, and opens the pack. It refuses a
+// pack of more than limit objects.
+func loadOwnPack(dir, sha string, limit int) (*ownPack, error) {
+	packPath, idxPath := publishedPack(dir, sha)
+	pendingPackPath, pendingIdxPath := pendingPack(dir, sha)
+	// Each file under either name: publishing renames the pack first.
+	if !fileExists(idxPath) {
+		idxPath = pendingIdxPath
+	}
+	if !fileExists(packPath) {
+		packPath = pendingPackPath
+	}
+	b, err := os.ReadFile(idxPath)
 	if err != nil {
 		return nil, err
 	}
 	if len(b) < 8+256*4+40 || !bytes.Equal(b[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, fmt.Errorf("%s.idx: not a version 2 pack index", name)
+		return nil, fmt.Errorf("pack %s: not a version 2 pack index", sha)
+	}
+	if sum := sha1.Sum(b[:len(b)-20]); !bytes.Equal(sum[:], b[len(b)-20:]) { //nolint:gosec // git's checksum.
+		return nil, fmt.Errorf("pack %s: its index is damaged", sha)
 	}
 	n := int(binary.BigEndian.Uint32(b[8+255*4:]))
 	if n > limit {
-		return nil, fmt.Errorf("%s: %d objects, more than %d", name, n, limit)
+		return nil, fmt.Errorf("pack %s: %d objects, more than %d", sha, n, limit)
 	}
 	names := 8 + 256*4
 	crcs := names + 20*n
 	offs := crcs + 4*n
 	large := offs + 4*n
 	if len(b) < large+40 {
-		return nil, fmt.Errorf("%s.idx: cut short", name)
+		return nil, fmt.Errorf("pack %s: its index is cut short", sha)
 	}
-	p := &ownPack{name: name, ids: make([]Hash, n), offsets: make([]uint64, n), crcs: make([]uint32, n)}
+	p := &ownPack{name: sha, ids: make([]Hash, n), offsets: make([]uint64, n), crcs: make([]uint32, n)}
 	for i := range n {
 		copy(p.ids[i][:], b[names+20*i:])
 		p.crcs[i] = binary.BigEndian.Uint32(b[crcs+4*i:])
@@ -307,19 +442,26 @@ func loadOwnPack(dir, name string, limit int) (*ownPack, error) {
 		}
 		at := large + 8*int(o&^(1<<31))
 		if at+8 > len(b)-40 {
-			return nil, fmt.Errorf("%s.idx: bad large offset", name)
+			return nil, fmt.Errorf("pack %s: a bad large offset in its index", sha)
 		}
 		p.offsets[i] = binary.BigEndian.Uint64(b[at:])
 	}
-	if p.f, err = os.Open(filepath.Join(dir, name+".pack")); err != nil {
+	if p.f, err = os.Open(packPath); err != nil {
 		return nil, err
 	}
 	fi, err := p.f.Stat()
+	var trailer [20]byte
+	if err == nil {
+		p.size = fi.Size()
+		_, err = p.f.ReadAt(trailer[:], p.size-20)
+	}
+	if err == nil && !bytes.Equal(trailer[:], b[len(b)-40:len(b)-20]) {
+		err = fmt.Errorf("pack %s: the pack does not match its index", sha)
+	}
 	if err != nil {
 		p.f.Close()
 		return nil, err
 	}
-	p.size = fi.Size()
 	return p, nil
 }
 
@@ -394,19 +536,22 @@ func parseEntryHeader(b []byte) (t byte, size int, used int, err error) {
 	return t, size, used, nil
 }
 
-// packNames lists the packs in dir (pack-<sha>, from their indexes).
-func packNames(dir string) ([]string, error) {
+// packSHAs lists the packs in dir by checksum: git's (pack-<sha>.idx),
+// and pending ones too when withPending.
+func packSHAs(dir string, withPending bool) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	var names []string
+	var shas []string
 	for _, e := range ents {
 		if n, ok := strings.CutSuffix(e.Name(), ".idx"); ok && strings.HasPrefix(n, "pack-") {
-			names = append(names, n)
+			shas = append(shas, strings.TrimPrefix(n, "pack-"))
+		} else if n, ok := strings.CutSuffix(e.Name(), "_idx"); ok && withPending && strings.HasPrefix(n, pendingPackPrefix) {
+			shas = append(shas, strings.TrimPrefix(n, pendingPackPrefix))
 		}
 	}
-	return names, err
+	return shas, err
 }
 
 // readOwnPacks looks for h in the packs go-git's storage did not find when
@@ -426,7 +571,7 @@ func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
 		return t, b, true
 	}
 	dir := filepath.Join(r.gitDir, "objects", "pack")
-	names, err := packNames(dir)
+	names, err := packSHAs(dir, true)
 	if err != nil {
 		return 0, nil, false
 	}
@@ -469,7 +614,7 @@ func (r *Repo) noteKnownPacks() {
 		return
 	}
 	r.known = map[string]bool{}
-	names, _ := packNames(filepath.Join(r.gitDir, "objects", "pack"))
+	names, _ := packSHAs(filepath.Join(r.gitDir, "objects", "pack"), false)
 	for _, n := range names {
 		r.known[n] = true
 	}
@@ -491,28 +636,32 @@ func (r *Repo) Stage(p *PendingCommit) {
 	}
 }
 
-// WriteStaged writes the staged objects as one pack, durably (unless the
-// Repo was opened without fsync), and forgets them.
-func (r *Repo) WriteStaged() error {
+// WriteStaged writes the staged objects as one pending pack, unsynced, and
+// forgets them; it returns the pack's checksum ("" for no objects), which
+// PublishPacks takes before anything names them in git.
+func (r *Repo) WriteStaged() (string, error) {
 	r.mu.Lock()
 	objs := make([]pendingObject, 0, len(r.stagedOrder))
 	for _, h := range r.stagedOrder {
 		objs = append(objs, r.staged[h])
 	}
 	r.mu.Unlock()
+	sha := ""
 	if len(objs) > 0 {
 		p := newPackWriter(len(objs))
 		for _, o := range objs {
 			if err := p.add(o.hash, o.kind, o.content); err != nil {
-				return err
+				return "", err
 			}
 		}
-		if err := r.installPack(p.finish()); err != nil {
-			return err
+		pack, idx, name := p.finish()
+		if err := r.installPack(pack, idx, name, pendingPack, false); err != nil {
+			return "", err
 		}
+		sha = name
 	}
 	r.DropStaged()
-	return nil
+	return sha, nil
 }
 
 // isStaged reports whether h is a staged object, not written yet.
@@ -540,7 +689,7 @@ func (r *Repo) DropStaged() {
 func (r *Repo) MergeSmallPacks() error {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	removeOldPackTemps(dir)
-	names, err := packNames(dir)
+	names, err := packSHAs(dir, false)
 	if err != nil || len(names) < mergeSmallPacks {
 		return err
 	}
@@ -551,7 +700,7 @@ func (r *Repo) MergeSmallPacks() error {
 		if r.unmergeable[name] {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, name+".pack")); err == nil && fi.Size() < smallPackBytes {
+		if pack, _ := publishedPack(dir, name); fileSize(pack) >= 0 && fileSize(pack) < smallPackBytes {
 			candidates = append(candidates, name)
 		}
 	}
@@ -576,7 +725,7 @@ func (r *Repo) MergeSmallPacks() error {
 	for _, name := range candidates {
 		special := false
 		for _, ext := range []string{".keep", ".bitmap", ".promisor", ".mtimes"} {
-			if _, err := os.Stat(filepath.Join(dir, name+ext)); err == nil {
+			if fileExists(filepath.Join(dir, "pack-"+name+ext)) {
 				special = true
 			}
 		}
@@ -630,30 +779,40 @@ func (r *Repo) MergeSmallPacks() error {
 		return nil
 	}
 	pack, idx, name := w.finish()
-	if err := r.installPack(pack, idx, name); err != nil {
+	if err := r.installPack(pack, idx, name, publishedPack, true); err != nil {
 		return err
 	}
 	for _, p := range merged {
-		if p.name == "pack-"+name {
+		if p.name == name {
 			continue
 		}
-		// The index first: git stops finding the pack, then it goes.
-		os.Remove(filepath.Join(dir, p.name+".idx"))
-		os.Remove(filepath.Join(dir, p.name+".rev"))
-		os.Remove(filepath.Join(dir, p.name+".pack"))
+		// The pack first: go-git finds a pack by it, and fails on one
+		// without its index; git passes over an index without its pack.
+		packPath, idxPath := publishedPack(dir, p.name)
+		os.Remove(packPath)
+		os.Remove(idxPath)
+		os.Remove(filepath.Join(dir, "pack-"+p.name+".rev"))
 	}
 	return nil
 }
 
-// removeOldPackTemps removes the temporary files of packs a killed
-// writer of this program left in dir, an hour after they were made.
+// removeOldPackTemps removes what killed writers of this program left in
+// dir: temporary files of packs an hour after they were made, pending
+// packs whose writes were never committed after two weeks (git's own
+// expiry for temporary files).
 func removeOldPackTemps(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), packTempPrefix) && !strings.HasPrefix(e.Name(), idxTempPrefix) {
+		age := time.Duration(0)
+		switch {
+		case strings.HasPrefix(e.Name(), packTempPrefix), strings.HasPrefix(e.Name(), idxTempPrefix):
+			age = time.Hour
+		case strings.HasPrefix(e.Name(), pendingPackPrefix):
+			age = 14 * 24 * time.Hour
+		default:
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > age {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

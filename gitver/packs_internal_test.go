@@ -31,7 +31,11 @@ func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 		writer.Stage(p)
-		if err := writer.WriteStaged(); err != nil {
+		sha, err := writer.WriteStaged()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.PublishPacks([]string{sha}); err != nil {
 			t.Fatal(err)
 		}
 		return p

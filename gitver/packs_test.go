@@ -1,6 +1,7 @@
 package gitver_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,7 +53,21 @@ func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	loose := runGit(t, dir, "count-objects")
 	tip := stageChain(t, r, base, "g", 8)
-	if err := r.WriteStaged(); err != nil {
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pending: read here, passed over by git.
+	if len(packFiles(t, dir)) != 0 {
+		t.Fatal("git sees a pending pack")
+	}
+	if _, err := openRepo(t, dir).ReadCommit(tip); err != nil {
+		t.Fatalf("a pending pack does not read: %v", err)
+	}
+	if err := r.PublishPacks([]string{sha}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PublishPacks([]string{sha}); err != nil { // published already: nothing to do
 		t.Fatal(err)
 	}
 	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
@@ -77,7 +92,7 @@ func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
 	r2 := openRepo(t, dir)
 	defer r2.Close()
 	c := stageChain(t, r, tip, "h", 3)
-	if err := r.WriteStaged(); err != nil {
+	if _, err := r.WriteStaged(); err != nil {
 		t.Fatal(err)
 	}
 	info, err := r2.ReadCommit(c)
@@ -101,8 +116,8 @@ func TestDroppedStagedObjectsAreGone(t *testing.T) {
 	if _, err := r.ReadCommit(tip); err == nil {
 		t.Error("a dropped commit still reads")
 	}
-	if err := r.WriteStaged(); err != nil {
-		t.Fatal(err)
+	if sha, err := r.WriteStaged(); err != nil || sha != "" {
+		t.Fatalf("WriteStaged after a drop: %q, %v", sha, err)
 	}
 	if len(packFiles(t, dir)) != 0 {
 		t.Error("a pack was written for nothing")
@@ -121,7 +136,11 @@ func TestSmallPacksAreMerged(t *testing.T) {
 	var tips []gitver.Hash
 	for g := range 17 {
 		next := stageChain(t, r, tip, fmt.Sprintf("g%d", g), 3)
-		if err := r.WriteStaged(); err != nil {
+		sha, err := r.WriteStaged()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.PublishPacks([]string{sha}); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
@@ -204,5 +223,47 @@ func TestPacksGitMadeAreLeftToGit(t *testing.T) {
 	defer reader.Close()
 	if b, err := reader.ReadBlob(mustPathBlob(t, reader, tip, "a.md")); err != nil || !strings.HasSuffix(string(b), "39") {
 		t.Fatalf("the last version reads %q, %v", b, err)
+	}
+}
+
+// A pending pack cut short (a power failure before it was synced) is never
+// given to git: publishing it fails with ErrPackDamaged, and git sees no
+// pack.
+func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
+	requireGit(t)
+	for _, damage := range []string{"cut", "zeros"} {
+		t.Run(damage, func(t *testing.T) {
+			r, dir := newRepo(t)
+			base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+			stageChain(t, r, base, "g", 3)
+			sha, err := r.WriteStaged()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+sha+"_pack")
+			fi, err := os.Stat(pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(pack, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			switch damage {
+			case "cut":
+				err = os.Truncate(pack, fi.Size()/2)
+			case "zeros":
+				err = os.WriteFile(pack, make([]byte, fi.Size()), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.PublishPacks([]string{sha}); !errors.Is(err, gitver.ErrPackDamaged) {
+				t.Fatalf("publishing a damaged pack: %v, want ErrPackDamaged", err)
+			}
+			if n := len(packFiles(t, dir)); n != 0 {
+				t.Errorf("git sees %d packs", n)
+			}
+			fsck(t, dir)
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -393,6 +394,7 @@ type ownPack struct {
 	ids     []Hash
 	offsets []uint64
 	crcs    []uint32
+	ends    []uint64 // where each entry ends
 	f       *os.File
 	size    int64
 }
@@ -462,6 +464,7 @@ func loadOwnPack(dir, sha string, limit int) (*ownPack, error) {
 		p.f.Close()
 		return nil, err
 	}
+	p.ends = p.entryEnds()
 	return p, nil
 }
 
@@ -492,27 +495,50 @@ func (p *ownPack) entryEnds() []uint64 {
 
 // read returns the object at index i: errPackDelta for a delta.
 func (p *ownPack) read(i int) (plumbing.ObjectType, []byte, error) {
-	var hdr [16]byte
-	n, err := p.f.ReadAt(hdr[:], int64(p.offsets[i]))
-	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, nil, err
+	// The whole entry in one read, inflated from memory.
+	entry := make([]byte, p.ends[i]-p.offsets[i])
+	if _, err := p.f.ReadAt(entry, int64(p.offsets[i])); err != nil {
+		return 0, nil, fmt.Errorf("pack %s: %w", p.name, err)
 	}
-	t, size, used, err := parseEntryHeader(hdr[:n])
+	t, size, used, err := parseEntryHeader(entry)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", p.name, err)
+		return 0, nil, fmt.Errorf("pack %s: %w", p.name, err)
 	}
 	if t == packOfsDelta || t == packRefDelta {
 		return 0, nil, errPackDelta
 	}
-	zr, err := zlib.NewReader(io.NewSectionReader(p.f, int64(p.offsets[i])+int64(used), p.size-int64(p.offsets[i])-int64(used)))
+	content, err := inflate(entry[used:], size)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", p.name, err)
-	}
-	content := make([]byte, size)
-	if _, err := io.ReadFull(zr, content); err != nil {
-		return 0, nil, fmt.Errorf("%s: object %s: %w", p.name, p.ids[i], err)
+		return 0, nil, fmt.Errorf("pack %s: object %s: %w", p.name, p.ids[i], err)
 	}
 	return objectTypeOf(t), content, nil
+}
+
+// zlibReaders keeps decompressors between objects, as zlibWriters does
+// compressors.
+var zlibReaders sync.Pool
+
+// inflate decompresses a zlib stream of size bytes.
+func inflate(compressed []byte, size int) ([]byte, error) {
+	src := bytes.NewReader(compressed)
+	var zr io.ReadCloser
+	if v, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		if err := v.(zlib.Resetter).Reset(src, nil); err != nil {
+			return nil, err
+		}
+		zr = v
+	} else {
+		var err error
+		if zr, err = zlib.NewReader(src); err != nil {
+			return nil, err
+		}
+	}
+	defer zlibReaders.Put(zr)
+	content := make([]byte, size)
+	if _, err := io.ReadFull(zr, content); err != nil {
+		return nil, err
+	}
+	return content, nil
 }
 
 func parseEntryHeader(b []byte) (t byte, size int, used int, err error) {
@@ -558,16 +584,7 @@ func packSHAs(dir string, withPending bool) ([]string, error) {
 // it was opened, loading those that appeared since. ok is false when h is
 // not there, or stored in a way go-git reads. The caller holds mu.
 func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
-	read := func() (plumbing.ObjectType, []byte, bool) {
-		for _, p := range r.own {
-			if i, found := p.find(h); found {
-				t, b, err := p.read(i)
-				return t, b, err == nil
-			}
-		}
-		return 0, nil, false
-	}
-	if t, b, ok := read(); ok {
+	if t, b, ok := r.readLoadedOwnPacks(h); ok {
 		return t, b, true
 	}
 	dir := filepath.Join(r.gitDir, "objects", "pack")
@@ -594,7 +611,22 @@ func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
 	if !loaded {
 		return 0, nil, false
 	}
-	return read()
+	return r.readLoadedOwnPacks(h)
+}
+
+// readLoadedOwnPacks looks for h in the packs read here already. They are
+// the newest objects, most read (the pending writes, the commits to catch
+// up with), and a look costs a search in memory: they come before go-git's
+// storage, whose look at loose objects costs a system call. The caller
+// holds mu.
+func (r *Repo) readLoadedOwnPacks(h Hash) (plumbing.ObjectType, []byte, bool) {
+	for _, p := range r.own {
+		if i, found := p.find(h); found {
+			t, b, err := p.read(i)
+			return t, b, err == nil
+		}
+	}
+	return 0, nil, false
 }
 
 // forgetOwnPacks closes the packs read here: go-git's storage, opened
@@ -750,7 +782,7 @@ func (r *Repo) MergeSmallPacks() error {
 	w := newPackWriter(total)
 	var merged []*ownPack
 	for _, p := range small {
-		ends := p.entryEnds()
+		ends := p.ends
 		entries := make([][]byte, len(p.ids))
 		whole := true
 		for i := range p.ids {

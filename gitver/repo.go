@@ -325,6 +325,9 @@ func (r *Repo) readObjectLocked(h Hash) (plumbing.ObjectType, []byte, error) {
 		t, err := plumbing.ParseObjectType(o.kind)
 		return t, o.content, err
 	}
+	if t, b, ok := r.readLoadedOwnPacks(h); ok {
+		return t, b, nil
+	}
 	r.noteKnownPacks()
 	obj, err := r.storage.EncodedObject(plumbing.AnyObject, plumbing.Hash(h))
 	if errors.Is(err, plumbing.ErrObjectNotFound) {

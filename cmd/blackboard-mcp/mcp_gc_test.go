@@ -10,9 +10,10 @@ import (
 )
 
 // TestMCPWritesDuringGC: git's own maintenance (`git gc`, which the server
-// itself starts in the background past 6,700 loose objects, or a person's
-// `git gc`) runs while agents write. It packs loose objects and removes the
-// emptied objects/xx directories; no write may fail because of it.
+// itself starts in the background past 6,700 loose objects or 50 packs, or a
+// person's `git gc`) runs while agents write. It packs loose objects, removes
+// the emptied objects/xx directories, and packs every pack again, removing
+// the packs of grouped writes; no write may fail because of it.
 func TestMCPWritesDuringGC(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
@@ -28,7 +29,9 @@ func TestMCPWritesDuringGC(t *testing.T) {
 				return
 			default:
 			}
-			for _, args := range [][]string{{"repack", "-d", "-q"}, {"prune-packed", "-q"}} {
+			// An incremental repack, then a whole one: it packs the
+			// packs of grouped writes again and removes them.
+			for _, args := range [][]string{{"repack", "-d", "-q"}, {"prune-packed", "-q"}, {"repack", "-a", "-d", "-q"}} {
 				cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 				cmd.Env = mcpEnv("")
 				_ = cmd.Run()
@@ -59,7 +62,9 @@ func TestMCPWritesDuringGC(t *testing.T) {
 	wg.Wait()
 	a.closeClean()
 	b.closeClean()
-	t.Logf("%d rounds of git repack -d and prune-packed, %d failed writes", gcRuns, len(failures))
+	reflog, _ := exec.Command("git", "-C", dir, "reflog", "--format=%gs").Output()
+	t.Logf("%d rounds of git repack -d, prune-packed and repack -a -d, %d failed writes, %d groups of writes committed together",
+		gcRuns, len(failures), strings.Count(string(reflog), " writes\n"))
 	checkWorkspace(t, dir)
 	if len(failures) > 0 {
 		logs := a.stderr.String() + b.stderr.String()

@@ -26,9 +26,9 @@ import (
 // git's own format (objects/pack/pack-<sha>.pack and its .idx, version 2),
 // instead of five loose files a commit: creating a file costs the file
 // system more than compressing a note, and a pack is two files for the
-// whole group. The
-// pack is written under a temporary name, synced, and renamed into place,
-// so that it is whole before anything can name its objects.
+// whole group. It is pending at first: written unsynced under names git
+// passes over, read by the program alone, and published (checked, synced,
+// renamed to git's names) before the branch names its objects.
 //
 // go-git reads the packs it found when its storage was opened and does
 // not look again; reopening it reads every index again, megabytes on a big
@@ -340,12 +340,13 @@ func (r *Repo) PublishPacks(shas []string) error {
 	return nil
 }
 
-// StillPending is those of shas whose packs are pending yet.
+// StillPending is those of shas whose packs are pending yet: not
+// published, or half (a publisher was killed between its renames).
 func (r *Repo) StillPending(shas []string) []string {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	var out []string
 	for _, sha := range shas {
-		if _, idx := pendingPack(dir, sha); fileExists(idx) {
+		if pack, idx := pendingPack(dir, sha); fileExists(idx) || fileExists(pack) {
 			out = append(out, sha)
 		}
 	}
@@ -646,9 +647,14 @@ func (r *Repo) noteKnownPacks() {
 		return
 	}
 	r.known = map[string]bool{}
-	names, _ := packSHAs(filepath.Join(r.gitDir, "objects", "pack"), false)
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	names, _ := packSHAs(dir, false)
 	for _, n := range names {
-		r.known[n] = true
+		// go-git finds a pack by its pack file: a half-published one
+		// (its index renamed, not the pack yet) is read here.
+		if pack, _ := publishedPack(dir, n); fileExists(pack) {
+			r.known[n] = true
+		}
 	}
 }
 

@@ -267,3 +267,38 @@ func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
 		})
 	}
 }
+
+// A publisher killed between its two renames leaves the index under git's
+// name and the pack under the pending one: the pack is still pending, and
+// the next publishing finishes it.
+func TestHalfPublishedPackIsFinished(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	tip := stageChain(t, r, base, "g", 3)
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	packDir := filepath.Join(dir, ".git", "objects", "pack")
+	if err := os.Rename(filepath.Join(packDir, "tmp_bb_"+sha+"_idx"), filepath.Join(packDir, "pack-"+sha+".idx")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.StillPending([]string{sha}); len(got) != 1 {
+		t.Fatalf("a half-published pack is not pending: %v", got)
+	}
+	if _, err := openRepo(t, dir).ReadCommit(tip); err != nil {
+		t.Fatalf("a half-published pack does not read: %v", err)
+	}
+	if err := r.PublishPacks([]string{sha}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.StillPending([]string{sha}); len(got) != 0 {
+		t.Fatalf("still pending after publishing: %v", got)
+	}
+	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "verify-pack", filepath.Join(packDir, "pack-"+sha+".idx"))
+	fsck(t, dir)
+}

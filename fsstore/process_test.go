@@ -657,18 +657,8 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 	requireGit(t)
 	const procs = 4
 	w := newWorkspace(t, false)
-	hold := func(name string) func() {
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			t.Fatal(err)
-		}
-		return func() { f.Close() }
-	}
-	releaseWrite := hold(filepath.Join(w.Dir(), note.LockFile))
-	releasePublish := hold(filepath.Join(w.Dir(), ".git", publishLockName))
+	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
+	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
 	var cmds []*exec.Cmd
 	for i := range procs {
 		cmds = append(cmds, worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(i), "BB_N=1", "BB_DURABLE=1"))
@@ -729,18 +719,8 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 func TestDamagedPendingWriteIsDropped(t *testing.T) {
 	requireGit(t)
 	w := newWorkspace(t, true)
-	hold := func(name string) func() {
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			t.Fatal(err)
-		}
-		return func() { f.Close() }
-	}
-	releaseWrite := hold(filepath.Join(w.Dir(), note.LockFile))
-	releasePublish := hold(filepath.Join(w.Dir(), ".git", publishLockName))
+	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
+	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
 	cmd := worker(t, "create", w.Dir(), "BB_ID=9", "BB_N=1", "BB_DURABLE=1")
 	cmd.Stderr = nil
 	if err := cmd.Start(); err != nil {
@@ -792,4 +772,18 @@ func TestDamagedPendingWriteIsDropped(t *testing.T) {
 	}
 	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
+}
+
+// holdLock takes the flock of the file name, as another process would,
+// until the returned func lets it go.
+func holdLock(t *testing.T, name string) (release func()) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
 }

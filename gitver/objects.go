@@ -153,21 +153,13 @@ func intactLoose(path string, h Hash) bool {
 func writeLooseObject(dir, kind string, content []byte) (string, error) {
 	var z bytes.Buffer
 	z.Grow(len(content)/2 + 64)
-	zw := zlibWriters.Get().(*zlib.Writer)
-	zw.Reset(&z)
-	fmt.Fprintf(zw, "%s %d\x00", kind, len(content))
-	_, err := zw.Write(content)
-	if err == nil {
-		err = zw.Close()
-	}
-	zw.Reset(io.Discard)
-	zlibWriters.Put(zw)
-	if err != nil {
+	if err := deflate(&z, fmt.Appendf(nil, "%s %d\x00", kind, len(content)), content); err != nil {
 		return "", err
 	}
 	// Created read-only, as git leaves objects: opening it for writing
 	// once, at its creation, is allowed.
 	var tmp *os.File
+	var err error
 	for {
 		tmp, err = os.OpenFile(filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		if !errors.Is(err, os.ErrExist) {
@@ -186,6 +178,24 @@ func writeLooseObject(dir, kind string, content []byte) (string, error) {
 		return "", err
 	}
 	return tmp.Name(), nil
+}
+
+// deflate writes parts to w as one zlib stream.
+func deflate(w io.Writer, parts ...[]byte) error {
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(w)
+	var err error
+	for _, p := range parts {
+		if _, err = zw.Write(p); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	zw.Reset(io.Discard)
+	return err
 }
 
 // zlibWriters keeps compressors between objects: making one costs more

@@ -122,15 +122,7 @@ func (p *packWriter) add(h Hash, kind string, content []byte) error {
 	}
 	start := p.buf.Len()
 	writeEntryHeader(&p.buf, packType(kind), len(content))
-	zw := zlibWriters.Get().(*zlib.Writer)
-	zw.Reset(&p.buf)
-	_, err := zw.Write(content)
-	if err == nil {
-		err = zw.Close()
-	}
-	zw.Reset(io.Discard)
-	zlibWriters.Put(zw)
-	if err != nil {
+	if err := deflate(&p.buf, content); err != nil {
 		return err
 	}
 	p.addRaw(h, p.buf.Bytes()[start:], uint64(start))

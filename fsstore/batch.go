@@ -100,6 +100,10 @@ func (w *Workspace) writeInGroup(op, uri string, attempt func() error, unfinishe
 	wq.waiting = append(wq.waiting, q)
 	lead := !wq.leading
 	wq.leading = true
+	select {
+	case wq.arrivals() <- struct{}{}:
+	default:
+	}
 	wq.mu.Unlock()
 	if !lead {
 		select {
@@ -135,6 +139,36 @@ type writeQueue struct {
 	leading bool // a writer is leading
 	// lastBatch is how many writes the last batch held.
 	lastBatch int
+	// arrived hears of each write queued, for a leader waiting for the
+	// last batch's writers to come back; made by arrivals.
+	arrived chan struct{}
+}
+
+// arrivals is the channel that hears of each write queued. The caller
+// holds mu.
+func (wq *writeQueue) arrivals() chan struct{} {
+	if wq.arrived == nil {
+		wq.arrived = make(chan struct{}, 1)
+	}
+	return wq.arrived
+}
+
+// waitFor waits until n writes are queued, at most for max. The caller
+// holds mu, which is let go meanwhile.
+func (wq *writeQueue) waitFor(n int, max time.Duration) {
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	for len(wq.waiting) < n {
+		arrived := wq.arrivals()
+		wq.mu.Unlock()
+		select {
+		case <-arrived:
+			wq.mu.Lock()
+		case <-timeout.C:
+			wq.mu.Lock()
+			return
+		}
+	}
 }
 
 // leadWrites builds and publishes the writes waiting now, answers them,
@@ -144,10 +178,9 @@ func (w *Workspace) leadWrites() {
 	wq.mu.Lock()
 	if wq.lastBatch > 1 {
 		// Writers are busy: those the last batch answered are about to
-		// write again, and join this batch after a moment's wait.
-		wq.mu.Unlock()
-		time.Sleep(batchLinger)
-		wq.mu.Lock()
+		// write again, and join this batch: it waits for them, a moment
+		// at most.
+		wq.waitFor(wq.lastBatch, batchLinger)
 	}
 	items := wq.waiting
 	wq.waiting = nil

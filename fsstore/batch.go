@@ -550,6 +550,13 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			}
 		}
 		w.pub.lastChain = len(chain)
+		if w.remote != "" && len(packs) > 0 {
+			// Writes built before the board had a remote are in pending
+			// packs, which git, pushing, does not see.
+			if err := w.repo.PublishPacks(packs); err != nil {
+				return false, nil, err
+			}
+		}
 		err = w.pushChain(tip)
 		if err == nil {
 			// The remote holds the chain: its writes stand, whatever

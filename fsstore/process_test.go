@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -786,4 +787,53 @@ func holdLock(t *testing.T, name string) (release func()) {
 		t.Fatal(err)
 	}
 	return func() { f.Close() }
+}
+
+// Writes left pending by a board without a remote (a killed writer's) are
+// pushed with the next write once the board has one: their pack, pending,
+// is made git's first, or git could not push their objects.
+func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	bare := filepath.Join(t.TempDir(), "board.git")
+	git(t, filepath.Dir(bare), "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
+	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
+	cmd := worker(t, "create", w.Dir(), "BB_ID=5", "BB_N=1")
+	cmd.Stderr = nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // it finds the write lock held
+	releaseWrite()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		head, err := w.repo.Head()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, chain, packs, err := w.readPending(head); err == nil && len(chain) == 1 && len(packs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker's write never became pending")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	releasePublish()
+	if err := w.SetRemote(context.Background(), "file://"+bare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/after", Digest: "after", Body: ptr("after"), ExpectVersion: ptr(0)}); err != nil {
+		t.Fatalf("the write after pending writes of a board without a remote: %v", err)
+	}
+	for _, key := range []string{"t/p5-0", "t/after"} {
+		if n := get(t, w, key); n.Version != 1 {
+			t.Errorf("%s at v%d", key, n.Version)
+		}
+		git(t, bare, "cat-file", "-e", "main:"+key+".md")
+	}
+	git(t, bare, "fsck", "--strict")
+	assertClean(t, w)
 }

@@ -208,10 +208,12 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		// writes pending: then it joins theirs, to be committed with them.
 		it := items[0]
 		if took, err := w.withFreeWriteLock(func() (bool, error) {
-			if head, err := w.repo.Head(); err != nil {
+			head, err := w.repo.Head()
+			if err != nil {
 				return true, err
-			} else if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
-				return err != nil, err
+			}
+			if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
+				return err != nil, err // writes are pending: join them
 			}
 			return true, w.whileBranchMoves(it.op, it.uri, it.attempt)
 		}); took {

@@ -658,36 +658,7 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 	requireGit(t)
 	const procs = 4
 	w := newWorkspace(t, false)
-	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
-	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
-	var cmds []*exec.Cmd
-	for i := range procs {
-		cmds = append(cmds, worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(i), "BB_N=1", "BB_DURABLE=1"))
-	}
-	done := make(chan error, procs)
-	for _, c := range cmds {
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- c.Wait() }()
-	}
-	time.Sleep(300 * time.Millisecond) // each finds the write lock held
-	releaseWrite()
-	// All four are built on the chain, none published.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		head, err := w.repo.Head()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, chain, _, err := w.readPending(head); err == nil && len(chain) == procs {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pending chain never held %d writes", procs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	_, done, _, releasePublish := pendingWorkers(t, w, 0, 1, 2, 3)
 	releasePublish()
 	for range procs {
 		if err := <-done; err != nil {
@@ -720,33 +691,12 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 func TestDamagedPendingWriteIsDropped(t *testing.T) {
 	requireGit(t)
 	w := newWorkspace(t, true)
-	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
-	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
-	cmd := worker(t, "create", w.Dir(), "BB_ID=9", "BB_N=1", "BB_DURABLE=1")
-	cmd.Stderr = nil
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // it finds the write lock held
-	releaseWrite()
-	var packs []string
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		head, err := w.repo.Head()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, chain, p, err := w.readPending(head); err == nil && len(chain) == 1 && len(p) == 1 {
-			packs = p
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker's write never became pending")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmds, exited, packs, releasePublish := pendingWorkers(t, w, 9)
 	// The power fails: the worker and this process are gone.
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	_ = cmds[0].Process.Kill()
+	if err := <-exited; err == nil {
+		t.Fatal("the worker finished its write before it was killed")
+	}
 	dir := w.Dir()
 	w.Close()
 	pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+packs[0]+"_pack")
@@ -797,30 +747,11 @@ func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
 	w := newWorkspace(t, false)
 	bare := filepath.Join(t.TempDir(), "board.git")
 	git(t, filepath.Dir(bare), "init", "--quiet", "--bare", "--initial-branch=main", bare)
-	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
-	releasePublish := holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
-	cmd := worker(t, "create", w.Dir(), "BB_ID=5", "BB_N=1")
-	cmd.Stderr = nil
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	cmds, exited, _, releasePublish := pendingWorkers(t, w, 5)
+	_ = cmds[0].Process.Kill()
+	if err := <-exited; err == nil {
+		t.Fatal("the worker finished its write before it was killed")
 	}
-	time.Sleep(300 * time.Millisecond) // it finds the write lock held
-	releaseWrite()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		head, err := w.repo.Head()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, chain, packs, err := w.readPending(head); err == nil && len(chain) == 1 && len(packs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker's write never became pending")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
 	releasePublish()
 	if err := w.SetRemote(context.Background(), "file://"+bare); err != nil {
 		t.Fatal(err)
@@ -836,4 +767,40 @@ func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
 	}
 	git(t, bare, "fsck", "--strict")
 	assertClean(t, w)
+}
+
+// pendingWorkers starts a worker process for each id, each writing the
+// note t/p<id>-0, and returns once all their writes are built on the chain
+// of pending writes, none committed: the test holds the write lock while
+// they start, so that each finds the workspace busy, and the publish lock
+// until release is called. exited hears each worker's end; packs are the
+// chain's pending packs, one a worker.
+func pendingWorkers(t *testing.T, w *Workspace, ids ...int) (cmds []*exec.Cmd, exited <-chan error, packs []string, release func()) {
+	t.Helper()
+	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
+	release = holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
+	done := make(chan error, len(ids))
+	for _, id := range ids {
+		cmd := worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(id), "BB_N=1", "BB_DURABLE=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		go func() { done <- cmd.Wait() }()
+	}
+	time.Sleep(300 * time.Millisecond) // each finds the write lock held
+	releaseWrite()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		head, err := w.repo.Head()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, chain, p, err := w.readPending(head); err == nil && len(chain) == len(ids) && len(p) == len(ids) {
+			return cmds, done, p, release
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workers' %d writes never were all pending", len(ids))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

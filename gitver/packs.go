@@ -594,7 +594,10 @@ func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
 			break // many new packs: go-git's storage is opened again
 		}
 		p, err := loadOwnPack(dir, name, ownPackMaxObjects)
-		if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // caught between its two renames: looked at again next time
+		case err != nil:
 			r.known[name] = true // go-git's to read, once reopened
 			continue
 		}
@@ -730,7 +733,7 @@ func (r *Repo) MergeSmallPacks() error {
 		if r.unmergeable[name] {
 			continue
 		}
-		if pack, _ := publishedPack(dir, name); fileSize(pack) >= 0 && fileSize(pack) < smallPackBytes {
+		if pack, _ := publishedPack(dir, name); fileSize(pack) < smallPackBytes && fileExists(pack) {
 			candidates = append(candidates, name)
 		}
 	}

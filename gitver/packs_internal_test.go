@@ -1,6 +1,8 @@
 package gitver
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -58,5 +60,47 @@ func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 	}
 	if len(reader.own) != 1 {
 		t.Errorf("%d packs read here, want 1", len(reader.own))
+	}
+}
+
+// A pack looked at between the renames that put it in place (its index
+// there, not its pack yet) is looked at again later, not left to go-git,
+// which would not find it until its storage is opened again.
+func TestPackCaughtBetweenItsRenamesIsReadLater(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir, "main"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	who := Signature{Name: "a", Email: "a@example.com", When: time.Now()}
+	p, err := r.BuildCommit(CommitRequest{Author: who, Message: "m",
+		Changes: map[string]Hash{"t/a.md": BlobHash([]byte("a"))}, Blobs: [][]byte{[]byte("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Stage(p)
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack, _ := pendingPack(filepath.Join(dir, ".git", "objects", "pack"), sha)
+	if err := os.Rename(pack, pack+".away"); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noteKnownPacks()
+	if _, _, ok := r.readOwnPacks(p.Hash); ok {
+		t.Fatal("a pack without its pack file reads")
+	}
+	if err := os.Rename(pack+".away", pack); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := r.readOwnPacks(p.Hash); !ok {
+		t.Error("the pack, whole now, does not read: it was left to go-git")
 	}
 }

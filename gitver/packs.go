@@ -585,6 +585,7 @@ func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
 	if err != nil {
 		return 0, nil, false
 	}
+	r.forgetGonePacks(names)
 	loaded := false
 	for _, name := range names {
 		if r.known[name] || slices.ContainsFunc(r.own, func(p *ownPack) bool { return p.name == name }) {
@@ -608,6 +609,26 @@ func (r *Repo) readOwnPacks(h Hash) (t plumbing.ObjectType, b []byte, ok bool) {
 		return 0, nil, false
 	}
 	return r.readLoadedOwnPacks(h)
+}
+
+// forgetGonePacks closes the packs read here whose files are gone from
+// the pack directory, which holds names: merged into a newer pack (loaded
+// in their place), or dropped. Kept, they would fill the list until the
+// storage is opened again, which reads every index of the board's packs.
+// One listed by mistake (caught mid-rename) is loaded again at its next
+// miss. The caller holds mu.
+func (r *Repo) forgetGonePacks(names []string) {
+	present := make(map[string]bool, len(names))
+	for _, n := range names {
+		present[n] = true
+	}
+	r.own = slices.DeleteFunc(r.own, func(p *ownPack) bool {
+		if present[p.name] {
+			return false
+		}
+		p.close()
+		return true
+	})
 }
 
 // readLoadedOwnPacks looks for h in the packs read here already. They are

@@ -1,6 +1,7 @@
 package gitver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,5 +103,76 @@ func TestPackCaughtBetweenItsRenamesIsReadLater(t *testing.T) {
 	}
 	if _, _, ok := r.readOwnPacks(p.Hash); !ok {
 		t.Error("the pack, whole now, does not read: it was left to go-git")
+	}
+}
+
+// A reader of a board whose writers keep grouping and merging packs lets
+// go of the packs merged away: the list of packs it reads itself stays
+// short, and its storage is never opened again for want of room in it
+// (which reads every index of the repository again).
+func TestMergedPacksAreLetGo(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir, "main"); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	who := Signature{Name: "a", Email: "a@example.com", When: time.Now()}
+	var commits []Hash
+	parent := ZeroHash
+	for i := range 6 * mergeSmallPacks {
+		content := fmt.Sprintf("group %d", i)
+		p, err := writer.BuildCommit(CommitRequest{Parent: parent, Author: who, Message: content,
+			Changes: map[string]Hash{"t/a.md": BlobHash([]byte(content))}, Blobs: [][]byte{[]byte(content)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writer.Stage(p)
+		sha, err := writer.WriteStaged()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.PublishPacks([]string{sha}); err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.UpdateBranch(parent, p.Hash, who, "group"); err != nil {
+			t.Fatal(err)
+		}
+		parent = p.Hash
+		commits = append(commits, p.Hash)
+		if i == 0 {
+			if _, err := reader.ReadCommit(p.Hash); err != nil {
+				t.Fatal(err)
+			}
+		}
+		storage, held := reader.storage, len(reader.own)
+		if _, err := reader.ReadCommit(p.Hash); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && reader.storage != storage {
+			t.Fatalf("group %d: the reader opened its storage again, with %d packs read itself", i, held)
+		}
+		if err := writer.MergeSmallPacks(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(reader.own); n > 2*mergeSmallPacks {
+		t.Errorf("the reader holds %d packs open, want at most %d", n, 2*mergeSmallPacks)
+	}
+	for i, c := range commits {
+		if _, err := reader.ReadBlob(BlobHash(fmt.Appendf(nil, "group %d", i))); err != nil {
+			t.Fatalf("group %d's blob: %v", i, err)
+		}
+		if _, err := reader.ReadCommit(c); err != nil {
+			t.Fatalf("group %d's commit: %v", i, err)
+		}
 	}
 }

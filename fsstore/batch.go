@@ -827,15 +827,16 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 	}
 	notePath := key + ".md"
 	var latest *gitver.CommitInfo
-	for _, c := range chain { // newest first
-		diff, err := w.pendingChanges(c)
+	for i, c := range chain { // newest first
+		parent := b.head
+		if i+1 < len(chain) {
+			parent = chain[i+1].Hash
+		}
+		changed, err := w.pendingChanged(c, parent, key)
 		if err != nil {
 			return n, err
 		}
-		// A commit that changed the note's blob file alone is a version
-		// too, as the derived index counts it: two writes of one digest by
-		// one agent within a second differ in their content only.
-		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { k, _ := note.KeyOf(d.Path); return k == key }) {
+		if changed {
 			if latest == nil {
 				latest = c
 			}
@@ -871,6 +872,41 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 		}
 	}
 	return n, err
+}
+
+// pendingChanged reports whether the pending commit c, made on parent,
+// changed the files of note key. A commit that changed the note's blob file
+// alone counts too, as the derived index counts it: two writes of one
+// digest by one agent within a second differ in their content only. A
+// pending commit is a tool write, which changes its own note's files
+// alone, and its message names the note: the commits of other notes'
+// writes (other processes', mostly) need no diff.
+func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
+	if about, ok := w.messageKey(c.Message); ok {
+		if about != key {
+			return false, nil
+		}
+		p, err := w.repo.ReadCommit(parent)
+		if err != nil {
+			return false, err
+		}
+		return p.Tree != c.Tree, nil
+	}
+	diff, err := w.pendingChanges(c)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(diff, func(d gitver.PathChange) bool { k, _ := note.KeyOf(d.Path); return k == key }), nil
+}
+
+// messageKey is the note a tool write's commit message names.
+func (w *Workspace) messageKey(message string) (string, bool) {
+	_, rest, ok := strings.Cut(message, "\n"+note.TrailerURI+": ")
+	if !ok {
+		return "", false
+	}
+	uri, _, _ := strings.Cut(rest, "\n")
+	return w.keyOf(uri)
 }
 
 // pendingChanges is what a pending commit changed, remembered: each write

@@ -153,7 +153,7 @@ func intactLoose(path string, h Hash) bool {
 func writeLooseObject(dir, kind string, content []byte) (string, error) {
 	var z bytes.Buffer
 	z.Grow(len(content)/2 + 64)
-	if err := deflate(&z, fmt.Appendf(nil, "%s %d\x00", kind, len(content)), content); err != nil {
+	if err := deflate(&z, kind, fmt.Appendf(nil, "%s %d\x00", kind, len(content)), content); err != nil {
 		return "", err
 	}
 	// Created read-only, as git leaves objects: opening it for writing
@@ -180,10 +180,17 @@ func writeLooseObject(dir, kind string, content []byte) (string, error) {
 	return tmp.Name(), nil
 }
 
-// deflate writes parts to w as one zlib stream.
-func deflate(w io.Writer, parts ...[]byte) error {
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
+// deflate writes parts, the content of an object of kind, to w as one zlib
+// stream. A tree is stored, not compressed: most of it is object names,
+// which do not compress, and finding the Huffman codes for the rest cost
+// more than all else in writing a group's pack.
+func deflate(w io.Writer, kind string, parts ...[]byte) error {
+	pool := &zlibWriters
+	if kind == "tree" {
+		pool = &zlibStorers
+	}
+	zw := pool.Get().(*zlib.Writer)
+	defer pool.Put(zw)
 	zw.Reset(w)
 	var err error
 	for _, p := range parts {
@@ -199,11 +206,17 @@ func deflate(w io.Writer, parts ...[]byte) error {
 }
 
 // zlibWriters keeps compressors between objects: making one costs more
-// than compressing a note.
-var zlibWriters = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return zw
-}}
+// than compressing a note. zlibStorers keep zlib streams that store.
+var (
+	zlibWriters = sync.Pool{New: func() any {
+		zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+		return zw
+	}}
+	zlibStorers = sync.Pool{New: func() any {
+		zw, _ := zlib.NewWriterLevel(nil, zlib.NoCompression)
+		return zw
+	}}
+)
 
 // syncAll fsyncs files or directories concurrently: the file system gathers
 // concurrent syncs into one journal commit.

@@ -122,7 +122,7 @@ func (p *packWriter) add(h Hash, kind string, content []byte) error {
 	}
 	start := p.buf.Len()
 	writeEntryHeader(&p.buf, packType(kind), len(content))
-	if err := deflate(&p.buf, content); err != nil {
+	if err := deflate(&p.buf, kind, content); err != nil {
 		return err
 	}
 	p.addRaw(h, p.buf.Bytes()[start:], uint64(start))

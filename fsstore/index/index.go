@@ -102,7 +102,19 @@ type DB struct {
 	path  string
 	read  *sql.DB // deferred transactions, many connections
 	write *sql.DB // BEGIN IMMEDIATE, one connection: writers queue in SQLite
+	// hot are the reads run most, prepared once on read: a write's catch-up
+	// and comparison and a read's note rows run them again and again, and
+	// preparing one cost more than running it.
+	hot map[string]*sql.Stmt
 }
+
+// The hot reads (DB.hot).
+const (
+	headQuery     = "SELECT (SELECT value FROM meta WHERE key='head'), (SELECT coalesce(max(seq),0) FROM commits)"
+	fileBlobQuery = "SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1"
+	diskQuery     = "SELECT blob,size,mtime,ino FROM disk WHERE path=?"
+	noteQuery     = "SELECT " + noteColumns + " FROM notes WHERE key=?"
+)
 
 // Open opens or creates the index at path. A file that is not a database,
 // is corrupt, or was made by another schema version is deleted and created
@@ -168,7 +180,31 @@ func open(path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(4)
 	d.read = read
+	// Prepared now, while no transaction holds a connection: a statement
+	// first prepared inside one would wait for another connection.
+	d.hot = map[string]*sql.Stmt{}
+	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery} {
+		st, err := read.Prepare(q)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.hot[q] = st
+	}
 	return d, nil
+}
+
+// inTx runs queries in the read transaction t, the hot ones prepared.
+type inTx struct {
+	d *DB
+	t *sql.Tx
+}
+
+func (q inTx) QueryRow(query string, args ...any) *sql.Row {
+	if st, ok := q.d.hot[query]; ok {
+		return q.t.Stmt(st).QueryRow(args...)
+	}
+	return q.t.QueryRow(query, args...)
 }
 
 func (d *DB) ensureSchema() error {
@@ -212,7 +248,14 @@ func (d *DB) ensureSchema() error {
 
 // Close closes the database.
 func (d *DB) Close() error {
-	return errors.Join(d.read.Close(), d.write.Close())
+	var errs []error
+	for _, st := range d.hot {
+		errs = append(errs, st.Close())
+	}
+	if d.read != nil {
+		errs = append(errs, d.read.Close())
+	}
+	return errors.Join(append(errs, d.write.Close())...)
 }
 
 // Path is the database file.
@@ -221,27 +264,27 @@ func (d *DB) Path() string { return d.path }
 // Head returns the commit the index reflects and its cursor (zero and 0 for an
 // empty index).
 func (d *DB) Head() (gitver.Hash, int, error) {
-	return head(d.read)
+	return head(d.hot[headQuery].QueryRow)
 }
 
 type querier interface {
 	QueryRow(query string, args ...any) *sql.Row
 }
 
-func head(q querier) (gitver.Hash, int, error) {
-	var h gitver.Hash
-	err := q.QueryRow("SELECT value FROM meta WHERE key='head'").Scan(&h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return gitver.ZeroHash, 0, nil
-	}
-	if err != nil {
-		return gitver.ZeroHash, 0, err
-	}
+// head reads the indexed head and its cursor with headQuery, run by
+// queryRow.
+func head(queryRow func(args ...any) *sql.Row) (gitver.Hash, int, error) {
+	var h sql.Null[gitver.Hash]
 	var seq int
-	if err := q.QueryRow("SELECT coalesce(max(seq),0) FROM commits").Scan(&seq); err != nil {
+	if err := queryRow().Scan(&h, &seq); err != nil {
 		return gitver.ZeroHash, 0, err
 	}
-	return h, seq, nil
+	return h.V, seq, nil
+}
+
+// headIn is head for a querier.
+func headIn(q querier) (gitver.Hash, int, error) {
+	return head(func(args ...any) *sql.Row { return q.QueryRow(headQuery, args...) })
 }
 
 // Update runs fn in one write transaction (BEGIN IMMEDIATE: one writer at a

@@ -12,6 +12,7 @@ import (
 // indexed head, even while another process catches the index up.
 type Snapshot struct {
 	t *sql.Tx
+	q inTx // runs the hot reads prepared
 }
 
 // Read runs fn on a snapshot.
@@ -21,14 +22,14 @@ func (d *DB) Read(fn func(s *Snapshot) error) error {
 		return err
 	}
 	defer t.Rollback()
-	return fn(&Snapshot{t: t})
+	return fn(&Snapshot{t: t, q: inTx{d, t}})
 }
 
 // Head is the commit the snapshot reflects and its cursor.
-func (s *Snapshot) Head() (gitver.Hash, int, error) { return head(s.t) }
+func (s *Snapshot) Head() (gitver.Hash, int, error) { return headIn(s.q) }
 
 // Note returns a note by its short address.
-func (s *Snapshot) Note(key string) (Note, bool, error) { return noteRow(s.t, key) }
+func (s *Snapshot) Note(key string) (Note, bool, error) { return noteRow(s.q, key) }
 
 // Event is one commit that changed a note, for provenance.
 type Event struct {
@@ -83,7 +84,7 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 // absent).
 func (s *Snapshot) FileBlob(path string) (gitver.Hash, error) {
 	var b gitver.Hash
-	err := s.t.QueryRow("SELECT new FROM changes WHERE path=? ORDER BY seq DESC LIMIT 1", path).Scan(&b)
+	err := s.q.QueryRow(fileBlobQuery, path).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gitver.ZeroHash, nil
 	}
@@ -95,7 +96,7 @@ func (s *Snapshot) FileBlob(path string) (gitver.Hash, error) {
 func (s *Snapshot) Disk(path string) (DiskStat, bool, error) {
 	var d DiskStat
 	var ino int64
-	err := s.t.QueryRow("SELECT blob,size,mtime,ino FROM disk WHERE path=?", path).Scan(&d.Blob, &d.Size, &d.MTime, &ino)
+	err := s.q.QueryRow(diskQuery, path).Scan(&d.Blob, &d.Size, &d.MTime, &ino)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DiskStat{}, false, nil
 	}

@@ -141,7 +141,7 @@ type Note struct {
 }
 
 // Head is the commit the index reflects, inside the transaction.
-func (x *Tx) Head() (gitver.Hash, int, error) { return head(x.t) }
+func (x *Tx) Head() (gitver.Hash, int, error) { return headIn(x.t) }
 
 // SetHead records the commit the index now reflects.
 func (x *Tx) SetHead(hash gitver.Hash) error {
@@ -354,7 +354,7 @@ func scanNote(row interface{ Scan(...any) error }) (Note, error) {
 }
 
 func noteRow(q querier, key string) (Note, bool, error) {
-	n, err := scanNote(q.QueryRow("SELECT "+noteColumns+" FROM notes WHERE key=?", key))
+	n, err := scanNote(q.QueryRow(noteQuery, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, false, nil
 	}

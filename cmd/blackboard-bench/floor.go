@@ -31,20 +31,31 @@ import (
 // with durability on. Nothing else: no journal, no index, no check of what
 // is there. The probe keeps the trees it made in memory, as the cheapest
 // writer would, and moves a ref of its own (refBenchFloor), so the board is
-// not changed but for objects nothing reaches, which gc removes.
+// not changed but for objects nothing reaches, which gc removes. Its note
+// files lie beside the notes, in the note's directory as the product's
+// do, under a name that marks a temporary file of the program (git and the
+// watcher pass over them): a file system allocates a new file near its
+// directory, and how much that costs differs from one part of a disk to
+// another.
+
+// floorFile is the suffix of the probe's note files.
+const floorFile = ".bb-tmp-floor"
 
 // refBenchFloor is the ref the probe moves.
 const refBenchFloor = "refs/bench/floor"
 
 // floorProbe makes floor commits on a repository.
 type floorProbe struct {
-	gitDir, scratch string
-	sync            bool
-	objects         *filesystem.Storage
-	parent          plumbing.Hash
+	dir, gitDir string
+	sync        bool
+	objects     *filesystem.Storage
+	parent      plumbing.Hash
 	// trees are the directories the probe rewrote, by path ("" the root),
 	// as entries sorted the way git sorts them.
 	trees map[string][]object.TreeEntry
+	// files are the note files the probe wrote, removed by close.
+	files   []string
+	started time.Time
 }
 
 // newFloorProbe starts a probe on the repository of the work tree dir, at
@@ -56,19 +67,21 @@ func newFloorProbe(dir string, sync bool) (*floorProbe, error) {
 	if err != nil {
 		return nil, err
 	}
-	scratch := filepath.Join(gitDir, "bench-floor")
-	for _, d := range []string{scratch, filepath.Dir(filepath.Join(gitDir, refBenchFloor))} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(gitDir, refBenchFloor)), 0o755); err != nil {
+		return nil, err
 	}
-	return &floorProbe{gitDir: gitDir, scratch: scratch, sync: sync, objects: objects, parent: head.Hash(),
+	return &floorProbe{dir: dir, gitDir: gitDir, sync: sync, objects: objects, parent: head.Hash(), started: time.Now(),
 		trees: map[string][]object.TreeEntry{}}, nil
 }
 
 // close removes the probe's ref and files.
 func (p *floorProbe) close() error {
-	err := os.RemoveAll(p.scratch)
+	var err error
+	for _, f := range p.files {
+		if rerr := os.Remove(f); rerr != nil && !os.IsNotExist(rerr) {
+			err = rerr
+		}
+	}
 	if rerr := os.Remove(filepath.Join(p.gitDir, refBenchFloor)); rerr != nil && !os.IsNotExist(rerr) {
 		err = rerr
 	}
@@ -113,11 +126,14 @@ func (p *floorProbe) commit(key string, content []byte) error {
 		return err
 	}
 	p.parent = commit
-	file := filepath.Join(p.scratch, filepath.FromSlash(notePath))
+	file := filepath.Join(p.dir, filepath.FromSlash(path.Dir(notePath)), "."+path.Base(notePath)+floorFile)
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	return p.replaceFile(file, content, ".tmp")
+	if !slices.Contains(p.files, file) {
+		p.files = append(p.files, file)
+	}
+	return p.replaceFile(file, content, "-new")
 }
 
 // tree is the directory at dir as the probe left it, else as the branch has
@@ -232,8 +248,11 @@ func (p *floorProbe) replaceFile(path string, data []byte, suffix string) error 
 // first as writeNotes numbers its writes, of the size the product writes.
 func probeNotes(p *floorProbe, notes []string, first, writes int) (result, error) {
 	res := result{lat: make([]time.Duration, 0, writes), start: time.Now()}
+	// Named by the probe's start, its notes are new to the board: a probe
+	// that ran on it before left objects, which would not be written again.
+	by := fmt.Sprintf("floor %d", p.started.UnixNano())
 	for k := first; k < first+writes; k++ {
-		content := fmt.Appendf(nil, "---\ndigest: "+benchDigest+"\nkind: finding\n---\n"+noteBody, k+1, "floor", k+1, "floor")
+		content := fmt.Appendf(nil, "---\ndigest: "+benchDigest+"\nkind: finding\n---\n"+noteBody, k+1, by, k+1, by)
 		t := time.Now()
 		if err := p.commit(notes[k%len(notes)], content); err != nil {
 			return res, err

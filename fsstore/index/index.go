@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
@@ -106,7 +107,16 @@ type DB struct {
 	// and comparison and a read's note rows run them again and again, and
 	// preparing one cost more than running it.
 	hot map[string]*sql.Stmt
+	// merging is set once the full-text index is known to merge its
+	// segments as ftsMerging says.
+	merging atomic.Bool
 }
+
+// ftsMerging is how the full-text index merges the segments each write
+// adds: never a little at every write (FTS5's automerge), only when a level
+// holds 16 (its crisis merge). On 100,000 notes the little merges made one
+// write in 16 take 7-13 ms longer; searches are as fast.
+const ftsMerging = "INSERT INTO fts(fts, rank) VALUES('automerge', 0)"
 
 // The hot reads (DB.hot).
 const (
@@ -299,8 +309,25 @@ func (d *DB) Update(fn func(tx *Tx) error) error {
 	if err := fn(x); err != nil {
 		return err
 	}
+	if !d.merging.Load() {
+		// An index made before it was set.
+		var v string
+		err := t.QueryRow("SELECT v FROM fts_config WHERE k='automerge'").Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if v != "0" {
+			if _, err := t.Exec(ftsMerging); err != nil {
+				return err
+			}
+		}
+	}
 	if err := x.flushFTS(); err != nil {
 		return err
 	}
-	return t.Commit()
+	if err := t.Commit(); err != nil {
+		return err
+	}
+	d.merging.Store(true)
+	return nil
 }

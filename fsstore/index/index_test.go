@@ -92,3 +92,30 @@ func TestOpenReplacesForeignFiles(t *testing.T) {
 		}
 	})
 }
+
+// The full-text index merges its segments only when a level is full, not a
+// little at every write, an index made before that was set included: its
+// first write sets it.
+func TestFullTextIndexMergesOnlyFullLevels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.write.Exec("INSERT INTO fts(fts, rank) VALUES('automerge', 4)"); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if d, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Update(func(tx *Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := d.read.QueryRow("SELECT v FROM fts_config WHERE k='automerge'").Scan(&v); err != nil || v != "0" {
+		t.Fatalf("automerge is %q (%v), want 0", v, err)
+	}
+}

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// A pack that appears after the storage was opened is read from its index
-// here, without opening go-git's storage again (which reads every index of
-// the repository again, megabytes on a big board).
-func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
+// writerAndReader opens one repository twice: a writer, and a reader of
+// what it writes.
+func writerAndReader(t *testing.T) (writer, reader *Repo) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := Init(dir, "main"); err != nil {
 		t.Fatal(err)
@@ -20,29 +20,51 @@ func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer writer.Close()
-	reader, err := Open(dir, Options{NoSync: true})
+	t.Cleanup(func() { writer.Close() })
+	reader, err = Open(dir, Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reader.Close()
-	who := Signature{Name: "a", Email: "a@example.com", When: time.Now()}
-	write := func(parent Hash, content string) *PendingCommit {
-		p, err := writer.BuildCommit(CommitRequest{Parent: parent, Author: who, Message: content,
-			Changes: map[string]Hash{"t/a.md": BlobHash([]byte(content))}, Blobs: [][]byte{[]byte(content)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writer.Stage(p)
-		sha, err := writer.WriteStaged()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := writer.PublishPacks([]string{sha}); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	t.Cleanup(func() { reader.Close() })
+	return writer, reader
+}
+
+var packAuthor = Signature{Name: "a", Email: "a@example.com", When: time.Now()}
+
+// writePack commits content to t/a.md on parent, its objects written as
+// one published pack; the branch does not move.
+func writePack(t *testing.T, r *Repo, parent Hash, content string) *PendingCommit {
+	t.Helper()
+	p, sha := writePendingPack(t, r, parent, content)
+	if err := r.PublishPacks([]string{sha}); err != nil {
+		t.Fatal(err)
 	}
+	return p
+}
+
+// writePendingPack is writePack with the pack left pending: it returns
+// the pack's checksum.
+func writePendingPack(t *testing.T, r *Repo, parent Hash, content string) (*PendingCommit, string) {
+	t.Helper()
+	p, err := r.BuildCommit(CommitRequest{Parent: parent, Author: packAuthor, Message: content,
+		Changes: map[string]Hash{"t/a.md": BlobHash([]byte(content))}, Blobs: [][]byte{[]byte(content)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Stage(p)
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sha
+}
+
+// A pack that appears after the storage was opened is read from its index
+// here, without opening go-git's storage again (which reads every index of
+// the repository again, megabytes on a big board).
+func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
+	writer, reader := writerAndReader(t)
+	write := func(parent Hash, content string) *PendingCommit { return writePack(t, writer, parent, content) }
 	// The reader's storage has read the packs there are.
 	first := write(ZeroHash, "first")
 	if _, err := reader.ReadCommit(first.Hash); err != nil {
@@ -77,17 +99,7 @@ func TestPackCaughtBetweenItsRenamesIsReadLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	who := Signature{Name: "a", Email: "a@example.com", When: time.Now()}
-	p, err := r.BuildCommit(CommitRequest{Author: who, Message: "m",
-		Changes: map[string]Hash{"t/a.md": BlobHash([]byte("a"))}, Blobs: [][]byte{[]byte("a")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Stage(p)
-	sha, err := r.WriteStaged()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sha := writePendingPack(t, r, ZeroHash, "a")
 	pack, _ := pendingPack(filepath.Join(dir, ".git", "objects", "pack"), sha)
 	if err := os.Rename(pack, pack+".away"); err != nil {
 		t.Fatal(err)
@@ -111,39 +123,12 @@ func TestPackCaughtBetweenItsRenamesIsReadLater(t *testing.T) {
 // short, and its storage is never opened again for want of room in it
 // (which reads every index of the repository again).
 func TestMergedPacksAreLetGo(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir, "main"); err != nil {
-		t.Fatal(err)
-	}
-	writer, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Close()
-	reader, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	who := Signature{Name: "a", Email: "a@example.com", When: time.Now()}
+	writer, reader := writerAndReader(t)
 	var commits []Hash
 	parent := ZeroHash
 	for i := range 6 * mergeSmallPacks {
-		content := fmt.Sprintf("group %d", i)
-		p, err := writer.BuildCommit(CommitRequest{Parent: parent, Author: who, Message: content,
-			Changes: map[string]Hash{"t/a.md": BlobHash([]byte(content))}, Blobs: [][]byte{[]byte(content)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writer.Stage(p)
-		sha, err := writer.WriteStaged()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := writer.PublishPacks([]string{sha}); err != nil {
-			t.Fatal(err)
-		}
-		if err := writer.UpdateBranch(parent, p.Hash, who, "group"); err != nil {
+		p := writePack(t, writer, parent, fmt.Sprintf("group %d", i))
+		if err := writer.UpdateBranch(parent, p.Hash, packAuthor, "group"); err != nil {
 			t.Fatal(err)
 		}
 		parent = p.Hash

@@ -587,6 +587,8 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 					return err
 				}
 				w.counted(len(chain))
+				// The branch names their objects: git may pack them.
+				w.repo.ReleasePacks(packs)
 				if w.remote == "" {
 					// Each group leaves a pack: many small ones are merged.
 					if err := w.repo.MergeSmallPacks(); err != nil {

@@ -317,6 +317,13 @@ func (r *Repo) PublishPacks(shas []string) error {
 		}
 	}
 	for _, m := range todo {
+		// Kept from git until the branch names its objects (ReleasePacks).
+		sha := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m.toIdx), "pack-"), ".idx")
+		if err := os.WriteFile(keepPath(dir, sha), []byte(ourKeep), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, m := range todo {
 		for _, mv := range [][2]string{{m.fromIdx, m.toIdx}, {m.fromPack, m.toPack}} {
 			if mv[0] == mv[1] {
 				continue
@@ -330,6 +337,31 @@ func (r *Repo) PublishPacks(shas []string) error {
 		return syncDir(dir)
 	}
 	return nil
+}
+
+// ourKeep is the content of the .keep files PublishPacks writes. A pack
+// made git's before the branch names its objects holds objects nothing
+// names yet, and a person's `git repack -a -d` run then would drop them
+// with the pack; git leaves a pack with a .keep file alone.
+const ourKeep = "blackboard-mcp: objects of writes being committed\n"
+
+func keepPath(dir, sha string) string { return filepath.Join(dir, "pack-"+sha+".keep") }
+
+// ourKeepFile reports whether the .keep file at p is one PublishPacks wrote.
+func ourKeepFile(p string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && string(b) == ourKeep
+}
+
+// ReleasePacks lets git have the packs shas (PublishPacks'), once the
+// branch names their objects: their .keep files go.
+func (r *Repo) ReleasePacks(shas []string) {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	for _, sha := range shas {
+		if p := keepPath(dir, sha); ourKeepFile(p) {
+			os.Remove(p)
+		}
+	}
 }
 
 // StillPending is those of shas whose packs are pending yet: not
@@ -777,6 +809,9 @@ func (r *Repo) MergeSmallPacks() error {
 		}
 	}()
 	for _, name := range candidates {
+		if ourKeepFile(keepPath(dir, name)) {
+			continue // its writes are being committed
+		}
 		special := false
 		for _, ext := range []string{".keep", ".bitmap", ".promisor", ".mtimes"} {
 			if fileExists(filepath.Join(dir, "pack-"+name+ext)) {
@@ -851,9 +886,10 @@ func (r *Repo) MergeSmallPacks() error {
 }
 
 // removeOldPackTemps removes what killed writers of this program left in
-// dir: temporary files of packs an hour after they were made, pending
-// packs whose writes were never committed after two weeks (git's own
-// expiry for temporary files).
+// dir: temporary files of packs, and the .keep files of packs whose writes
+// were never committed, an hour after they were made; pending packs whose
+// writes were never committed after two weeks (git's own expiry for
+// temporary files).
 func removeOldPackTemps(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
@@ -861,6 +897,8 @@ func removeOldPackTemps(dir string) {
 		switch {
 		case strings.HasPrefix(e.Name(), packTempPrefix), strings.HasPrefix(e.Name(), idxTempPrefix):
 			age = time.Hour
+		case strings.HasSuffix(e.Name(), ".keep") && ourKeepFile(filepath.Join(dir, e.Name())):
+			age = time.Hour // its writes were dropped
 		case strings.HasPrefix(e.Name(), pendingPackPrefix):
 			age = 14 * 24 * time.Hour
 		default:

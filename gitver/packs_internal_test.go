@@ -32,14 +32,15 @@ func writerAndReader(t *testing.T) (writer, reader *Repo) {
 var packAuthor = Signature{Name: "a", Email: "a@example.com", When: time.Now()}
 
 // writePack commits content to t/a.md on parent, its objects written as
-// one published pack; the branch does not move.
-func writePack(t *testing.T, r *Repo, parent Hash, content string) *PendingCommit {
+// one published pack, kept from git until released; the branch does not
+// move. It returns the commit and the pack's checksum.
+func writePack(t *testing.T, r *Repo, parent Hash, content string) (*PendingCommit, string) {
 	t.Helper()
 	p, sha := writePendingPack(t, r, parent, content)
 	if err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, sha
 }
 
 // writePendingPack is writePack with the pack left pending: it returns
@@ -64,7 +65,10 @@ func writePendingPack(t *testing.T, r *Repo, parent Hash, content string) (*Pend
 // the repository again, megabytes on a big board).
 func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 	writer, reader := writerAndReader(t)
-	write := func(parent Hash, content string) *PendingCommit { return writePack(t, writer, parent, content) }
+	write := func(parent Hash, content string) *PendingCommit {
+		p, _ := writePack(t, writer, parent, content)
+		return p
+	}
 	// The reader's storage has read the packs there are.
 	first := write(ZeroHash, "first")
 	if _, err := reader.ReadCommit(first.Hash); err != nil {
@@ -127,10 +131,11 @@ func TestMergedPacksAreLetGo(t *testing.T) {
 	var commits []Hash
 	parent := ZeroHash
 	for i := range 6 * mergeSmallPacks {
-		p := writePack(t, writer, parent, fmt.Sprintf("group %d", i))
+		p, sha := writePack(t, writer, parent, fmt.Sprintf("group %d", i))
 		if err := writer.UpdateBranch(parent, p.Hash, packAuthor, "group"); err != nil {
 			t.Fatal(err)
 		}
+		writer.ReleasePacks([]string{sha})
 		parent = p.Hash
 		commits = append(commits, p.Hash)
 		if i == 0 {

@@ -146,6 +146,7 @@ func TestSmallPacksAreMerged(t *testing.T) {
 		if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
 			t.Fatal(err)
 		}
+		r.ReleasePacks([]string{sha})
 		tip = next
 		tips = append(tips, tip)
 		if _, err := reader.ReadCommit(tip); err != nil { // the reader loads each small pack
@@ -301,4 +302,42 @@ func TestHalfPublishedPackIsFinished(t *testing.T) {
 	}
 	runGit(t, dir, "verify-pack", filepath.Join(packDir, "pack-"+sha+".idx"))
 	fsck(t, dir)
+}
+
+// A pack made git's before the branch names its objects is kept from a
+// person's `git repack -a -d`, which drops packed objects nothing names;
+// once the branch names them and the pack is released, git packs them as
+// any others.
+func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	next := stageChain(t, r, tip, "g", 3)
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PublishPacks([]string{sha}); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, dir, "repack", "-a", "-d", "-q")
+	if !gitOK(dir, "cat-file", "-e", next.String()) {
+		t.Fatal("git repack -a -d dropped the objects of writes being committed")
+	}
+	if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
+		t.Fatal(err)
+	}
+	r.ReleasePacks([]string{sha})
+	keeps, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.keep"))
+	if err != nil || len(keeps) != 0 {
+		t.Fatalf("keep files left: %v %v", keeps, err)
+	}
+	runGit(t, dir, "repack", "-a", "-d", "-q")
+	if n := len(packFiles(t, dir)); n != 1 {
+		t.Errorf("%d packs after a whole repack, want 1", n)
+	}
+	fsck(t, dir)
+	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "4\n" {
+		t.Errorf("history holds %q commits, want 4", got)
+	}
 }

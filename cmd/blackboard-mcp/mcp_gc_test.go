@@ -66,6 +66,9 @@ func TestMCPWritesDuringGC(t *testing.T) {
 	t.Logf("%d rounds of git repack -d, prune-packed and repack -a -d, %d failed writes, %d groups of writes committed together",
 		gcRuns, len(failures), strings.Count(string(reflog), " writes\n"))
 	checkWorkspace(t, dir)
+	// A whole repack drops packed objects nothing names: the branch must
+	// name none it dropped.
+	gitCmd(t, dir, "fsck", "--strict", "--no-dangling")
 	if len(failures) > 0 {
 		logs := a.stderr.String() + b.stderr.String()
 		if strings.Contains(logs, "tmp_obj_") {

@@ -589,20 +589,18 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				w.counted(len(chain))
 				// The branch names their objects: git may pack them.
 				w.repo.ReleasePacks(packs)
+				if w.remote == "" {
+					// Each group leaves a pack: many small ones are merged.
+					if err := w.repo.MergeSmallPacks(); err != nil {
+						w.logf("merge the small packs of grouped writes: %v", err)
+					}
+				}
 				// Writes built on the chain meanwhile stay pending on it.
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
 					return err
 				}
 				return w.savePending(gitver.ZeroHash)
 			})
-			if moved && w.remote == "" {
-				// Each group leaves a pack: many small ones are merged,
-				// under the publish lock alone (one publisher merges at a
-				// time), while writers build the next group.
-				if err := w.repo.MergeSmallPacks(); err != nil {
-					w.logf("merge the small packs of grouped writes: %v", err)
-				}
-			}
 			if !moved && w.remote == "" {
 				if errors.Is(finishErr, gitver.ErrPackDamaged) {
 					// A power failure cut a pending pack: the chain is

@@ -770,9 +770,8 @@ func (r *Repo) DropStaged() {
 // one pack per group of commits, and git looks through every pack for an
 // object. Packs git keeps for a reason of its own (.keep, bitmaps,
 // promisor packs, cruft packs) are left alone. Concurrent readers that lose
-// a pack find its objects in the merged one (readObject reopens). The
-// caller makes sure that no other process merges at once (fsstore: its
-// publish lock).
+// a pack find its objects in the merged one (readObject reopens). It runs
+// under the caller's write lock, so two processes never merge at once.
 func (r *Repo) MergeSmallPacks() error {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	removeOldPackTemps(dir)

@@ -234,35 +234,25 @@ func (w *Workspace) Close() error {
 // when a process dies, so a killed writer never blocks the next one; what it
 // left half-done is finished first, from its journal.
 func (w *Workspace) withWriteLock(fn func() error) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for {
-		err := unix.Flock(int(w.lock.Fd()), unix.LOCK_EX)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("lock %s: %w", note.LockFile, err)
-		}
-	}
-	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
-	if err := w.recover(); err != nil {
-		return fmt.Errorf("finish an interrupted write: %w", err)
-	}
-	if err := w.repair(); err != nil {
-		return err
-	}
-	return fn()
+	_, err := w.holdWriteLock(unix.LOCK_EX, func() (bool, error) { return true, fn() })
+	return err
 }
 
 // withFreeWriteLock is withWriteLock when no other process holds the lock:
 // then fn runs and says whether it did the work (took). took is false when
 // the lock was held elsewhere.
 func (w *Workspace) withFreeWriteLock(fn func() (took bool, err error)) (took bool, err error) {
+	return w.holdWriteLock(unix.LOCK_EX|unix.LOCK_NB, fn)
+}
+
+// holdWriteLock takes the write lock by flock(how), finishes what a killed
+// writer left, runs the repairs and then fn. took is false, and fn not run,
+// when how does not block and another process holds the lock.
+func (w *Workspace) holdWriteLock(how int, fn func() (took bool, err error)) (took bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		err := unix.Flock(int(w.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(w.lock.Fd()), how)
 		if err == nil {
 			break
 		}

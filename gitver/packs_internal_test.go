@@ -94,17 +94,9 @@ func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 // there, not its pack yet) is looked at again later, not left to go-git,
 // which would not find it until its storage is opened again.
 func TestPackCaughtBetweenItsRenamesIsReadLater(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir, "main"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, _ := writerAndReader(t)
 	p, sha := writePendingPack(t, r, ZeroHash, "a")
-	pack, _ := pendingPack(filepath.Join(dir, ".git", "objects", "pack"), sha)
+	pack, _ := pendingPack(filepath.Join(r.GitDir(), "objects", "pack"), sha)
 	if err := os.Rename(pack, pack+".away"); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,19 @@ func stageChain(t *testing.T, r *gitver.Repo, parent gitver.Hash, tag string, n 
 	return parent
 }
 
+// chainPack is stageChain with the group's objects then written as one
+// pending pack, as a group's are: it returns the last commit and the
+// pack's checksum.
+func chainPack(t *testing.T, r *gitver.Repo, parent gitver.Hash, tag string, n int) (gitver.Hash, string) {
+	t.Helper()
+	tip := stageChain(t, r, parent, tag, n)
+	sha, err := r.WriteStaged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tip, sha
+}
+
 func packFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.pack"))
@@ -52,11 +65,7 @@ func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
 	r, dir := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	loose := runGit(t, dir, "count-objects")
-	tip := stageChain(t, r, base, "g", 8)
-	sha, err := r.WriteStaged()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tip, sha := chainPack(t, r, base, "g", 8)
 	// Pending: read here, passed over by git.
 	if len(packFiles(t, dir)) != 0 {
 		t.Fatal("git sees a pending pack")
@@ -135,11 +144,7 @@ func TestSmallPacksAreMerged(t *testing.T) {
 	defer reader.Close()
 	var tips []gitver.Hash
 	for g := range 17 {
-		next := stageChain(t, r, tip, fmt.Sprintf("g%d", g), 3)
-		sha, err := r.WriteStaged()
-		if err != nil {
-			t.Fatal(err)
-		}
+		next, sha := chainPack(t, r, tip, fmt.Sprintf("g%d", g), 3)
 		if err := r.PublishPacks([]string{sha}); err != nil {
 			t.Fatal(err)
 		}
@@ -236,11 +241,7 @@ func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
 		t.Run(damage, func(t *testing.T) {
 			r, dir := newRepo(t)
 			base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
-			stageChain(t, r, base, "g", 3)
-			sha, err := r.WriteStaged()
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, sha := chainPack(t, r, base, "g", 3)
 			pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+sha+"_pack")
 			fi, err := os.Stat(pack)
 			if err != nil {
@@ -276,11 +277,7 @@ func TestHalfPublishedPackIsFinished(t *testing.T) {
 	requireGit(t)
 	r, dir := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
-	tip := stageChain(t, r, base, "g", 3)
-	sha, err := r.WriteStaged()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tip, sha := chainPack(t, r, base, "g", 3)
 	packDir := filepath.Join(dir, ".git", "objects", "pack")
 	if err := os.Rename(filepath.Join(packDir, "tmp_bb_"+sha+"_idx"), filepath.Join(packDir, "pack-"+sha+".idx")); err != nil {
 		t.Fatal(err)
@@ -312,11 +309,7 @@ func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
 	requireGit(t)
 	r, dir := newRepo(t)
 	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
-	next := stageChain(t, r, tip, "g", 3)
-	sha, err := r.WriteStaged()
-	if err != nil {
-		t.Fatal(err)
-	}
+	next, sha := chainPack(t, r, tip, "g", 3)
 	if err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}

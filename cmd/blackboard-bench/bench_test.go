@@ -107,8 +107,8 @@ func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...
 		if refs := gitOut(t, dir, "for-each-ref", "refs/bench"); refs != "" {
 			t.Errorf("the floor probe left refs behind:\n%s", refs)
 		}
-		if _, err := os.Stat(filepath.Join(dir, ".git", "bench-floor")); !os.IsNotExist(err) {
-			t.Errorf("the floor probe left its files behind (%v)", err)
+		if left := floorFiles(t, dir); len(left) > 0 {
+			t.Errorf("the floor probe left its files behind: %v", left)
 		}
 	}
 	if catchupLine.FindStringSubmatch(lines[0]) == nil {
@@ -278,5 +278,76 @@ func TestBenchFull(t *testing.T) {
 			_, out := benchWriteRun(t, dir, procs, total/procs, 20)
 			t.Logf("notes=%d\n%s", board.notes, strings.TrimSpace(out))
 		}
+	}
+}
+
+// floorFiles lists the floor probe's note files in the work tree at dir
+// (git passes over them: they are named as the program's temporary files).
+func floorFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if strings.Contains(d.Name(), floorFile) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// looseObjects counts the loose objects of the repository at dir.
+func looseObjects(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "??", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+// Every floor commit writes all a commit of new content must: a probe run
+// again on the same notes writes its blob, trees and commit again, and
+// does not find them left by the last run (a floor that skipped them was
+// cheaper than any commit can be). Its note files lie beside the notes.
+func TestFloorProbeWritesEveryObject(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs the git command")
+	}
+	dir := filepath.Join(t.TempDir(), "acme")
+	if err := fsstore.Init(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	notes := []string{"t/n1", "t/n2", "t/n3"}
+	for run := range 2 {
+		p, err := newFloorProbe(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := looseObjects(t, dir)
+		if _, err := probeNotes(p, notes, 0, len(notes)); err != nil {
+			t.Fatal(err)
+		}
+		// A blob, the trees of t/ and of the root, and a commit a note.
+		if got := looseObjects(t, dir) - before; got != 4*len(notes) {
+			t.Errorf("run %d wrote %d objects for %d floor commits, want %d", run, got, len(notes), 4*len(notes))
+		}
+		if got := floorFiles(t, dir); len(got) != len(notes) || filepath.Base(filepath.Dir(got[0])) != "t" {
+			t.Errorf("run %d: the probe's note files are %v, want 3 in t/", run, got)
+		}
+		if err := p.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := floorFiles(t, dir); len(left) > 0 {
+		t.Errorf("files left after close: %v", left)
 	}
 }

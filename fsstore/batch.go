@@ -589,6 +589,12 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				w.counted(len(chain))
 				// The branch names their objects: git may pack them.
 				w.repo.ReleasePacks(packs)
+				// The derived index follows the branch in this hold of the
+				// lock. Left to whoever reads next, it would be caught up
+				// by every watching process at once, each waiting for
+				// the others' transactions, the next write's build among
+				// them.
+				_, _, indexErr := w.catchUp(nil, nil)
 				if w.remote == "" {
 					// Each group leaves a pack: many small ones are merged.
 					if err := w.repo.MergeSmallPacks(); err != nil {
@@ -597,9 +603,9 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				}
 				// Writes built on the chain meanwhile stay pending on it.
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
-					return err
+					return errors.Join(indexErr, err)
 				}
-				return w.savePending(gitver.ZeroHash)
+				return errors.Join(indexErr, w.savePending(gitver.ZeroHash))
 			})
 			if !moved && w.remote == "" {
 				if errors.Is(finishErr, gitver.ErrPackDamaged) {

@@ -215,3 +215,41 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The publisher of a group of writes brings the derived index to the
+// branch it moved, in the same hold of the write lock. Left to whoever
+// reads next, every watching process would catch it up at once, each
+// waiting for the others' index transactions, the next write's build among
+// them.
+func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "first", "first body")
+	before := readFile(t, w, "t/a.md")
+	var pending gitver.Hash
+	err := w.withWriteLock(func() error {
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		content := []byte(strings.ReplaceAll(before, "first", "second"))
+		if pending, err = w.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.agentSignature("other"),
+			Message: "update t/a v2: second", Changes: map[string]gitver.Hash{"t/a.md": gitver.BlobHash(content)},
+			Blobs: [][]byte{content}}); err != nil {
+			return err
+		}
+		return w.savePending(pending)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.publishPending(nil); err != nil {
+		t.Fatal(err)
+	}
+	if head, err := w.repo.Head(); err != nil || head != pending {
+		t.Fatalf("the branch is at %v (%v), want the pending write %v", head, err, pending)
+	}
+	if indexed, _, err := w.idx.Head(); err != nil || indexed != pending {
+		t.Errorf("the derived index is at %v (%v) once the group is published, want %v", indexed, err, pending)
+	}
+}

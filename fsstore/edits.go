@@ -217,18 +217,34 @@ func (w *Workspace) misnamed(p string) *TreeProblem {
 // holds. It runs without the write lock, so that the echoes of the program's
 // own writes (each seen by every watching process) cost no lock: a file
 // equal to the head's blob has nothing to commit, whatever is in flight.
+//
+// It does not bring the derived index up to date either: when the index is
+// behind the branch (a writer is between its branch move and its index
+// update, or a person committed), the head's blobs are read from git. Every
+// watching process catching the index up itself would make them all queue
+// for its write transaction, and the writer with them.
 func (w *Workspace) changedPaths(paths []string) ([]string, error) {
-	if _, _, err := w.catchUp(nil, nil); err != nil {
+	head, err := w.repo.Head()
+	if err != nil {
 		return paths, err
 	}
 	var out []string
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err = w.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
+		indexed, _, err := s.Head()
+		if err != nil {
+			return err
+		}
 		for _, p := range paths {
 			if _, ok := note.KeyOf(p); !ok {
 				continue
 			}
-			committed, err := s.FileBlob(p)
+			var committed gitver.Hash
+			if indexed == head {
+				committed, err = s.FileBlob(p)
+			} else {
+				committed, err = w.repo.PathBlob(head, p)
+			}
 			if err != nil {
 				return err
 			}

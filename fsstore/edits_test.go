@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -432,5 +433,35 @@ func TestMisnamedNoteIsReported(t *testing.T) {
 	}
 	if strings.Contains(got, "README") || rep.Commit != "" {
 		t.Errorf("report = %+v", rep)
+	}
+}
+
+// The watcher's first look at changed files (is the file what the branch
+// holds?) runs without the write lock and writes nothing: when the derived
+// index is behind the branch, here after a person's commit, it reads the
+// branch's blobs from git instead of catching the index up, which every
+// watching process would do at once.
+func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a body")
+	put(t, w, "t/b", 0, "b", "b body")
+	indexed, _, err := w.idx.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, w, "t/a.md", strings.Replace(readFile(t, w, "t/a.md"), "a body", "a body, committed by hand", 1))
+	git(t, w.Dir(), "commit", "--quiet", "-am", "a by hand")
+	writeFile(t, w, "t/b.md", strings.Replace(readFile(t, w, "t/b.md"), "b body", "b body, saved", 1))
+
+	changed, err := w.changedPaths([]string{"t/a.md", "t/b.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(changed, []string{"t/b.md"}) {
+		t.Errorf("changed files %q, want the saved one alone: the committed one is what the branch holds", changed)
+	}
+	if now, _, err := w.idx.Head(); err != nil || now != indexed {
+		t.Errorf("the derived index moved from %v to %v (%v) in the check", indexed, now, err)
 	}
 }

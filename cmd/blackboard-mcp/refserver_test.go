@@ -116,6 +116,25 @@ func catchUpAgainstReference(t *testing.T, npmDir string, notes, target int, flo
 	report(t, "catch-up on %d notes without the 2 bodies: blackboard-mcp %d tokens (table mode %d, %.1fx fewer), reference memory server %d; with the bodies no server could do better than %.1fx",
 		notes, ourTotal-bodies, tableTotal-bodies, float64(theirTotal-countTokens(t, theirs[3]))/float64(tableTotal-bodies),
 		theirTotal-countTokens(t, theirs[3]), float64(theirTotal)/float64(countTokens(t, theirs[3])))
+	// So do the digests the listing and the 20 reads must carry (what a
+	// note is about is the point of both): the rest is addresses,
+	// versions and the envelope.
+	digests := tableDigestTokens(t, tabled[0]) + tableDigestTokens(t, tabled[1])
+	report(t, "catch-up on %d notes: its digests take %d tokens and its 2 bodies %d; an answer of those alone would read %.1fx fewer than the reference server",
+		notes, digests, bodies, float64(theirTotal)/float64(digests+bodies))
+}
+
+// tableDigestTokens is the o200k tokens of the digest column of a table-mode
+// answer, a row's digest with its line end.
+func tableDigestTokens(t *testing.T, table string) int {
+	t.Helper()
+	n := 0
+	for _, row := range strings.Split(table, "\n")[1:] {
+		if cols := strings.Split(row, "\t"); len(cols) >= 3 {
+			n += countTokens(t, cols[2]+"\n")
+		}
+	}
+	return n
 }
 
 // noteContent is a note's body or table as the board stores it.

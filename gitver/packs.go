@@ -2,6 +2,7 @@ package gitver
 
 import (
 	"bytes"
+	"cmp"
 	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // git names packs by SHA-1.
 	"encoding/binary"
@@ -765,10 +766,13 @@ func (r *Repo) DropStaged() {
 	r.staged, r.stagedOrder = nil, nil
 }
 
-// MergeSmallPacks merges the small packs of whole objects into one when
-// there are mergeSmallPacks or more, and removes them: the program writes
-// one pack per group of commits, and git looks through every pack for an
-// object. Packs git keeps for a reason of its own (.keep, bitmaps,
+// MergeSmallPacks merges small packs of whole objects into one when there
+// are mergeSmallPacks or more, and removes them: the program writes one
+// pack per group of commits, and git looks through every pack for an
+// object. It merges the smallest packs, each up to twice the size of those
+// smaller together (git's geometric repack, factor 2): a pack merged before
+// is copied again only once as much came after it, so an object is copied
+// a few times in all, not at every merge until its pack is no longer small. Packs git keeps for a reason of its own (.keep, bitmaps,
 // promisor packs, cruft packs) are left alone. Concurrent readers that lose
 // a pack find its objects in the merged one (readObject reopens). It runs
 // under the caller's write lock, so two processes never merge at once.
@@ -781,6 +785,7 @@ func (r *Repo) MergeSmallPacks() error {
 	}
 	// Only the sizes first: this runs after every group.
 	var candidates []string
+	sizes := map[string]int64{}
 	r.mu.Lock()
 	for _, name := range names {
 		if r.unmergeable[name] {
@@ -788,6 +793,7 @@ func (r *Repo) MergeSmallPacks() error {
 		}
 		if pack, _ := publishedPack(dir, name); fileSize(pack) < smallPackBytes && fileExists(pack) {
 			candidates = append(candidates, name)
+			sizes[name] = fileSize(pack)
 		}
 	}
 	r.mu.Unlock()
@@ -802,12 +808,7 @@ func (r *Repo) MergeSmallPacks() error {
 	if len(candidates) < mergeSmallPacks {
 		return nil
 	}
-	var small []*ownPack
-	defer func() {
-		for _, p := range small {
-			p.close()
-		}
-	}()
+	var eligible []string
 	for _, name := range candidates {
 		if ourKeepFile(keepPath(dir, name)) {
 			continue // its writes are being committed
@@ -822,15 +823,24 @@ func (r *Repo) MergeSmallPacks() error {
 			unmergeable(name)
 			continue
 		}
+		eligible = append(eligible, name)
+	}
+	if len(eligible) < mergeSmallPacks {
+		return nil
+	}
+	var small []*ownPack
+	defer func() {
+		for _, p := range small {
+			p.close()
+		}
+	}()
+	for _, name := range geometricPrefix(eligible, sizes) {
 		p, err := loadOwnPack(dir, name, ownPackMaxObjects)
 		if err != nil {
 			unmergeable(name)
 			continue
 		}
 		small = append(small, p)
-	}
-	if len(small) < mergeSmallPacks {
-		return nil
 	}
 	total := 0
 	for _, p := range small {
@@ -883,6 +893,21 @@ func (r *Repo) MergeSmallPacks() error {
 		os.Remove(filepath.Join(dir, "pack-"+p.name+".rev"))
 	}
 	return nil
+}
+
+// geometricPrefix is the smallest of names, by size, each at most twice the
+// size of those before it together: the packs to merge.
+func geometricPrefix(names []string, sizes map[string]int64) []string {
+	names = slices.Clone(names)
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(sizes[a], sizes[b]) })
+	var sum int64
+	for i, name := range names {
+		if i > 0 && sizes[name] > 2*sum {
+			return names[:i]
+		}
+		sum += sizes[name]
+	}
+	return names
 }
 
 // removeOldPackTemps removes what killed writers of this program left in

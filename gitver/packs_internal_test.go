@@ -2,8 +2,10 @@ package gitver
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -155,6 +157,27 @@ func TestMergedPacksAreLetGo(t *testing.T) {
 		}
 		if _, err := reader.ReadCommit(c); err != nil {
 			t.Fatalf("group %d's commit: %v", i, err)
+		}
+	}
+}
+
+// Merges are geometric: the smallest packs, each at most twice the size of
+// those before it together. A pack merged before is merged again only once
+// the packs after it add up to half its size, so its objects are not
+// copied again at every merge.
+func TestGeometricPrefix(t *testing.T) {
+	for _, c := range []struct {
+		sizes map[string]int64
+		want  []string
+	}{
+		{map[string]int64{"a": 10, "b": 10, "c": 10}, []string{"a", "b", "c"}},
+		{map[string]int64{"big": 100, "a": 10, "b": 12, "c": 11}, []string{"a", "c", "b"}},
+		{map[string]int64{"big": 60, "a": 10, "b": 10, "c": 10}, []string{"a", "b", "c", "big"}},
+		{map[string]int64{"big": 1000, "mid": 100, "a": 10, "b": 20, "c": 30}, []string{"a", "b", "c", "mid"}},
+	} {
+		names := slices.Sorted(maps.Keys(c.sizes))
+		if got := geometricPrefix(names, c.sizes); !slices.Equal(got, c.want) {
+			t.Errorf("geometricPrefix(%v) = %v, want %v", c.sizes, got, c.want)
 		}
 	}
 }

@@ -772,10 +772,11 @@ func (r *Repo) DropStaged() {
 // object. It merges the smallest packs, each up to twice the size of those
 // smaller together (git's geometric repack, factor 2): a pack merged before
 // is copied again only once as much came after it, so an object is copied
-// a few times in all, not at every merge until its pack is no longer small. Packs git keeps for a reason of its own (.keep, bitmaps,
-// promisor packs, cruft packs) are left alone. Concurrent readers that lose
-// a pack find its objects in the merged one (readObject reopens). It runs
-// under the caller's write lock, so two processes never merge at once.
+// a few times in all, not at every merge until its pack is no longer small.
+// Packs git keeps for a reason of its own (.keep, bitmaps, promisor packs,
+// cruft packs) are left alone. Concurrent readers that lose a pack find its
+// objects in the merged one (readObject reopens). It runs under the
+// caller's write lock, so two processes never merge at once.
 func (r *Repo) MergeSmallPacks() error {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	removeOldPackTemps(dir)
@@ -791,9 +792,10 @@ func (r *Repo) MergeSmallPacks() error {
 		if r.unmergeable[name] {
 			continue
 		}
-		if pack, _ := publishedPack(dir, name); fileSize(pack) < smallPackBytes && fileExists(pack) {
+		pack, _ := publishedPack(dir, name)
+		if size := fileSize(pack); size >= 0 && size < smallPackBytes {
 			candidates = append(candidates, name)
-			sizes[name] = fileSize(pack)
+			sizes[name] = size
 		}
 	}
 	r.mu.Unlock()

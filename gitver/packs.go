@@ -897,19 +897,23 @@ func (r *Repo) MergeSmallPacks() error {
 	return nil
 }
 
-// geometricPrefix is the smallest of names, by size, each at most twice the
-// size of those before it together: the packs to merge.
+// geometricPrefix is the packs to merge: by size, the smallest of names up
+// to the largest that is at most twice the size of those smaller together.
+// The packs above it each hold more than twice all smaller ones, and stay.
+// (Stopping at the first pack too large would leave a tiny pack followed by
+// many equal ones unmerged forever.)
 func geometricPrefix(names []string, sizes map[string]int64) []string {
 	names = slices.Clone(names)
 	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(sizes[a], sizes[b]) })
+	n := min(len(names), 1)
 	var sum int64
 	for i, name := range names {
-		if i > 0 && sizes[name] > 2*sum {
-			return names[:i]
+		if i > 0 && sizes[name] <= 2*sum {
+			n = i + 1
 		}
 		sum += sizes[name]
 	}
-	return names
+	return names[:n]
 }
 
 // removeOldPackTemps removes what killed writers of this program left in

@@ -174,6 +174,9 @@ func TestGeometricPrefix(t *testing.T) {
 		{map[string]int64{"big": 100, "a": 10, "b": 12, "c": 11}, []string{"a", "c", "b"}},
 		{map[string]int64{"big": 60, "a": 10, "b": 10, "c": 10}, []string{"a", "b", "c", "big"}},
 		{map[string]int64{"big": 1000, "mid": 100, "a": 10, "b": 20, "c": 30}, []string{"a", "b", "c", "mid"}},
+		// A tiny pack before equal ones: all of them, not the tiny one alone.
+		{map[string]int64{"tiny": 1, "a": 100, "b": 100, "c": 100}, []string{"tiny", "a", "b", "c"}},
+		{map[string]int64{"big": 1000, "tiny": 1, "a": 100, "b": 100}, []string{"tiny", "a", "b"}},
 	} {
 		names := slices.Sorted(maps.Keys(c.sizes))
 		if got := geometricPrefix(names, c.sizes); !slices.Equal(got, c.want) {

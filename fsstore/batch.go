@@ -1,9 +1,11 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -457,22 +459,52 @@ func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
 
 // savePending records tip as the pending writes' tip (zero: none), and
 // the pending packs that hold their objects (gitver.Repo.WriteStaged), one
-// a line after it. It is not synced: after a crash, pending writes were
-// not acknowledged, and whether they are published then or built again,
-// nothing is lost.
+// a line after it. The file is written over in place, one write at its
+// start: replacing it (a new file renamed over the old) would make a file
+// and free one at every write, and creating files is what a busy file
+// system does slowest. A reader without the write lock may meet a write
+// half done: the record's header holds its length and checksum, and the
+// reader reads again (readPendingFile). It is not synced: after a crash,
+// pending writes were not acknowledged, and whether they are published
+// then or built again, nothing is lost.
 func (w *Workspace) savePending(tip gitver.Hash, packs ...string) error {
-	p := filepath.Join(w.repo.GitDir(), pendingName)
-	if tip.IsZero() {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
+	var body string
+	if !tip.IsZero() {
+		body = strings.Join(append([]string{tip.String()}, packs...), "\n") + "\n"
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(append([]string{tip.String()}, packs...), "\n")+"\n"), 0o644); err != nil {
+	f, err := os.OpenFile(filepath.Join(w.repo.GitDir(), pendingName), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	_, err = f.WriteAt([]byte(pendingRecord(body)), 0)
+	return errors.Join(err, f.Close())
+}
+
+// pendingMagic starts the pending writes' record: "bb-pending <length>
+// <crc32>" and a newline, then the body (tip, packs). Bytes after the
+// body, left by a longer record before, are no part of it.
+const pendingMagic = "bb-pending"
+
+func pendingRecord(body string) string {
+	return fmt.Sprintf("%s %d %08x\n%s", pendingMagic, len(body), crc32.ChecksumIEEE([]byte(body)), body)
+}
+
+// parsePendingRecord returns a record's body; ok is false for one cut
+// short or not matching its checksum (being written, or damaged).
+func parsePendingRecord(b []byte) (body string, ok bool) {
+	header, rest, found := strings.Cut(string(b), "\n")
+	var n int
+	var sum uint32
+	if !found {
+		return "", false
+	}
+	if _, err := fmt.Sscanf(header, pendingMagic+" %d %08x", &n, &sum); err != nil || n < 0 || n > len(rest) {
+		return "", false
+	}
+	if crc32.ChecksumIEEE([]byte(rest[:n])) != sum {
+		return "", false
+	}
+	return rest[:n], true
 }
 
 // pendingPacks is the pending packs the pending writes' file names.
@@ -481,17 +513,41 @@ func (w *Workspace) pendingPacks() []string {
 	return packs
 }
 
+// pendingRereads bounds how often a reader reads the pending writes' file
+// again while it meets a record half written.
+const pendingRereads = 200
+
 // readPendingFile reads the pending writes' file: their tip and packs; a
-// zero tip when there is none.
+// zero tip when there is none. A record half written is read again, until
+// its writer is done; one that stays damaged (a power failure cut it)
+// names no pending writes: none was acknowledged.
 func (w *Workspace) readPendingFile() (gitver.Hash, []string, error) {
-	b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
-	if errors.Is(err, os.ErrNotExist) {
-		return gitver.ZeroHash, nil, nil
+	var body string
+	for try := 0; ; try++ {
+		b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
+		if errors.Is(err, os.ErrNotExist) {
+			return gitver.ZeroHash, nil, nil
+		}
+		if err != nil {
+			return gitver.ZeroHash, nil, err
+		}
+		var ok bool
+		if body, ok = parsePendingRecord(b); ok {
+			break
+		}
+		if first, _, _ := strings.Cut(string(b), "\n"); bytes.HasSuffix(b, []byte("\n")) && len(first) == 40 {
+			if _, err := gitver.ParseHash(first); err == nil {
+				body = string(b) // written whole and renamed into place, by an earlier version
+				break
+			}
+		}
+		if try == pendingRereads {
+			w.logf("the pending writes' file is damaged; no write is pending")
+			return gitver.ZeroHash, nil, nil
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
-	if err != nil {
-		return gitver.ZeroHash, nil, err
-	}
-	lines := strings.Fields(string(b))
+	lines := strings.Fields(body)
 	if len(lines) == 0 {
 		return gitver.ZeroHash, nil, nil
 	}
@@ -517,6 +573,9 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 	}
 	defer unlock()
 	var since time.Time
+	// published is the packs that hold the chain's objects, git's now,
+	// released once the branch names them.
+	var published []string
 	for lost := 0; ; {
 		head, err := w.repo.Head()
 		if err != nil {
@@ -555,9 +614,11 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		if w.remote != "" && len(packs) > 0 {
 			// Writes built before the board had a remote are in pending
 			// packs, which git, pushing, does not see.
-			if err := w.repo.PublishPacks(packs); err != nil {
+			names, err := w.repo.PublishPacks(packs)
+			if err != nil {
 				return false, nil, err
 			}
+			published = append(published, names...)
 		}
 		err = w.pushChain(tip)
 		if err == nil {
@@ -576,7 +637,11 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				syncObjects = func() error {
 					var g errgroup.Group
 					g.Go(func() error { return w.syncChain(chain) })
-					g.Go(func() error { return w.repo.PublishPacks(packs) })
+					g.Go(func() error {
+						names, err := w.repo.PublishPacks(packs)
+						published = append(published, names...)
+						return err
+					})
 					return g.Wait()
 				}
 			}
@@ -588,7 +653,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				}
 				w.counted(len(chain))
 				// The branch names their objects: git may pack them.
-				w.repo.ReleasePacks(packs)
+				w.repo.ReleasePacks(published)
 				// The derived index follows the branch in this hold of the
 				// lock. Left to whoever reads next, it would be caught up
 				// by every watching process at once, each waiting for
@@ -964,12 +1029,16 @@ func (w *Workspace) pacePush() {
 	}
 }
 
-// syncChain makes the objects of pending writes durable, in one round:
-// without a remote, they were written unsynced, and the branch is about to
-// name them.
+// syncChain makes the loose objects of pending writes durable, in one
+// round: written unsynced, as the branch is about to name them. A write
+// whose commit is packed has its trees and blobs in the same pending pack
+// (WriteStaged), which PublishPacks syncs.
 func (w *Workspace) syncChain(chain []*gitver.CommitInfo) error {
 	commits := make(map[*gitver.CommitInfo][]string, len(chain))
 	for _, c := range chain {
+		if !w.repo.IsLoose(c.Hash) {
+			continue
+		}
 		diff, err := w.repo.Changes(c)
 		if err != nil {
 			return err

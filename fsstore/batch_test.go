@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -251,5 +254,83 @@ func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
 	}
 	if indexed, _, err := w.idx.Head(); err != nil || indexed != pending {
 		t.Errorf("the derived index is at %v (%v) once the group is published, want %v", indexed, err, pending)
+	}
+}
+
+// The pending writes' record is written over in place, the same file
+// every time: no file is made or freed per write. A reader that meets it
+// half written (a torn read, as one without the write lock may) reads it
+// again until it is whole; one that stays damaged names no pending writes;
+// one an earlier version renamed into place reads as it did.
+func TestPendingRecordInPlace(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	p := filepath.Join(w.repo.GitDir(), pendingName)
+	tip := gitver.BlobHash([]byte("a commit, as far as the record cares"))
+	read := func() (gitver.Hash, []string) {
+		t.Helper()
+		got, packs, err := w.readPendingFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, packs
+	}
+
+	if err := w.savePending(tip, "p1", "p2", "p3"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.savePending(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
+		t.Fatal(err)
+	}
+	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p4"}) {
+		t.Errorf("read %v %v, want %v [p4]", got, packs, tip)
+	}
+	if err := w.savePending(gitver.ZeroHash); err != nil {
+		t.Fatal(err)
+	}
+	if got, packs := read(); !got.IsZero() || len(packs) != 0 {
+		t.Errorf("no pending writes read as %v %v", got, packs)
+	}
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("the record was replaced by a new file")
+	}
+
+	// Torn: the header of a new record over the body of the old one, until
+	// its writer finishes.
+	whole := pendingRecord(tip.String() + "\np5\n")
+	torn := whole[:strings.Index(whole, "\n")+1] + strings.Repeat("x", len(whole))
+	if err := os.WriteFile(p, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		os.WriteFile(p, []byte(whole), 0o644)
+	}()
+	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p5"}) {
+		t.Errorf("read %v %v once the record was whole, want %v [p5]", got, packs, tip)
+	}
+
+	// Damaged for good (zeros after a power failure): nothing is pending.
+	if err := os.WriteFile(p, make([]byte, 64), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(); !got.IsZero() {
+		t.Errorf("a damaged record names %v", got)
+	}
+
+	// An earlier version's file.
+	if err := os.WriteFile(p, []byte(tip.String()+"\np6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p6"}) {
+		t.Errorf("an earlier version's file read as %v %v", got, packs)
 	}
 }

@@ -295,6 +295,12 @@ func (p *PendingCommit) Write() error { return p.w.flush() }
 // made durable later with others, by SyncCommits, before any ref names them.
 func (p *PendingCommit) WriteUnsynced() error { return p.w.flushSynced(false) }
 
+// IsLoose reports whether the object h is stored as a loose file.
+func (r *Repo) IsLoose(h Hash) bool {
+	name := h.String()
+	return fileExists(filepath.Join(r.gitDir, "objects", name[:2], name[2:]))
+}
+
 // SyncCommits makes durable the loose objects that commits (each with the
 // paths it changed) added: the commit, its tree, and the trees and blobs on
 // each changed path, in one round of syncs, then their directories. Packed
@@ -331,6 +337,9 @@ func (r *Repo) SyncCommits(commits map[*CommitInfo][]string) error {
 				add(tree)
 			}
 		}
+	}
+	if len(files) == 0 {
+		return nil // all packed, as a group's objects are
 	}
 	if err := syncAll(files); err != nil {
 		return err

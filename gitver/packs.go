@@ -276,17 +276,23 @@ func (r *Repo) installPack(pack, idx []byte, sha string, paths func(dir, sha str
 	return nil
 }
 
-// PublishPacks makes the pending packs shas (WriteStaged's) git's: each
-// checked against its checksums, both files of each synced, in one round,
-// then renamed to git's names, then the directory synced. The index is
-// renamed first: git finds a pack by its index and passes over an index
+// PublishPacks makes the pending packs shas (WriteStaged's) git's, and
+// returns the names of the packs that hold their objects now, for
+// ReleasePacks once the branch names them. Each is checked against its
+// checksums first. One pending pack is synced and renamed to git's names
+// (the index first: git finds a pack by its index and passes over an index
 // without its pack, go-git by its pack, and fails on a pack without an
-// index. A pack published already (and maybe merged since) is left alone;
-// one a killed publisher left half renamed is finished.
-func (r *Repo) PublishPacks(shas []string) error {
+// index), then the directory synced. Several, as a chain that several
+// processes built has, are copied into one pack, written and synced as
+// one, and removed: two files to sync, to rename and later to merge,
+// rather than two for each. A pack published already (and maybe merged
+// since) is left alone; one a killed publisher left half renamed is
+// finished.
+func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
 	type move struct{ fromPack, fromIdx, toPack, toIdx string }
 	var todo []move
+	var whole []string // pending, neither file renamed yet
 	for _, sha := range shas {
 		pack, idx := pendingPack(dir, sha)
 		toPack, toIdx := publishedPack(dir, sha)
@@ -297,16 +303,36 @@ func (r *Repo) PublishPacks(shas []string) error {
 			idx = toIdx
 		case !hasPack:
 			pack = toPack
+		case !slices.Contains(whole, sha):
+			whole = append(whole, sha)
+			continue
+		default:
+			continue
 		}
 		// Written unsynced: after a power failure a pending pack may be
 		// cut short or hold zeros. git must never be given one.
 		if err := verifyPendingPack(dir, sha); err != nil {
-			return err
+			return nil, err
 		}
 		todo = append(todo, move{pack, idx, toPack, toIdx})
 	}
+	var published []string
+	if len(whole) > 1 {
+		name, err := r.publishCombined(dir, whole)
+		if err != nil {
+			return nil, err
+		}
+		published = append(published, name)
+	} else if len(whole) == 1 {
+		if err := verifyPendingPack(dir, whole[0]); err != nil {
+			return nil, err
+		}
+		pack, idx := pendingPack(dir, whole[0])
+		toPack, toIdx := publishedPack(dir, whole[0])
+		todo = append(todo, move{pack, idx, toPack, toIdx})
+	}
 	if len(todo) == 0 {
-		return nil
+		return published, nil
 	}
 	if r.sync {
 		var files []string
@@ -314,15 +340,16 @@ func (r *Repo) PublishPacks(shas []string) error {
 			files = append(files, m.fromPack, m.fromIdx)
 		}
 		if err := syncAll(files); err != nil {
-			return fmt.Errorf("sync the pending writes' objects: %w", err)
+			return nil, fmt.Errorf("sync the pending writes' objects: %w", err)
 		}
 	}
 	for _, m := range todo {
 		// Kept from git until the branch names its objects (ReleasePacks).
 		sha := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m.toIdx), "pack-"), ".idx")
 		if err := os.WriteFile(keepPath(dir, sha), []byte(ourKeep), 0o644); err != nil {
-			return err
+			return nil, err
 		}
+		published = append(published, sha)
 	}
 	for _, m := range todo {
 		for _, mv := range [][2]string{{m.fromIdx, m.toIdx}, {m.fromPack, m.toPack}} {
@@ -330,14 +357,54 @@ func (r *Repo) PublishPacks(shas []string) error {
 				continue
 			}
 			if err := os.Rename(mv[0], mv[1]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	if r.sync {
-		return syncDir(dir)
+		return published, syncDir(dir)
 	}
-	return nil
+	return published, nil
+}
+
+// publishCombined copies the objects of the pending packs shas, each
+// checked against its checksums, into one pack, kept (.keep) and synced
+// under git's names, and then removes the pending packs: their objects are
+// in the new one, which it names. Killed before the removal, the next
+// publisher copies them again.
+func (r *Repo) publishCombined(dir string, shas []string) (string, error) {
+	var all [][]rawEntry
+	total := 0
+	for _, sha := range shas {
+		entries, err := pendingEntries(dir, sha)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, entries)
+		total += len(entries)
+	}
+	w := newPackWriter(total)
+	for _, entries := range all {
+		for _, e := range entries {
+			w.copyEntry(e.hash, e.entry)
+		}
+	}
+	pack, idx, name := w.finish()
+	// Kept from git until the branch names its objects (ReleasePacks).
+	keep := keepPath(dir, name)
+	if err := os.WriteFile(keep, []byte(ourKeep), 0o644); err != nil {
+		return "", err
+	}
+	if err := r.installPack(pack, idx, name, publishedPack, true); err != nil {
+		os.Remove(keep) // the pending packs still hold the objects
+		return "", err
+	}
+	for _, sha := range shas {
+		pack, idx := pendingPack(dir, sha)
+		os.Remove(pack)
+		os.Remove(idx)
+	}
+	return name, nil
 }
 
 // ourKeep is the content of the .keep files PublishPacks writes. A pack
@@ -382,21 +449,47 @@ func (r *Repo) StillPending(shas []string) []string {
 var ErrPackDamaged = errors.New("a pending pack is damaged")
 
 // verifyPendingPack checks a pending pack against its checksums: the
-// pack's own, over every byte, and its index's.
+// pack's own, over every byte, its index's, and each entry's.
 func verifyPendingPack(dir, sha string) error {
+	_, err := pendingEntries(dir, sha)
+	return err
+}
+
+// rawEntry is one object of a pack, as the pack stores it.
+type rawEntry struct {
+	hash  Hash
+	entry []byte
+}
+
+// pendingEntries reads the pending pack sha whole, checks it against its
+// checksums (ErrPackDamaged), and returns its entries as stored: whole
+// objects, as the program writes them.
+func pendingEntries(dir, sha string) ([]rawEntry, error) {
 	p, err := loadOwnPack(dir, sha, ownPackMaxObjects)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPackDamaged, err)
+		return nil, fmt.Errorf("%w: %w", ErrPackDamaged, err)
 	}
 	defer p.close()
 	data := make([]byte, p.size)
 	if _, err := p.f.ReadAt(data, 0); err != nil {
-		return fmt.Errorf("%w: pack %s: %w", ErrPackDamaged, sha, err)
+		return nil, fmt.Errorf("%w: pack %s: %w", ErrPackDamaged, sha, err)
 	}
 	if sum := sha1.Sum(data[:len(data)-20]); hex.EncodeToString(sum[:]) != sha { //nolint:gosec // git's checksum.
-		return fmt.Errorf("%w: pack %s", ErrPackDamaged, sha)
+		return nil, fmt.Errorf("%w: pack %s", ErrPackDamaged, sha)
 	}
-	return nil
+	entries := make([]rawEntry, len(p.ids))
+	for i, h := range p.ids {
+		if p.offsets[i] >= p.ends[i] || p.ends[i] > uint64(len(data)) {
+			return nil, fmt.Errorf("%w: pack %s: object %s out of bounds", ErrPackDamaged, sha, h)
+		}
+		entry := data[p.offsets[i]:p.ends[i]]
+		t, _, _, err := parseEntryHeader(entry)
+		if err != nil || t == packOfsDelta || t == packRefDelta || crc32.ChecksumIEEE(entry) != p.crcs[i] {
+			return nil, fmt.Errorf("%w: pack %s: object %s", ErrPackDamaged, sha, h)
+		}
+		entries[i] = rawEntry{hash: h, entry: entry}
+	}
+	return entries, nil
 }
 
 func fileExists(p string) bool {

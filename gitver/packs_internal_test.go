@@ -39,7 +39,7 @@ var packAuthor = Signature{Name: "a", Email: "a@example.com", When: time.Now()}
 func writePack(t *testing.T, r *Repo, parent Hash, content string) (*PendingCommit, string) {
 	t.Helper()
 	p, sha := writePendingPack(t, r, parent, content)
-	if err := r.PublishPacks([]string{sha}); err != nil {
+	if _, err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
 	return p, sha

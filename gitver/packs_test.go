@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,10 +74,10 @@ func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
 	if _, err := openRepo(t, dir).ReadCommit(tip); err != nil {
 		t.Fatalf("a pending pack does not read: %v", err)
 	}
-	if err := r.PublishPacks([]string{sha}); err != nil {
+	if _, err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.PublishPacks([]string{sha}); err != nil { // published already: nothing to do
+	if _, err := r.PublishPacks([]string{sha}); err != nil { // published already: nothing to do
 		t.Fatal(err)
 	}
 	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
@@ -145,7 +146,7 @@ func TestSmallPacksAreMerged(t *testing.T) {
 	var tips []gitver.Hash
 	for g := range 17 {
 		next, sha := chainPack(t, r, tip, fmt.Sprintf("g%d", g), 3)
-		if err := r.PublishPacks([]string{sha}); err != nil {
+		if _, err := r.PublishPacks([]string{sha}); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
@@ -259,7 +260,7 @@ func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.PublishPacks([]string{sha}); !errors.Is(err, gitver.ErrPackDamaged) {
+			if _, err := r.PublishPacks([]string{sha}); !errors.Is(err, gitver.ErrPackDamaged) {
 				t.Fatalf("publishing a damaged pack: %v, want ErrPackDamaged", err)
 			}
 			if n := len(packFiles(t, dir)); n != 0 {
@@ -288,7 +289,7 @@ func TestHalfPublishedPackIsFinished(t *testing.T) {
 	if _, err := openRepo(t, dir).ReadCommit(tip); err != nil {
 		t.Fatalf("a half-published pack does not read: %v", err)
 	}
-	if err := r.PublishPacks([]string{sha}); err != nil {
+	if _, err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.StillPending([]string{sha}); len(got) != 0 {
@@ -310,7 +311,7 @@ func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
 	r, dir := newRepo(t)
 	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	next, sha := chainPack(t, r, tip, "g", 3)
-	if err := r.PublishPacks([]string{sha}); err != nil {
+	if _, err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
 	runGit(t, dir, "repack", "-a", "-d", "-q")
@@ -333,4 +334,90 @@ func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
 	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "4\n" {
 		t.Errorf("history holds %q commits, want 4", got)
 	}
+}
+
+// The pending packs of a chain that several processes built are published
+// as one pack: their objects copied into it, kept from git until
+// released, and the pending packs gone. Another Repo, which read them
+// pending, reads every object still. One damaged pack among them fails the
+// whole publishing, and removes nothing.
+func TestPendingPacksPublishedAsOne(t *testing.T) {
+	requireGit(t)
+	r, dir := newRepo(t)
+	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+	reader := openRepo(t, dir)
+	defer reader.Close()
+	tip := base
+	var shas []string
+	for g := range 3 {
+		next, sha := chainPack(t, r, tip, fmt.Sprintf("g%d", g), 2)
+		if _, err := reader.ReadCommit(next); err != nil {
+			t.Fatal(err)
+		}
+		tip, shas = next, append(shas, sha)
+	}
+	published, err := r.PublishPacks(shas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != 1 || slices.Contains(shas, published[0]) {
+		t.Fatalf("published as %v, want one new pack", published)
+	}
+	if still := r.StillPending(shas); len(still) != 0 {
+		t.Errorf("still pending: %v", still)
+	}
+	if pending, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "tmp_*")); len(pending) != 0 {
+		t.Errorf("pending files left: %v", pending)
+	}
+	runGit(t, dir, "repack", "-a", "-d", "-q") // the pack is kept: nothing names its objects yet
+	if !gitOK(dir, "cat-file", "-e", tip.String()) {
+		t.Fatal("git repack -a -d dropped the objects of writes being committed")
+	}
+	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
+		t.Fatal(err)
+	}
+	r.ReleasePacks(published)
+	if keeps, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.keep")); len(keeps) != 0 {
+		t.Errorf("keep files left: %v", keeps)
+	}
+	fsck(t, dir)
+	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "7\n" {
+		t.Errorf("history holds %q commits, want 7", got)
+	}
+	for _, c := range []gitver.Hash{tip, base} {
+		if _, err := reader.ReadCommit(c); err != nil {
+			t.Errorf("a Repo that read the pending packs: %v", err)
+		}
+	}
+	if b, err := reader.PathBlob(tip, "t/g1/n1.md"); err != nil || b.IsZero() {
+		t.Errorf("a blob of the middle pack: %v %v", b, err)
+	}
+
+	t.Run("damaged", func(t *testing.T) {
+		r, dir := newRepo(t)
+		base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
+		next, first := chainPack(t, r, base, "g", 2)
+		_, second := chainPack(t, r, next, "h", 2)
+		pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+second+"_pack")
+		if err := os.Chmod(pack, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(pack, fi.Size()-30); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.PublishPacks([]string{first, second}); !errors.Is(err, gitver.ErrPackDamaged) {
+			t.Fatalf("publishing with a damaged pack: %v, want ErrPackDamaged", err)
+		}
+		if n := len(packFiles(t, dir)); n != 0 {
+			t.Errorf("git sees %d packs", n)
+		}
+		if still := r.StillPending([]string{first, second}); len(still) != 2 {
+			t.Errorf("pending after the failure: %v, want both", still)
+		}
+		fsck(t, dir)
+	})
 }

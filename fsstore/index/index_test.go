@@ -119,3 +119,59 @@ func TestFullTextIndexMergesOnlyFullLevels(t *testing.T) {
 		t.Fatalf("automerge is %q (%v), want 0", v, err)
 	}
 }
+
+// A commit never checkpoints the write-ahead log: the writer of the board
+// holds the workspace's write lock meanwhile, and every other writer waits.
+// Every walCheckpointEvery transactions, a checkpoint runs in the
+// background; a process that closes the index checkpoints what it wrote
+// since.
+func TestCheckpointsLeaveCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.write.Exec("CREATE TABLE filler(b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	d.updates.Store(0)
+	size := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	fill := func() {
+		t.Helper()
+		if err := d.Update(func(tx *Tx) error {
+			_, err := tx.t.Exec("INSERT INTO filler VALUES (zeroblob(200000))")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := size()
+	// 6 MB in the log, past SQLite's own checkpoint at 1,000 pages (4 MB).
+	for range walCheckpointEvery - 1 {
+		fill()
+	}
+	if grown := size() - start; grown > 1<<20 {
+		t.Fatalf("the database grew by %d bytes: a commit checkpointed the log", grown)
+	}
+	fill()
+	d.background.Wait()
+	if grown := size() - start; grown < 5<<20 {
+		t.Fatalf("the database grew by %d bytes after %d transactions: no checkpoint ran", grown, walCheckpointEvery)
+	}
+	fill()
+	before := size()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if size() <= before {
+		t.Error("closing left this process's last transaction in the log")
+	}
+}

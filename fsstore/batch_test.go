@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -336,5 +338,66 @@ func TestPendingRecordInPlace(t *testing.T) {
 	}
 	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p6"}) {
 		t.Errorf("an earlier version's file read as %v %v", got, packs)
+	}
+}
+
+// A writer of another process that is building its write (its shared
+// flock on buildingName, taken here through a file of its own) makes a
+// write that finds the board free join the group path rather than commit
+// alone, and a publisher wait for it to join, maxBuildersWait at most.
+func TestWritersWaitForOthersBuilding(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	other, err := os.OpenFile(filepath.Join(w.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lastMove := func() string {
+		t.Helper()
+		return strings.TrimSpace(git(t, w.Dir(), "reflog", "-1", "--format=%gs", w.repo.Branch()))
+	}
+
+	put(t, w, "t/a", 0, "a", "a body")
+	if got := lastMove(); !strings.Contains(got, "update t/a") {
+		t.Fatalf("a write on a free board moved the branch as %q, want its own commit", got)
+	}
+	if err := flock(other, unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	put(t, w, "t/b", 0, "b", "b body")
+	if got, want := lastMove(), ownMove+"commit 1 writes"; got != want {
+		t.Fatalf("a write while another process builds moved the branch as %q, want %q (the group's)", got, want)
+	}
+
+	defer func(was time.Duration) { maxBuildersWait = was }(maxBuildersWait)
+	maxBuildersWait = time.Minute
+	waited := make(chan struct{})
+	go func() {
+		w.waitForBuilders()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		t.Fatal("the publisher did not wait for the writer building")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := flock(other, unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publisher still waits once the writer has built")
+	}
+
+	maxBuildersWait = 20 * time.Millisecond
+	if err := flock(other, unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	w.waitForBuilders()
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("the publisher waited %v for a writer that never finished, past maxBuildersWait", d)
 	}
 }

@@ -225,7 +225,7 @@ func unrecordedBranch(dir string) string {
 
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
-	return errors.Join(w.idx.Close(), w.lock.Close(), w.root.Close(), w.repo.Close())
+	return errors.Join(w.pub.close(), w.idx.Close(), w.lock.Close(), w.root.Close(), w.repo.Close())
 }
 
 // withWriteLock runs fn holding the workspace's write lock: the in-process

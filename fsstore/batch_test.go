@@ -395,9 +395,67 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	if err := flock(other, unix.LOCK_SH); err != nil {
 		t.Fatal(err)
 	}
+	defer time.AfterFunc(10*time.Second, func() { _ = flock(other, unix.LOCK_UN) }).Stop() // a hang becomes a failure
 	began := time.Now()
 	w.waitForBuilders()
-	if d := time.Since(began); d > 10*time.Second {
+	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("the publisher waited %v for a writer that never finished, past maxBuildersWait", d)
+	}
+}
+
+// A publisher waits for the others' builds before it takes the publish
+// lock, not while it holds it: the writers of the last group learn through
+// that lock that their writes are on the branch, and go on to their next
+// writes, which then join.
+func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
+	requireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a body")
+	gitDir := w.repo.GitDir()
+	builder, err := os.OpenFile(filepath.Join(gitDir, buildingName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer builder.Close()
+	lastGroup, err := os.OpenFile(filepath.Join(gitDir, publishLockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lastGroup.Close()
+
+	defer func(was time.Duration) { maxBuildersWait = was }(maxBuildersWait)
+	maxBuildersWait = time.Minute
+	w.pub.lastChain.Store(3) // its last push carried other processes' writes
+	w.pub.lastAt.Store(time.Now().UnixNano())
+	if err := flock(builder, unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan error, 1)
+	go func() {
+		_, _, err := w.publishPending(nil)
+		published <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // past batchLinger: waiting for the builder now
+	select {
+	case err := <-published:
+		t.Fatalf("published (%v) while another process was building", err)
+	default:
+	}
+	if err := flock(lastGroup, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatalf("the publish lock is held while the publisher waits for builds: %v", err)
+	}
+	if err := flock(lastGroup, unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := flock(builder, unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-published:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publisher still waits once the build is done")
 	}
 }

@@ -290,31 +290,17 @@ func (r *Repo) installPack(pack, idx []byte, sha string, paths func(dir, sha str
 // finished.
 func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 	dir := filepath.Join(r.gitDir, "objects", "pack")
-	type move struct{ fromPack, fromIdx, toPack, toIdx string }
-	var todo []move
-	var whole []string // pending, neither file renamed yet
+	var whole, renamed []string // pending; half renamed by a killed publisher
 	for _, sha := range shas {
 		pack, idx := pendingPack(dir, sha)
-		toPack, toIdx := publishedPack(dir, sha)
 		switch hasPack, hasIdx := fileExists(pack), fileExists(idx); {
 		case !hasPack && !hasIdx:
-			continue // published
-		case !hasIdx:
-			idx = toIdx
-		case !hasPack:
-			pack = toPack
+			// published
+		case !hasPack || !hasIdx:
+			renamed = append(renamed, sha)
 		case !slices.Contains(whole, sha):
 			whole = append(whole, sha)
-			continue
-		default:
-			continue
 		}
-		// Written unsynced: after a power failure a pending pack may be
-		// cut short or hold zeros. git must never be given one.
-		if err := verifyPendingPack(dir, sha); err != nil {
-			return nil, err
-		}
-		todo = append(todo, move{pack, idx, toPack, toIdx})
 	}
 	var published []string
 	if len(whole) > 1 {
@@ -323,12 +309,25 @@ func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 			return nil, err
 		}
 		published = append(published, name)
-	} else if len(whole) == 1 {
-		if err := verifyPendingPack(dir, whole[0]); err != nil {
+	} else {
+		renamed = append(renamed, whole...) // one: renamed, not copied
+	}
+	type move struct{ fromPack, fromIdx, toPack, toIdx string }
+	var todo []move
+	for _, sha := range renamed {
+		// Written unsynced: after a power failure a pending pack may be
+		// cut short or hold zeros. git must never be given one.
+		if err := verifyPendingPack(dir, sha); err != nil {
 			return nil, err
 		}
-		pack, idx := pendingPack(dir, whole[0])
-		toPack, toIdx := publishedPack(dir, whole[0])
+		pack, idx := pendingPack(dir, sha)
+		toPack, toIdx := publishedPack(dir, sha)
+		if !fileExists(idx) {
+			idx = toIdx
+		}
+		if !fileExists(pack) {
+			pack = toPack
+		}
 		todo = append(todo, move{pack, idx, toPack, toIdx})
 	}
 	if len(todo) == 0 {
@@ -470,26 +469,37 @@ func pendingEntries(dir, sha string) ([]rawEntry, error) {
 		return nil, fmt.Errorf("%w: %w", ErrPackDamaged, err)
 	}
 	defer p.close()
-	data := make([]byte, p.size)
-	if _, err := p.f.ReadAt(data, 0); err != nil {
-		return nil, fmt.Errorf("%w: pack %s: %w", ErrPackDamaged, sha, err)
+	data, entries, err := p.wholeEntries()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPackDamaged, err)
 	}
 	if sum := sha1.Sum(data[:len(data)-20]); hex.EncodeToString(sum[:]) != sha { //nolint:gosec // git's checksum.
 		return nil, fmt.Errorf("%w: pack %s", ErrPackDamaged, sha)
 	}
+	return entries, nil
+}
+
+// wholeEntries reads the pack in one read and returns it and its entries as
+// stored, each checked against its CRC. A delta is an error: it names an
+// offset in its own pack, and the program writes whole objects only.
+func (p *ownPack) wholeEntries() ([]byte, []rawEntry, error) {
+	data := make([]byte, p.size)
+	if _, err := p.f.ReadAt(data, 0); err != nil {
+		return nil, nil, fmt.Errorf("pack %s: %w", p.name, err)
+	}
 	entries := make([]rawEntry, len(p.ids))
 	for i, h := range p.ids {
 		if p.offsets[i] >= p.ends[i] || p.ends[i] > uint64(len(data)) {
-			return nil, fmt.Errorf("%w: pack %s: object %s out of bounds", ErrPackDamaged, sha, h)
+			return nil, nil, fmt.Errorf("pack %s: object %s out of bounds", p.name, h)
 		}
 		entry := data[p.offsets[i]:p.ends[i]]
 		t, _, _, err := parseEntryHeader(entry)
 		if err != nil || t == packOfsDelta || t == packRefDelta || crc32.ChecksumIEEE(entry) != p.crcs[i] {
-			return nil, fmt.Errorf("%w: pack %s: object %s", ErrPackDamaged, sha, h)
+			return nil, nil, fmt.Errorf("pack %s: object %s is not a whole object as stored", p.name, h)
 		}
 		entries[i] = rawEntry{hash: h, entry: entry}
 	}
-	return entries, nil
+	return data, entries, nil
 }
 
 func fileExists(p string) bool {
@@ -944,28 +954,13 @@ func (r *Repo) MergeSmallPacks() error {
 	w := newPackWriter(total)
 	var merged []*ownPack
 	for _, p := range small {
-		ends := p.ends
-		entries := make([][]byte, len(p.ids))
-		whole := true
-		for i := range p.ids {
-			entry := make([]byte, ends[i]-p.offsets[i])
-			if _, err := p.f.ReadAt(entry, int64(p.offsets[i])); err != nil {
-				whole = false
-				break
-			}
-			t, _, _, err := parseEntryHeader(entry)
-			if err != nil || t == packOfsDelta || t == packRefDelta || crc32.ChecksumIEEE(entry) != p.crcs[i] {
-				whole = false // deltas name offsets in their own pack
-				break
-			}
-			entries[i] = entry
-		}
-		if !whole {
+		_, entries, err := p.wholeEntries()
+		if err != nil {
 			unmergeable(p.name)
 			continue
 		}
-		for i, h := range p.ids {
-			w.copyEntry(h, entries[i])
+		for _, e := range entries {
+			w.copyEntry(e.hash, e.entry)
 		}
 		merged = append(merged, p)
 	}

@@ -320,14 +320,8 @@ func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 		if err := verifyPendingPack(dir, sha); err != nil {
 			return nil, err
 		}
-		pack, idx := pendingPack(dir, sha)
+		pack, idx := packFiles(dir, sha)
 		toPack, toIdx := publishedPack(dir, sha)
-		if !fileExists(idx) {
-			idx = toIdx
-		}
-		if !fileExists(pack) {
-			pack = toPack
-		}
 		todo = append(todo, move{pack, idx, toPack, toIdx})
 	}
 	if len(todo) == 0 {
@@ -528,19 +522,26 @@ type ownPack struct {
 	size    int64
 }
 
+// packFiles is where the pack sha and its index are now: each file under
+// git's name once it has it, else under its pending one (publishing renames
+// one file, then the other).
+func packFiles(dir, sha string) (pack, idx string) {
+	pack, idx = publishedPack(dir, sha)
+	pendingPackPath, pendingIdxPath := pendingPack(dir, sha)
+	if !fileExists(idx) {
+		idx = pendingIdxPath
+	}
+	if !fileExists(pack) {
+		pack = pendingPackPath
+	}
+	return pack, idx
+}
+
 // loadOwnPack reads the index of the pack sha in dir, published or
 // pending, checks both files' checksums, and opens the pack. It refuses a
 // pack of more than limit objects.
 func loadOwnPack(dir, sha string, limit int) (*ownPack, error) {
-	packPath, idxPath := publishedPack(dir, sha)
-	pendingPackPath, pendingIdxPath := pendingPack(dir, sha)
-	// Each file under either name: publishing renames the pack first.
-	if !fileExists(idxPath) {
-		idxPath = pendingIdxPath
-	}
-	if !fileExists(packPath) {
-		packPath = pendingPackPath
-	}
+	packPath, idxPath := packFiles(dir, sha)
 	b, err := os.ReadFile(idxPath)
 	if err != nil {
 		return nil, err

@@ -155,3 +155,30 @@ func (s *Snapshot) DiskAll() (map[string]DiskStat, error) {
 	}
 	return out, rows.Err()
 }
+
+// NoteVersion is a note's version and whether it is present, as the index
+// holds it.
+type NoteVersion struct {
+	Version int
+	Present bool
+}
+
+// Versions returns every note the index has counted, deleted ones too, by
+// key: what a check compares between two indexes of the same history.
+func (s *Snapshot) Versions() (map[string]NoteVersion, error) {
+	rows, err := s.t.Query("SELECT key, version, present FROM notes")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]NoteVersion{}
+	for rows.Next() {
+		var key string
+		var v NoteVersion
+		if err := rows.Scan(&key, &v.Version, &v.Present); err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+	return out, rows.Err()
+}

@@ -753,9 +753,12 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 
 // rebasePending moves the pending writes, built on old, onto the branch
 // that followed the remote: each keeps its author, message and changes,
-// and so its expect_version check, as long as the remote's new commits
-// changed none of its files. The first that shares a file with them is
-// dropped with those after it. The caller holds the write lock.
+// and so its expect_version check and the version it will be acknowledged
+// at, as long as its note is at the version it was built on: the remote's
+// new commits counted no version of it (by the one rule, which counts a
+// person's merge too, see syncIndex). The first write whose note moved is
+// dropped with those after it, for their writers to build again on what
+// holds now. The caller holds the write lock.
 func (w *Workspace) rebasePending(old gitver.Hash) error {
 	head, err := w.repo.Head()
 	if err != nil {
@@ -772,22 +775,20 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 	if forward, err := w.repo.IsAncestor(old, head); err != nil || !forward {
 		return errors.Join(err, w.savePending(gitver.ZeroHash))
 	}
-	from, err := w.repo.ReadCommit(old)
-	if err != nil {
+	// The versions at the new head, as every reader counts them.
+	if _, _, err := w.catchUp(nil, nil); err != nil {
 		return err
 	}
-	to, err := w.repo.ReadCommit(head)
-	if err != nil {
-		return err
+	versions := map[string]int{}
+	versionAt := func(key string) (int, error) {
+		if v, ok := versions[key]; ok {
+			return v, nil
+		}
+		n, err := w.noteAtIndex(key, head)
+		versions[key] = n.Version
+		return n.Version, err
 	}
-	theirs, err := w.repo.DiffTrees(from.Tree, to.Tree)
-	if err != nil {
-		return err
-	}
-	changed := make(map[string]bool, len(theirs))
-	for _, d := range theirs {
-		changed[d.Path] = true
-	}
+	var theirs map[string]bool // the files the remote changed, for a commit no write's
 	parent := head
 	for i := len(chain) - 1; i >= 0; i-- {
 		c := chain[i]
@@ -795,8 +796,29 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		if err != nil {
 			return err
 		}
-		if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { return changed[d.Path] }) {
-			break
+		if key, built, ok := w.messageKey(c.Message); ok {
+			at, err := versionAt(key)
+			if err != nil {
+				return err
+			}
+			if built != at+1 {
+				break // its note moved: the writer builds it again
+			}
+			versions[key] = built
+		} else {
+			if theirs == nil {
+				diff, err := w.changedSince(old, head)
+				if err != nil {
+					return err
+				}
+				theirs = make(map[string]bool, len(diff))
+				for _, d := range diff {
+					theirs[d.Path] = true
+				}
+			}
+			if slices.ContainsFunc(diff, func(d gitver.PathChange) bool { return theirs[d.Path] }) {
+				break
+			}
 		}
 		changes := make(map[string]gitver.Hash, len(diff))
 		for _, d := range diff {
@@ -1074,7 +1096,7 @@ func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
 // alone, and its message names the note: the commits of other notes'
 // writes (other processes', mostly) need no diff.
 func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
-	if about, ok := w.messageKey(c.Message); ok {
+	if about, _, ok := w.messageKey(c.Message); ok {
 		if about != key {
 			return false, nil
 		}
@@ -1091,14 +1113,15 @@ func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key
 	return slices.ContainsFunc(diff, func(d gitver.PathChange) bool { k, _ := note.KeyOf(d.Path); return k == key }), nil
 }
 
-// messageKey is the note a tool write's commit message names.
-func (w *Workspace) messageKey(message string) (string, bool) {
-	_, rest, ok := strings.Cut(message, "\n"+note.TrailerURI+": ")
+// messageKey is the note a tool write's commit message names, and the
+// version the write was built at.
+func (w *Workspace) messageKey(message string) (key string, version int, ok bool) {
+	uri, version, ok := note.WrittenAt(message)
 	if !ok {
-		return "", false
+		return "", 0, false
 	}
-	uri, _, _ := strings.Cut(rest, "\n")
-	return w.keyOf(uri)
+	key, ok = w.keyOf(uri)
+	return key, version, ok
 }
 
 // pendingChanges is what a pending commit changed, remembered: each write

@@ -260,9 +260,14 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	// write.
 	committed = true
 	reach("branch")
-	hint := map[gitver.Hash][]gitver.PathChange{}
+	// The commit's changes, as gitver.Repo.Changes would list them: a file
+	// the commit left as its parent had it is no change, and counts no
+	// version.
+	hint := map[gitver.Hash][]gitver.PathChange{commit: nil}
 	for _, jf := range j.Files {
-		hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: jf.Old, New: jf.New})
+		if jf.Old != jf.New {
+			hint[commit] = append(hint[commit], gitver.PathChange{Path: jf.Path, Old: jf.Old, New: jf.New})
+		}
 	}
 	if branchOnly {
 		if _, _, err := w.catchUp(hint, nil); err != nil {

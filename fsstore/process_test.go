@@ -83,6 +83,11 @@ func envInt(name string, def int) int {
 }
 
 func runWorker(role string) error {
+	if role == "onewrite" {
+		// Set before the workspace opens: opening finishes a write a
+		// killed process left, and that may be where it is killed.
+		killAt(os.Getenv("BB_CRASH_AT"))
+	}
 	w, err := Open(os.Getenv("BB_DIR"), Options{NoSync: os.Getenv("BB_DURABLE") == "", Agent: "worker" + os.Getenv("BB_ID")})
 	if err != nil {
 		return err
@@ -124,7 +129,6 @@ func runWorker(role string) error {
 		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
 	case "onewrite":
-		killAt(os.Getenv("BB_CRASH_AT"))
 		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
 	}

@@ -203,12 +203,10 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	}
 	for _, c := range mine {
 		if len(c.Parents) > 1 {
-			// A person's merge not pushed yet, and the remote moved since:
-			// replaying it is theirs to do, with git.
-			branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
-			return gitver.ZeroHash, errorf("write", "", ErrUnavailable, "the local %s has a merge the remote has not (%s) and the "+
-				"remote moved since: nothing was written; bring them together with git (git pull, then git push) and write again",
-				branch, c.Hash.Short())
+			// A person's merge not pushed yet (a `git pull` while the
+			// agents wrote), and the remote moved since: their commits go
+			// to the remote as they are, joined with the remote's.
+			return w.mergeOnto(theirs, ours, base)
 		}
 	}
 	if !found {
@@ -287,6 +285,94 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 			"linked `contradicts`, and the local commits as they were under %s%s", RescuePrefix, ours.Short())
 	}
 	return tip, nil
+}
+
+// mergeOnto joins ours, which holds a person's merge the remote has not,
+// with theirs, the remote's branch that moved since, in a merge commit:
+// rebuilding a merge would rewrite the person's commits, which are theirs
+// to keep. The remote's branch is the merge's first parent. The derived
+// index numbers the commits in the order a walk that follows first parents
+// first finishes them (syncIndex), so every commit on the first-parent
+// history of the remote keeps its place, and every write acknowledged there
+// its version; the person's commits come after them. Every file ours
+// changed since base comes along; a note both sides changed keeps the
+// remote's content, and ours becomes a sibling note linked `contradicts`
+// to it, as rebuildOn does. It returns the merge, written but on no
+// branch.
+func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
+	changedHere, err := w.changedSince(base, ours)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	changedThere, err := w.changedSince(base, theirs)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	theirNotes := map[string]bool{}
+	for _, ch := range changedThere {
+		if key, ok := note.KeyOf(ch.Path); ok {
+			theirNotes[key] = true
+		}
+	}
+	theirBlobs := make(map[string]gitver.Hash, len(changedThere))
+	for _, ch := range changedThere {
+		theirBlobs[ch.Path] = ch.New
+	}
+	edit := map[string]gitver.Hash{}
+	var blobs [][]byte
+	kept := 0
+	for _, ch := range changedHere {
+		key, isNote := note.KeyOf(ch.Path)
+		switch {
+		case !isNote || !theirNotes[key]:
+			edit[ch.Path] = ch.New
+		case theirBlobs[ch.Path] == ch.New:
+			// Both sides made the same change.
+		case note.IsNoteFile(ch.Path) && !ch.New.IsZero():
+			sibling, content, err := w.contradicting(key, ch.New, ours)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			edit[sibling] = gitver.BlobHash(content)
+			blobs = append(blobs, content)
+			kept++
+		}
+	}
+	who := w.agentSignature(note.InitAgent)
+	tree, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, Changes: edit, Blobs: blobs, Author: who, Message: "merge tree\n"})
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	if err := tree.Write(); err != nil {
+		return gitver.ZeroHash, err
+	}
+	treeCommit, err := w.repo.ReadCommit(tree.Hash)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", w.remote, branch, branch),
+		Lines: []string{fmt.Sprintf("The local %s held a merge the remote had not when the remote moved on;", branch),
+			"this joins both, so the person's commits reach the remote as they were."},
+		Agent: note.InitAgent}
+	if kept > 0 {
+		msg.Lines = append(msg.Lines, fmt.Sprintf("%d notes both sides changed keep the remote's content; this clone's are sibling notes linked contradicts.", kept))
+	}
+	return w.repo.MergeCommit(treeCommit.Tree, []gitver.Hash{theirs, ours}, who, msg.String())
+}
+
+// changedSince lists the files whose content differs between a commit and
+// a later one.
+func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
+	a, err := w.repo.ReadCommit(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.repo.ReadCommit(to)
+	if err != nil {
+		return nil, err
+	}
+	return w.repo.DiffTrees(a.Tree, b.Tree)
 }
 
 // contradicting returns the path and content of a sibling note holding a

@@ -51,9 +51,6 @@ type UpdateRequest struct {
 	Fields map[string]any
 	// Links replace the note's typed links (rel -> targets) when not nil.
 	Links map[string][]string
-	// SkipUnchanged writes nothing when the note already holds this
-	// content, digest and fields: the result then says Unchanged.
-	SkipUnchanged bool
 }
 
 // UpdateResult is what a write reports.
@@ -69,7 +66,8 @@ type UpdateResult struct {
 	// finishes what did not (its files, git's index, the derived index).
 	// It is for the operator's log; the agent has the warning.
 	Unfinished error
-	// Unchanged says SkipUnchanged found the note as asked: no commit.
+	// Unchanged says the note already held what the write asked (its
+	// author and time aside): no commit, and Version is the note's.
 	Unchanged bool
 }
 
@@ -317,8 +315,11 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	case !req.isAppend():
 		f.Remove(note.KeySummary) // it described content that is now replaced
 	}
+	// A write that leaves the note as it is (its author and time aside)
+	// makes no commit: git would hold no new version of it, so none is
+	// acknowledged. The stamps are set once the note is known to change.
 	stamps := map[string]bool{note.KeyAuthor: true, note.KeyUpdated: true}
-	compare := req.SkipUnchanged && cur.Present
+	compare := cur.Present
 	for _, kv := range fields {
 		if compare && stamps[kv[0].(string)] {
 			continue // set below, once the note is known to change
@@ -332,7 +333,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	}
 	if compare {
 		if !f.Changed() && content == before {
-			return &UpdateResult{URI: uri, Version: cur.Version, Digest: digest, Unchanged: true}, nil
+			return v.unchanged(uri, digest, cur, req), nil
 		}
 		for _, kv := range fields {
 			if stamps[kv[0].(string)] {
@@ -351,6 +352,12 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		return nil, err
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
+	if changes, err = w.realChanges(head, changes); err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return v.unchanged(uri, digest, cur, req), nil
+	}
 
 	msg := note.WriteMessage(op, addr, version, digest, agent)
 	var unfinishedErr error
@@ -382,6 +389,39 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	}
 	return &UpdateResult{URI: uri, Version: version, Digest: digest, Warnings: warnings, Summary: summary,
 		Unfinished: unfinishedErr}, nil
+}
+
+// unchanged is the answer to a write that found the note as it asked: no
+// commit, the note's version, and a warning that says so.
+func (v *View) unchanged(uri, digest string, cur index.Note, req *UpdateRequest) *UpdateResult {
+	warnings := []string{fmt.Sprintf("unchanged: the note already holds this; nothing was written, it stays at version %d", cur.Version)}
+	if req.ExpectVersion == nil && !req.isAppend() {
+		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", cur.Version))
+	}
+	return &UpdateResult{URI: uri, Version: cur.Version, Digest: digest, Warnings: warnings, Unchanged: true}
+}
+
+// realChanges keeps the changes that change a file from what parent holds.
+// A note's version counts the commits whose content at its files differs
+// from a parent's (gitver.Repo.Changes), so a write whose files parent
+// holds already is no version: it must make no commit, or it would be
+// acknowledged at a version that no reader of git counts.
+func (w *Workspace) realChanges(parent gitver.Hash, changes []fileChange) ([]fileChange, error) {
+	out := changes[:0:0]
+	for _, c := range changes {
+		was, err := w.repo.PathBlob(parent, c.path)
+		if err != nil {
+			return nil, err
+		}
+		now := gitver.ZeroHash
+		if !c.deleted {
+			now = gitver.BlobHash(c.content)
+		}
+		if was != now {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // placeContent decides where content lives: inline in the note's body, or,

@@ -45,7 +45,7 @@ func Apply(v *fsstore.View, p *Plan, progress Progress) Report {
 	for i, n := range p.Notes {
 		body := n.Body
 		res, err := v.Update(fsstore.UpdateRequest{URI: n.Key, Digest: n.Digest, Body: &body, Kind: n.Kind,
-			Fields: n.Fields, Links: n.Links, SkipUnchanged: true})
+			Fields: n.Fields, Links: n.Links})
 		switch {
 		case err != nil:
 			r.Failed = append(r.Failed, n.From+": "+err.Error())

@@ -78,3 +78,33 @@ func WriteMessage(op string, a Address, version int, text, agent string) Message
 func ByProgram(message string) bool {
 	return strings.Contains(message, "\n"+TrailerAgent+": ")
 }
+
+// WrittenAt reads the note and version a tool write's message names (its
+// Blackboard-Uri and Blackboard-Version trailers); ok is false for a
+// message without them (a person's commit, people's edits of several
+// notes, init).
+func WrittenAt(message string) (uri string, version int, ok bool) {
+	uri, ok = trailer(message, TrailerURI)
+	if !ok {
+		return "", 0, false
+	}
+	v, ok := trailer(message, TrailerVersion)
+	if !ok {
+		return "", 0, false
+	}
+	version, err := strconv.Atoi(v)
+	if err != nil || version < 1 {
+		return "", 0, false
+	}
+	return uri, version, true
+}
+
+// trailer is the value of the last line "name: value" of a message.
+func trailer(message, name string) (string, bool) {
+	i := strings.LastIndex(message, "\n"+name+": ")
+	if i < 0 {
+		return "", false
+	}
+	value, _, _ := strings.Cut(message[i+len(name)+3:], "\n")
+	return strings.TrimSpace(value), value != ""
+}

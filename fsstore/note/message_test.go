@@ -41,3 +41,27 @@ func TestMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestWrittenAt(t *testing.T) {
+	a, err := ParseAddress("research/cache/latency", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		msg     string
+		uri     string
+		version int
+		ok      bool
+	}{
+		{WriteMessage("update", a, 7, "digest", "researcher").String(), "bb://acme/research/cache/latency", 7, true},
+		{WriteMessage("link", a, 1, "cites bb://acme/x", "agent").String(), "bb://acme/research/cache/latency", 1, true},
+		{"a person's commit\n", "", 0, false},
+		{Message{Subject: "edit two notes", Agent: "Ada"}.String(), "", 0, false},
+		{"x\n\nBlackboard-Uri: bb://acme/a\nBlackboard-Version: zero\n", "", 0, false},
+	} {
+		uri, version, ok := WrittenAt(tc.msg)
+		if uri != tc.uri || version != tc.version || ok != tc.ok {
+			t.Errorf("WrittenAt(%q) = %q, %d, %t; want %q, %d, %t", tc.msg, uri, version, ok, tc.uri, tc.version, tc.ok)
+		}
+	}
+}

@@ -624,6 +624,7 @@ func TestRewindThenPersonsCommitsAreKept(t *testing.T) {
 func TestMCPResetElsewhereKeepsARescueRef(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	s := startMCPGo(t, dir, "agent")
+	skipVersionCheck(t, dir, "the person's reset drops the acknowledged writes from the branch (they live under the rescue ref)")
 	const key = "team/plan"
 	for v := range 2 {
 		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})

@@ -124,7 +124,10 @@ type conn struct {
 	listTools func(ctx context.Context) ([]map[string]any, error)
 	// stop ends the session as a host does (closes the server's stdin) and
 	// returns the server's exit error.
-	stop   func() error
+	stop func() error
+	// kill ends the server process at once (kill -9), as a crash would; set
+	// by the starters that own the process.
+	kill   func() error
 	once   sync.Once
 	result error
 }
@@ -160,12 +163,15 @@ func startMCPGoArgs(t testing.TB, dir, agent string, args []string) *session {
 // startMCPGoEnv is startMCPGoArgs with the server's whole environment.
 func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *session {
 	t.Helper()
+	checkVersionsAtEnd(t, dir)
 	stderr := &lockedBuffer{}
+	var proc *exec.Cmd // set by Start, which runs the command function before it returns
 	tr := transport.NewStdioWithOptions(testBinary, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env
 			cmd.Stderr = stderr
+			proc = cmd
 			return cmd, nil
 		}))
 	c := client.NewClient(tr, client.WithProtocolVersion(protocolVersion))
@@ -176,6 +182,7 @@ func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *sessi
 	}
 	s := &session{t: t, conn: &conn{dir: dir, client: "mcp-go", stderr: stderr}}
 	s.stop = c.Close
+	s.kill = func() error { return proc.Process.Kill() }
 	t.Cleanup(func() { _ = s.close() })
 
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -221,6 +228,7 @@ func bindMCPGo(s *session, c *client.Client) {
 		}
 		return toolResult{text: tc.Text, isError: res.IsError}, nil
 	}
+	s.callTool = recordingWrites(s.dir, s.callTool)
 	s.listTools = func(ctx context.Context) ([]map[string]any, error) {
 		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 		if err != nil {
@@ -234,6 +242,7 @@ func bindMCPGo(s *session, c *client.Client) {
 // and connects its client, pinned to the same protocol version.
 func startGoSDK(t testing.TB, dir, agent string, extra ...string) *session {
 	t.Helper()
+	checkVersionsAtEnd(t, dir)
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(testBinary, serveArgs(dir, extra...)...)
 	cmd.Env = mcpEnv(agent)
@@ -285,6 +294,7 @@ func bindGoSDK(s *session, cs *sdk.ClientSession) {
 		}
 		return toolResult{text: tc.Text, isError: res.IsError}, nil
 	}
+	s.callTool = recordingWrites(s.dir, s.callTool)
 	s.listTools = func(ctx context.Context) ([]map[string]any, error) {
 		res, err := cs.ListTools(ctx, nil)
 		if err != nil {

@@ -34,11 +34,16 @@ type rawServer struct {
 	waitOnce sync.Once
 	// arrival is the order in which response ids arrived.
 	arrival []string
+	// calls are the tools/call requests sent and not yet answered, by id
+	// (its JSON text): their answers are recorded for the version check.
+	calls map[string]map[string]any
 }
 
 func startRaw(t *testing.T, dir, agent string) *rawServer {
 	t.Helper()
-	r := &rawServer{t: t, dir: dir, stderr: &lockedBuffer{}, lines: make(chan string, 1024), exited: make(chan struct{})}
+	checkVersionsAtEnd(t, dir)
+	r := &rawServer{t: t, dir: dir, stderr: &lockedBuffer{}, lines: make(chan string, 1024), exited: make(chan struct{}),
+		calls: map[string]map[string]any{}}
 	r.cmd = exec.Command(testBinary, serveArgs(dir)...)
 	r.cmd.Env = mcpEnv(agent)
 	r.cmd.Stderr = r.stderr
@@ -136,6 +141,7 @@ func (r *rawServer) send(msgs ...any) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
+		r.rememberCall(m)
 		b.Write(line)
 		b.WriteByte('\n')
 	}
@@ -206,8 +212,46 @@ func (r *rawServer) await(ids ...string) map[string]rpcResponse {
 		}
 		got[id] = m
 		r.arrival = append(r.arrival, id)
+		r.recordCall(id, m)
 	}
 	return got
+}
+
+// rememberCall keeps a tools/call request built with toolCall until its
+// answer arrives.
+func (r *rawServer) rememberCall(m any) {
+	req, ok := m.(map[string]any)
+	if !ok || req["method"] != "tools/call" {
+		return
+	}
+	params, _ := req["params"].(map[string]any)
+	id, err := json.Marshal(req["id"])
+	if params == nil || err != nil {
+		return
+	}
+	r.calls[string(id)] = params
+}
+
+// recordCall records the answer to a remembered tools/call for the version
+// check.
+func (r *rawServer) recordCall(id string, m rpcResponse) {
+	params, ok := r.calls[id]
+	if !ok {
+		return
+	}
+	delete(r.calls, id)
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &res) != nil || len(res.Content) != 1 {
+		return
+	}
+	name, _ := params["name"].(string)
+	args, _ := params["arguments"].(map[string]any)
+	recordWrite(r.dir, name, args, toolResult{text: res.Content[0].Text, isError: res.IsError})
 }
 
 // request builds a JSON-RPC request; id is any JSON value.

@@ -71,6 +71,7 @@ func resourcesOverStdio(t *testing.T, dir string, env []string) *resourceClient 
 // and connects the Go SDK's client c to it; the session ends with the test.
 func connectGoSDKStdio(t *testing.T, c *sdk.Client, dir string, env []string, stderr *lockedBuffer) *sdk.ClientSession {
 	t.Helper()
+	checkVersionsAtEnd(t, dir)
 	cmd := exec.Command(testBinary, serveArgs(dir)...)
 	cmd.Env = env
 	cmd.Stderr = stderr

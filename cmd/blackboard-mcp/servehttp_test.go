@@ -68,6 +68,7 @@ func startHTTP(t *testing.T, dir string, env []string, flags ...string) *httpSer
 // startHTTPArgs is startHTTP with serve's whole command line.
 func startHTTPArgs(t *testing.T, dir string, env []string, args []string) *httpServe {
 	t.Helper()
+	checkVersionsAtEnd(t, dir)
 	flags := args[1:]
 	s := &httpServe{t: t, dir: dir, stderr: &lockedBuffer{}, exited: make(chan struct{}), client: &http.Client{}}
 	s.cmd = exec.Command(testBinary, args...)

@@ -294,10 +294,11 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		acked, finishErr, err := w.publishPending(last)
 		if err != nil {
 			for _, it := range open {
-				if it.mine != nil || slices.Contains(blocked, it) {
+				if slices.Contains(blocked, it) {
 					it.err = err
 				}
 			}
+			w.settleRefused(open, err)
 			return
 		}
 		head, err := w.repo.Head()
@@ -342,6 +343,96 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 		}
 		open = next
 	}
+}
+
+// settleRefused answers the built writes of items whose publish failed
+// with err, so that each answer is what git holds: a write the branch holds
+// by now (another writer published it) is acknowledged, with the failure
+// as a warning; the others are refused, and the pending writes are dropped
+// first, so that no writer publishes a refused write later (their own
+// writers find them dropped and build them again). It takes the write lock
+// without finishing or repairing anything first: on a full disk that work
+// may be what fails, and the answer must not wait for it.
+func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
+	settle := func() error {
+		head, herr := w.repo.Head()
+		if herr != nil {
+			return herr
+		}
+		if w.remote != "" {
+			// The remote is where a write counts: a push that went
+			// through counts, whether or not the branch followed.
+			if head, herr = w.repo.Tracking(w.remote); herr != nil {
+				return herr
+			}
+		}
+		refused := false
+		for _, it := range items {
+			if it.mine == nil {
+				continue
+			}
+			held, ferr := w.findWrite(head, it.mine.head, it.mine)
+			switch {
+			case ferr != nil:
+				return ferr
+			case held:
+				it.unfinished(err)
+			default:
+				it.err, refused = err, true
+			}
+		}
+		if refused {
+			return w.dropPending()
+		}
+		return nil
+	}
+	// The publish lock first, as a publisher takes them: no push or move
+	// of the branch is half made while the writes are looked for.
+	unlock, serr := w.lockPublish()
+	if serr == nil {
+		serr = w.withBareWriteLock(settle)
+		unlock()
+	}
+	if serr != nil {
+		// Whether the writes are held cannot be told: none is answered
+		// as refused while it may still be published.
+		w.logf("after a failed publish, the pending writes could not be dropped: %v", serr)
+		for _, it := range items {
+			if it.mine != nil {
+				it.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(err, serr))
+			}
+		}
+	}
+}
+
+// ErrOutcomeUnknown means a write failed at a point where whether git
+// holds it cannot be told (it may still be published): the writer reads
+// the note before writing it again. Every other failure of a write means
+// git does not hold it.
+var ErrOutcomeUnknown = errors.New("whether the write was committed cannot be told")
+
+// dropPending drops the pending writes: their record is removed, which
+// works on a full disk too. The caller holds the write lock.
+func (w *Workspace) dropPending() error {
+	err := os.Remove(filepath.Join(w.repo.GitDir(), pendingName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// stillPending reports whether the pending writes' record still leads
+// through tip (writes built on it since are pending after it). The caller
+// holds the write lock.
+func (w *Workspace) stillPending(tip gitver.Hash) (bool, error) {
+	now, _, err := w.readPendingFile()
+	if err != nil || now.IsZero() {
+		return false, err
+	}
+	if now == tip {
+		return true, nil
+	}
+	return w.repo.IsAncestor(tip, now)
 }
 
 // lastBatchSize is how many of this process's writes the last batch held.
@@ -679,6 +770,13 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			}
 			moved := false
 			finishErr = w.withWriteLock(func() error {
+				// The chain was read without the write lock: a writer
+				// whose publish failed may have dropped it since
+				// (settleRefused), and what it refused must never reach
+				// the branch.
+				if held, err := w.stillPending(tip); err != nil || !held {
+					return err
+				}
 				var err error
 				if moved, err = w.moveBranchWithFiles(head, tip, fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)), syncObjects); err != nil || !moved {
 					return err

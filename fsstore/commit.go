@@ -237,7 +237,12 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			return gitver.ZeroHash, errors.Join(err, w.clearJournal())
 		}
 	}
-	if err := w.repo.UpdateBranch(parent, commit, author, ownMove+subject(message)); err != nil {
+	if err := w.repo.UpdateBranch(parent, commit, author, ownMove+subject(message)); errors.Is(err, gitver.ErrMovedUnsynced) {
+		// The branch holds the write. The journal stays: the next hold of
+		// the write lock finishes the files from it.
+		committed = true
+		return commit, err
+	} else if err != nil {
 		if gitIndex != nil {
 			gitIndex.Release()
 		}

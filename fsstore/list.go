@@ -75,12 +75,8 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 	case limit > MaxListLimit:
 		limit = MaxListLimit
 	}
-	_, cursor, err := w.catchUp(nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := &Listing{Cursor: cursor}
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	out := &Listing{}
+	out.Cursor, err = w.readAtHead(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
 			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix})
 		if err != nil {
@@ -167,12 +163,8 @@ type SummaryResult struct {
 // from the index alone.
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
-	_, cursor, err := w.catchUp(nil, nil)
-	if err != nil {
-		return nil, 0, err
-	}
 	out := make([]SummaryResult, len(uris))
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	cursor, err := w.readAtHead(func(s *index.Snapshot) error {
 		keys := make([]string, 0, len(uris))
 		for i, u := range uris {
 			a, err := w.parseAddress(u)
@@ -226,11 +218,8 @@ func (v *View) Topics() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := v.w.catchUp(nil, nil); err != nil {
-		return nil, err
-	}
 	var out []string
-	err = v.w.idx.Read(func(s *index.Snapshot) error {
+	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.Topics(scope)
 		return err
 	})

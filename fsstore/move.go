@@ -98,7 +98,9 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 			return false, errors.Join(err, w.clearJournal())
 		}
 	}
-	if err := w.repo.UpdateBranch(from, to, who, reason); err != nil {
+	if err := w.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
+		return true, err // the journal stays: the next hold of the write lock finishes the files
+	} else if err != nil {
 		if cerr := w.clearJournal(); cerr != nil {
 			return false, cerr
 		}

@@ -128,6 +128,8 @@ func runWorker(role string) error {
 		}
 		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
+	case "appender":
+		return appendWorker(w, "p"+os.Getenv("BB_ID"), envInt("BB_N", 100), envInt("BB_STOP", 20), os.Getenv("BB_OUT"))
 	case "onewrite":
 		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err

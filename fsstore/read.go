@@ -37,8 +37,7 @@ type NoteView struct {
 // Cursor returns the board's change sequence: the number of commits in the
 // branch's first-parent history.
 func (w *Workspace) Cursor() (int, error) {
-	_, seq, err := w.catchUp(nil, nil)
-	return seq, err
+	return w.readAtHead(func(*index.Snapshot) error { return nil })
 }
 
 // Get reads one note at the branch's head; withContent also returns its body
@@ -53,12 +52,9 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	if !v.c.CanRead(addr.Short()) {
 		return nil, notFound // forbidden and missing look the same
 	}
-	if _, _, err := w.catchUp(nil, nil); err != nil {
-		return nil, err
-	}
 	var n index.Note
 	var sum Summary
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	_, err = w.readAtHead(func(s *index.Snapshot) error {
 		var err error
 		if n, _, err = s.Note(addr.Short()); err != nil || !n.Present {
 			return err
@@ -139,11 +135,8 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	if !v.c.CanRead(addr.Short()) {
 		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
-	if _, _, err := w.catchUp(nil, nil); err != nil {
-		return nil, err
-	}
 	var events []index.Event
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	_, err = w.readAtHead(func(s *index.Snapshot) error {
 		events, err = s.History(addr.Short(), limit)
 		return err
 	})

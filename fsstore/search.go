@@ -34,16 +34,12 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 	if limit > MaxSearchLimit {
 		limit = MaxSearchLimit
 	}
-	_, cursor, err := w.catchUp(nil, nil)
-	if err != nil {
-		return nil, 0, err
-	}
 	query := index.SearchQuery{Terms: index.ParseQuery(q), Scope: scope, Limit: limit}
-	if len(query.Terms) == 0 {
-		return nil, cursor, nil
-	}
 	var hits []index.Hit
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	cursor, err := w.readAtHead(func(s *index.Snapshot) error {
+		if len(query.Terms) == 0 {
+			return nil
+		}
 		var err error
 		hits, err = s.Search(query)
 		if err == nil && len(hits) == 0 && len(query.Terms) > 1 {

@@ -60,6 +60,42 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 	return head, seq, err
 }
 
+// readAtHead runs fn on the derived index caught up to the branch, and
+// returns the cursor there. When the index cannot be caught up because the
+// disk is full (the writes that filled it moved the branch, and their
+// catch-up could not be committed), the catch-up is made for this read
+// alone and never written (index.DB.ReadAhead): reads keep answering from
+// git while writes are refused.
+func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
+	_, cursor, err := w.catchUp(nil, nil)
+	if err == nil {
+		return cursor, w.idx.Read(fn)
+	}
+	if !index.IsFull(err) {
+		return 0, err
+	}
+	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
+	err = w.idx.ReadAhead(func(tx *index.Tx) error {
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		indexed, seq, err := tx.Head()
+		if err != nil {
+			return err
+		}
+		if head.IsZero() && !indexed.IsZero() {
+			return w.branchGone(indexed)
+		}
+		cursor = seq
+		if indexed != head {
+			cursor, err = w.syncIndex(tx, head, nil, nil)
+		}
+		return err
+	}, fn)
+	return cursor, err
+}
+
 // ErrBranchGone means the board's branch does not exist any more, although
 // the board has history (a person deleted it): nothing is read or written
 // until it is restored, so that no write starts a new history beside the

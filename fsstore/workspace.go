@@ -249,6 +249,27 @@ func (w *Workspace) withFreeWriteLock(fn func() (took bool, err error)) (took bo
 // writer left, runs the repairs and then fn. took is false, and fn not run,
 // when how does not block and another process holds the lock.
 func (w *Workspace) holdWriteLock(how int, fn func() (took bool, err error)) (took bool, err error) {
+	return w.holdBareWriteLock(how, func() (bool, error) {
+		if err := w.recover(); err != nil {
+			return true, fmt.Errorf("finish an interrupted write: %w", err)
+		}
+		if err := w.repair(); err != nil {
+			return true, err
+		}
+		return fn()
+	})
+}
+
+// withBareWriteLock runs fn under the write lock without finishing or
+// repairing anything first: for a decision that must not wait for work
+// that may be what fails (on a full disk, say).
+func (w *Workspace) withBareWriteLock(fn func() error) error {
+	_, err := w.holdBareWriteLock(unix.LOCK_EX, func() (bool, error) { return true, fn() })
+	return err
+}
+
+// holdBareWriteLock takes the write lock by flock(how) and runs fn.
+func (w *Workspace) holdBareWriteLock(how int, fn func() (took bool, err error)) (took bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
@@ -264,12 +285,6 @@ func (w *Workspace) holdWriteLock(how int, fn func() (took bool, err error)) (to
 		}
 	}
 	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
-	if err := w.recover(); err != nil {
-		return true, fmt.Errorf("finish an interrupted write: %w", err)
-	}
-	if err := w.repair(); err != nil {
-		return true, err
-	}
 	return fn()
 }
 

@@ -145,8 +145,16 @@ func (r *Repo) UpdateRef(name string, old, new Hash, who Signature, reason strin
 		return err
 	}
 	committed = true
-	return r.SyncDir(filepath.Dir(lock))
+	if err := r.SyncDir(filepath.Dir(lock)); err != nil {
+		return fmt.Errorf("%w: %w", ErrMovedUnsynced, err)
+	}
+	return nil
 }
+
+// ErrMovedUnsynced means a ref did move, but its directory could not be
+// synced: the move stands (every reader sees it), and a power failure may
+// still undo it. A caller reports the move as made, with the failure.
+var ErrMovedUnsynced = errors.New("the ref moved, but syncing it failed")
 
 // ReflogEntry is one move of a ref as its reflog records it.
 type ReflogEntry struct {

@@ -49,6 +49,9 @@ func errorResult(ctx context.Context, log *slog.Logger, tool string, err error) 
 		}
 	}
 	log.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
+	if errors.Is(err, fsstore.ErrOutcomeUnknown) {
+		return mcp.NewToolResultError("internal: the write failed where the server cannot tell whether it was committed; read the note's version before writing it again")
+	}
 	if writeTools[tool] {
 		// A write that fails past its commit point is acknowledged with a
 		// warning instead (fsstore's UpdateResult.Unfinished): an internal

@@ -148,6 +148,7 @@ var errIncompatible = errors.New("index made by another version")
 // SQLite result codes that mean the file is not a usable database.
 const (
 	sqliteCorrupt = 11
+	sqliteFull    = 13
 	sqliteNotADB  = 26
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"syscall"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -12,7 +13,7 @@ import (
 // indexed head, even while another process catches the index up.
 type Snapshot struct {
 	t *sql.Tx
-	q inTx // runs the hot reads prepared
+	q querier // runs the hot reads prepared, where it can
 }
 
 // Read runs fn on a snapshot.
@@ -23,6 +24,36 @@ func (d *DB) Read(fn func(s *Snapshot) error) error {
 	}
 	defer t.Rollback()
 	return fn(&Snapshot{t: t, q: inTx{d, t}})
+}
+
+// ReadAhead runs fn on a snapshot of the index brought forward by catchUp,
+// in a write transaction that is then rolled back: nothing is written to
+// the database, so it answers where a catch-up cannot be committed (the
+// disk is full). The caught-up pages stay in SQLite's page cache meanwhile.
+func (d *DB) ReadAhead(catchUp func(*Tx) error, fn func(*Snapshot) error) error {
+	t, err := d.write.Begin()
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	x := &Tx{t: t, fts: map[int64]*Text{}}
+	if err := catchUp(x); err != nil {
+		return err
+	}
+	if err := x.flushFTS(); err != nil {
+		return err
+	}
+	return fn(&Snapshot{t: t, q: t}) // the hot statements are the read pool's
+}
+
+// IsFull reports whether err is the database's or the file system's "no
+// space left".
+func IsFull(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteFull {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // Head is the commit the snapshot reflects and its cursor.

@@ -353,7 +353,9 @@ func TestResourcesScopedByToken(t *testing.T) {
 	dir, alice, _ := accessBoard(t)
 	op := tokenAdd(t, dir, "op", "--write", "secret", "--write", "ops", "--write", "research")
 	opEnv := append(mcpEnv(""), "BLACKBOARD_TOKEN="+op)
-	check := func(t *testing.T, rc *resourceClient) {
+	// Each round writes content of its own: a write equal to what a note
+	// holds changes nothing, and is heard of by nobody.
+	check := func(t *testing.T, rc *resourceClient, round string) {
 		var uris []string
 		for _, r := range rc.list("").Resources {
 			uris = append(uris, r.URI)
@@ -374,19 +376,19 @@ func TestResourcesScopedByToken(t *testing.T) {
 		}
 		rc.subscribe("bb://acme/secret/plan")
 		rc.subscribe("bb://acme/ops/deploy")
-		cmd := cliCommand(dir, "put", "secret/plan", "--digest", "Zanzibar, signed", "--body", "signed")
+		cmd := cliCommand(dir, "put", "secret/plan", "--digest", "Zanzibar, signed", "--body", "signed "+round)
 		cmd.Env = opEnv
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("put secret/plan: %v\n%s", err, out)
 		}
-		cmd = cliCommand(dir, "put", "secret/new", "--digest", "A new secret", "--body", "s")
+		cmd = cliCommand(dir, "put", "secret/new", "--digest", "A new secret", "--body", "s "+round)
 		cmd.Env = opEnv
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("put secret/new: %v\n%s", err, out)
 		}
 		rc.quiet(800*time.Millisecond, "changes to hidden notes")
 		start := time.Now()
-		cmd = cliCommand(dir, "put", "ops/deploy", "--digest", "Deploy runbook v2", "--body", "steps 2")
+		cmd = cliCommand(dir, "put", "ops/deploy", "--digest", "Deploy runbook v2", "--body", "steps 2 "+round)
 		cmd.Env = opEnv
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("put ops/deploy: %v\n%s", err, out)
@@ -399,11 +401,11 @@ func TestResourcesScopedByToken(t *testing.T) {
 		}
 	}
 	t.Run("stdio", func(t *testing.T) {
-		check(t, resourcesOverStdio(t, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+alice)))
+		check(t, resourcesOverStdio(t, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+alice)), "stdio")
 	})
 	t.Run("http", func(t *testing.T) {
 		s := startHTTP(t, dir, mcpEnv(""))
-		check(t, resourcesOverHTTP(t, s, alice))
+		check(t, resourcesOverHTTP(t, s, alice), "http")
 	})
 }
 

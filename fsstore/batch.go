@@ -81,14 +81,6 @@ const (
 // built to join its push (a variable for tests).
 var maxBuildersWait = 20 * time.Millisecond
 
-// writeBatch is the chain of pending writes as a write being built sees it;
-// commitLocked and noteAt read it while it is set.
-type writeBatch struct {
-	head gitver.Hash // the branch
-	base gitver.Hash // the pending writes' tip when the write began
-	tip  gitver.Hash // base, then the write's own commit
-}
-
 // publisher serializes this process's publishers; the flock on lock,
 // other processes'.
 type publisher struct {
@@ -107,7 +99,7 @@ type publisher struct {
 // a queue, and one of them, the leader, builds them all in one hold of the
 // write lock and publishes them together. unfinished hears of a failure
 // after the write counted (the remote or the branch took it).
-func (w *Workspace) writeInGroup(op, uri string, attempt func() error, unfinished func(error)) error {
+func (w *Workspace) writeInGroup(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
 	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
 	wq := &w.queue
@@ -135,9 +127,9 @@ func (w *Workspace) writeInGroup(op, uri string, attempt func() error, unfinishe
 // queuedWrite is one tool write waiting for a push.
 type queuedWrite struct {
 	op, uri string
-	// attempt builds the write (updateLocked); it runs again when the
-	// write is dropped and built again.
-	attempt    func() error
+	// attempt builds the write (updateLocked) in the transaction it is
+	// given; it runs again when the write is dropped and built again.
+	attempt    func(*writeTx) error
 	unfinished func(error)
 	err        error
 	done       chan struct{} // closed when answered
@@ -235,7 +227,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 				// rather than have them wait for a commit of its own.
 				return false, nil
 			}
-			return true, w.whileBranchMoves(it.op, it.uri, it.attempt)
+			return true, w.commitAlone(it)
 		}); took {
 			it.err = err
 			return
@@ -448,6 +440,46 @@ func answerAll(items []*queuedWrite, err error) {
 	}
 }
 
+// commitAlone builds a write that came alone, on the branch, and moves
+// the branch to it at once, in this hold of the write lock: a group of
+// one, built as every write is (buildWrite) and moved as every group is
+// (commitChain), with its objects written loose and synced alongside the
+// files instead of in a pack with others'. The caller holds the write
+// lock.
+func (w *Workspace) commitAlone(it *queuedWrite) error {
+	return w.whileBranchMoves(it.op, it.uri, func() error {
+		defer w.repo.DropStaged()
+		mine, _, err := w.buildWrite(it.uri, it.attempt, &builtTip{})
+		if err != nil || mine == nil {
+			return err // refused, or answered without a commit
+		}
+		reach("built")
+		moved, err := w.commitChain(mine.head, mine.commit, 1, ownMove+subject(mine.info.Message), mine.pending.Write)
+		switch {
+		case !moved && err == nil:
+			return errBranchMoved // a person's commit came first: built again on it
+		case moved && err != nil:
+			it.unfinished(err) // past the commit point: acknowledged, with a warning
+			return nil
+		}
+		return err
+	})
+}
+
+// commitChain moves the branch from head to tip, the commits of n tool
+// writes, files and all, through the one branch-move step
+// (moveBranchWithFiles), with objects made durable alongside: the commit
+// point of every tool write. moved is false, and nothing changed, when the
+// branch was no longer at head; an error with moved set is a failure past
+// the commit point. The caller holds the write lock.
+func (w *Workspace) commitChain(head, tip gitver.Hash, n int, reason string, objects func() error) (moved bool, err error) {
+	moved, err = w.moveBranchWithFiles(head, tip, reason, objects)
+	if moved {
+		w.counted(n)
+	}
+	return moved, err
+}
+
 // builtWrite is a write built on the pending writes. A rebase gives it
 // another commit; its message and its changes stay, and tell it.
 type builtWrite struct {
@@ -455,6 +487,8 @@ type builtWrite struct {
 	head   gitver.Hash // the branch when it was built
 	info   *gitver.CommitInfo
 	diff   []gitver.PathChange
+	// pending is the commit as built, its objects in memory.
+	pending *gitver.PendingCommit
 }
 
 // is reports whether c is the write, as built or rebased.
@@ -492,61 +526,67 @@ func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, e
 	return false, nil
 }
 
-// buildPending runs attempt, building the write on the pending writes
-// (those built in this hold of the write lock last, as built tells), and
-// makes its commit their tip in built. blockedByPending says a failure may
-// be a conflict with pending writes. The caller holds the write lock.
-func (w *Workspace) buildPending(op, uri string, attempt func() error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+// buildPending builds a write on the pending writes (those built in this
+// hold of the write lock last, as built tells), starting over while a
+// person's commit moves the branch under it. blockedByPending says a
+// failure may be a conflict with pending writes. The caller holds the
+// write lock.
+func (w *Workspace) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
 	err = w.whileBranchMoves(op, uri, func() error {
-		if w.remote == "" {
-			// A reset may have dropped the program's commits (rescue.go):
-			// they come back before anything is built on the branch.
-			if err := w.bringBackDropped(); err != nil {
-				return err
-			}
-		}
-		// People's edits to the note go first, each its own commit pushed
-		// on its own: rare, and they drop pending writes, whose writers
-		// build them again.
-		if key, ok := w.keyOf(uri); ok {
-			if _, err := w.adoptEdits(key); err != nil {
-				return err
-			}
-		}
-		head, err := w.repo.Head()
-		if err != nil {
-			return err
-		}
-		base := built.tip
-		if base.IsZero() || built.head != head {
-			if base, err = w.pendingTip(head); err != nil {
-				return err
-			}
-		}
-		b := &writeBatch{head: head, base: base, tip: base}
-		w.batch = b
-		err = attempt()
-		w.batch = nil
-		if err != nil {
-			blockedByPending = base != head && errors.Is(err, ErrConflict)
-			return err
-		}
-		if b.tip == base {
-			return fmt.Errorf("write %s: nothing was built", uri)
-		}
-		info, err := w.repo.ReadCommit(b.tip)
-		if err != nil {
-			return err
-		}
-		diff, err := w.pendingChanges(info)
-		if err != nil {
-			return err
-		}
-		mine = &builtWrite{commit: b.tip, head: head, info: info, diff: diff}
-		*built = builtTip{head: head, tip: b.tip}
-		return nil
+		var err error
+		mine, blockedByPending, err = w.buildWrite(uri, attempt, built)
+		return err
 	})
 	return mine, blockedByPending, err
+}
+
+// buildWrite runs attempt in a new transaction on the pending writes'
+// tip, or on the branch when none is pending, and makes its commit the
+// tip in built. mine is nil for a write answered without a commit (it
+// changed nothing) or refused. The caller holds the write lock.
+func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+	if w.remote == "" {
+		// A reset may have dropped the program's commits (rescue.go):
+		// they come back before anything is built on the branch.
+		if err := w.bringBackDropped(); err != nil {
+			return nil, false, err
+		}
+	}
+	// People's edits to the note go first, each its own commit (pushed on
+	// its own): rare, and they drop pending writes, whose writers build
+	// them again.
+	if key, ok := w.keyOf(uri); ok {
+		if _, err := w.adoptEdits(key); err != nil {
+			return nil, false, err
+		}
+	}
+	head, err := w.repo.Head()
+	if err != nil {
+		return nil, false, err
+	}
+	base := built.tip
+	if base.IsZero() || built.head != head {
+		if base, err = w.pendingTip(head); err != nil {
+			return nil, false, err
+		}
+	}
+	tx := &writeTx{head: head, base: base, tip: base, stageOnly: w.remote == ""}
+	if err := attempt(tx); err != nil {
+		return nil, base != head && errors.Is(err, ErrConflict), err
+	}
+	if tx.tip == base {
+		return nil, false, nil // nothing to commit: answered as it is
+	}
+	info, err := w.repo.ReadCommit(tx.tip)
+	if err != nil {
+		return nil, false, err
+	}
+	diff, err := w.pendingChanges(info)
+	if err != nil {
+		return nil, false, err
+	}
+	*built = builtTip{head: head, tip: tx.tip}
+	return &builtWrite{commit: tx.tip, head: head, info: info, diff: diff, pending: tx.commit}, false, nil
 }
 
 // builtTip is the tip of the pending writes one hold of the write lock
@@ -777,19 +817,13 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				if held, err := w.stillPending(tip); err != nil || !held {
 					return err
 				}
-				var err error
-				if moved, err = w.moveBranchWithFiles(head, tip, fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)), syncObjects); err != nil || !moved {
-					return err
+				var moveErr error
+				moved, moveErr = w.commitChain(head, tip, len(chain), fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)), syncObjects)
+				if !moved {
+					return moveErr
 				}
-				w.counted(len(chain))
 				// The branch names their objects: git may pack them.
 				w.repo.ReleasePacks(published)
-				// The derived index follows the branch in this hold of the
-				// lock. Left to whoever reads next, it would be caught up
-				// by every watching process at once, each waiting for
-				// the others' transactions, the next write's build among
-				// them.
-				_, _, indexErr := w.catchUp(nil, nil)
 				if w.remote == "" {
 					// Each group leaves a pack: many small ones are merged.
 					if err := w.repo.MergeSmallPacks(); err != nil {
@@ -798,9 +832,9 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				}
 				// Writes built on the chain meanwhile stay pending on it.
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
-					return errors.Join(indexErr, err)
+					return errors.Join(moveErr, err)
 				}
-				return errors.Join(indexErr, w.savePending(gitver.ZeroHash))
+				return errors.Join(moveErr, w.savePending(gitver.ZeroHash))
 			})
 			if !moved && w.remote == "" {
 				if errors.Is(finishErr, gitver.ErrPackDamaged) {
@@ -1099,36 +1133,10 @@ func (w *Workspace) keyOf(uri string) (string, bool) {
 	return a.Short(), true
 }
 
-// addToBatch builds one write's commit on the pending writes' tip and
-// writes its objects; the branch moves once the chain is pushed. The caller
-// holds the write lock.
-func (w *Workspace) addToBatch(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) (gitver.Hash, error) {
-	b := w.batch
-	if parent != b.tip {
-		return gitver.ZeroHash, errBranchMoved
-	}
-	if wt := w.repo.WorkTree(); wt.Operation != "" {
-		return gitver.ZeroHash, busyWithGit(wt)
-	}
-	pending, err := w.repo.BuildCommit(commitRequest(parent, changes, author, message))
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	if w.remote == "" {
-		// Written with the rest of the group's, as one pack, once the
-		// group is built (publishWrites); readable meanwhile.
-		w.repo.Stage(pending)
-	} else if err := pending.Write(); err != nil {
-		return gitver.ZeroHash, err
-	}
-	b.tip = pending.Hash
-	return pending.Hash, nil
-}
-
 // pendingNote is the note at key as the pending writes left it: the
 // derived index's at the branch, then each pending commit that changed its
 // file counted as a version.
-func (w *Workspace) pendingNote(key string, b *writeBatch) (index.Note, error) {
+func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
 	n, err := w.noteAtIndex(key, b.head)
 	if err != nil || b.base == b.head {
 		return n, err

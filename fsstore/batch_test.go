@@ -207,7 +207,7 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		n, err := w.pendingNote("t/big", &writeBatch{head: head, base: pending, tip: pending})
+		n, err := w.pendingNote("t/big", &writeTx{head: head, base: pending, tip: pending})
 		if err != nil {
 			return err
 		}

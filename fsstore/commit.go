@@ -68,9 +68,6 @@ type fileChange struct {
 // changed.
 func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
 	message string, onDisk bool) (commit gitver.Hash, err error) {
-	if w.batch != nil {
-		return w.addToBatch(parent, changes, author, message)
-	}
 	committed := false // the branch holds the commit: the write happened
 	defer func() {
 		if committed && err != nil {

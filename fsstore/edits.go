@@ -265,10 +265,6 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 // the person's version instead of overwriting it. It returns the branch's
 // commit after. The caller holds the write lock.
 func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
-	if w.batch != nil {
-		// The batch committed people's edits before it began.
-		return w.batch.tip, nil
-	}
 	head, _, err := w.commitEditsLocked([]string{key})
 	if errors.Is(err, ErrWorkTreeBusy) {
 		// Edits wait for git. The write goes on: commitLocked decides

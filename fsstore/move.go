@@ -7,17 +7,40 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// moveBranchWithFiles moves the local branch from one commit to another and
-// puts the files that differ in place, through the journal, so that a crash
-// midway is finished like any write; a file a person changed stays theirs.
-// The new files are staged beside their targets first, synced in one round
-// with the journal and with alongside (what else must be durable before the
-// branch names it; nil for nothing), so that after the branch moves only
-// renames remain. moved is false when the branch was no longer at from.
+// moveBranchWithFiles is the one branch-move step: every tool write (one
+// that came alone, or a group of them), a fast-forward to the remote, a
+// rebuild on it, goes onto the branch through it. It moves the local
+// branch from one commit to another and puts the files that differ in
+// place, in the order that makes a crash at any point recoverable:
+//
+//  1. the journal names both commits and every file; then it, the new
+//     files (under temporary names beside their targets) and alongside
+//     (what else must be durable before the branch names it: the commits'
+//     objects; nil for nothing) are synced in one round;
+//  2. git's index lock is taken, so no `git commit` or checkout can take
+//     git's index while the branch moves; holding it, the work tree is
+//     looked at again (a checkout that began or ended meanwhile makes the
+//     step start over: moved is false);
+//  3. the branch moves from one commit to the other: the commit point;
+//  4. the staged files are renamed into place, unless a person changed
+//     one since (it stays theirs, to be committed as their edit), their
+//     directories synced, and git's index written for those paths;
+//  5. the derived index follows the branch, with the stat of each placed
+//     file (so the next look for people's edits need not hash it);
+//  6. the journal is cleared.
+//
+// While a person has another branch checked out, only the branch moves:
+// the files and git's index are that checkout's, and the files are put in
+// place when the branch is checked out again (unplaced.go). moved is false
+// when the branch was no longer at from, or the work tree changed hands;
+// nothing then changed. An error with moved set is a failure past the
+// commit point, which the journal finishes on the next hold of the write
+// lock. The caller holds the write lock.
 func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
 	a, err := w.repo.ReadCommit(from)
 	if err != nil {
@@ -32,13 +55,15 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 		return false, err
 	}
 	who := w.agentSignature(note.InitAgent)
-	j := &journal{Old: from, New: to, Time: who.When, BranchOnly: w.repo.WorkTree().Elsewhere != ""}
+	wt := w.repo.WorkTree()
+	j := &journal{Old: from, New: to, Time: who.When, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
 		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
 	if err := w.writeJournal(j); err != nil {
 		return false, err
 	}
+	reach("journal")
 	staged := make([]stagedFile, len(j.Files))
 	defer func() {
 		for _, f := range staged {
@@ -74,7 +99,7 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 	if err := durable.Wait(); err != nil {
 		return false, errors.Join(err, w.clearJournal())
 	}
-	reach("move staged")
+	reach("objects")
 	// git's index lock is held from before the branch moves until the
 	// files are in place: a git command that read the branch before the
 	// move (a person's `git reset --hard`) cannot write its older files
@@ -87,6 +112,14 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 			return false, errors.Join(err, w.clearJournal())
 		}
 		defer gitIndex.Release()
+		// Holding git's index, look again: a checkout that began since
+		// has finished writing its files by now, and one of the branch
+		// that ended since may have left files older than the branch's,
+		// to be put right before anything is placed (see unplaced.go).
+		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
+			gitIndex.Release()
+			return false, w.clearJournal()
+		}
 	} else {
 		// As for a write made while another branch is checked out: git
 		// may write the older files when the branch is checked out again.
@@ -109,23 +142,43 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 		}
 		return false, err
 	}
-	reach("move branch")
-	if j.BranchOnly {
-		return true, w.clearJournal()
+	reach("branch")
+	var stats map[string]index.DiskStat
+	if !j.BranchOnly {
+		if stats, err = w.placeStaged(j, staged, gitIndex); err != nil {
+			return true, err
+		}
 	}
-	return true, w.placeStaged(j, staged, gitIndex)
+	// The derived index follows the branch in this hold of the lock. Left
+	// to whoever reads next, it would be caught up by every watching
+	// process at once, each waiting for the others' transactions, the
+	// next write's build among them.
+	if _, _, err := w.catchUp(nil, func(tx *index.Tx) error {
+		for p, st := range stats {
+			if err := tx.SetDisk(p, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return true, err
+	}
+	reach("index")
+	return true, w.clearJournal()
 }
 
 // stagingWorkers bounds the files a branch move stages at once.
 const stagingWorkers = 16
 
-// placeStaged finishes a branch move once the branch holds j.New: each
-// file staged for it renamed into place (or removed, for a deleted one)
-// unless a person changed it since, which stays theirs; the directories
-// synced in one round; git's index entries written; the journal cleared.
-// The caller holds git's index lock.
-func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitver.IndexLock) error {
+// placeStaged puts a branch move's files in place once the branch holds
+// j.New: each file staged for it renamed into place (or removed, for a
+// deleted one) unless a person changed it since, which stays theirs; the
+// directories synced in one round; git's index entries written. It
+// returns the stat of each file placed, with its blob. The caller holds
+// git's index lock.
+func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
+	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}
 	for i, f := range j.Files {
 		var placed bool
@@ -144,7 +197,7 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitve
 			staged[i].tmp = ""
 		}
 		if err != nil {
-			return fmt.Errorf("finish %s: %w", f.Path, err)
+			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
 		}
 		dirs[path.Dir(f.Path)] = true
 		e := gitver.IndexEntry{Path: f.Path}
@@ -159,9 +212,28 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitve
 				e.Blob, e.Info = f.New, staleInfo{}
 			}
 		case !f.New.IsZero():
+			// The staged file's own stat: a rename keeps its inode, size
+			// and time, and a save that replaced it since does not match.
 			e.Blob, e.Info = f.New, info
+			if st := statOf(info); trustworthy(st) {
+				st.Blob = f.New
+				stats[f.Path] = st
+			}
 		}
 		entries = append(entries, e)
+	}
+	reach("files")
+	if w.repo.WorkTree().Elsewhere != "" {
+		// `git checkout -b` moves HEAD after it lets git's index lock go:
+		// it did so during this move, and the work tree is now that
+		// checkout's, of a commit behind this one. The board's files go
+		// back out of it, to be put in place when the branch is checked
+		// out again.
+		back, _, err := w.takeBack(j.New)
+		if err != nil {
+			return nil, err
+		}
+		entries, stats = replaceEntries(entries, back), nil
 	}
 	var synced errgroup.Group
 	synced.SetLimit(stagingWorkers)
@@ -169,10 +241,11 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitve
 		synced.Go(func() error { return w.syncDir(d) })
 	}
 	if err := synced.Wait(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := gitIndex.Write(entries); err != nil {
-		return err
+		return nil, err
 	}
-	return w.clearJournal()
+	reach("gitindex")
+	return stats, nil
 }

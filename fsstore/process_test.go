@@ -417,14 +417,14 @@ func crashWorker(w *Workspace, ackPath, crashAt string) error {
 // written, no temporary file or stale lock is left, and the next writer is
 // not blocked.
 func TestCrashLoop(t *testing.T) {
-	crashLoop(t, 1, []string{"objects", "journal", "staging", "branch", "files", "gitindex", "index"})
+	crashLoop(t, 1, []string{"built", "journal", "staging", "objects", "branch", "files", "gitindex", "index"})
 }
 
 // TestCrashLoopGroupCommit is the crash loop with three writers at once,
 // whose writes meet a busy workspace and are committed in groups: killed
 // at the steps of a group's branch move too.
 func TestCrashLoopGroupCommit(t *testing.T) {
-	crashLoop(t, 3, []string{"built", "staging", "move staged", "move branch", "objects", "branch"})
+	crashLoop(t, 3, []string{"built", "staging", "journal", "objects", "branch", "files", "gitindex", "index"})
 }
 
 func crashLoop(t *testing.T, writers int, steps []string) {

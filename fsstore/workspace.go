@@ -71,11 +71,9 @@ type Workspace struct {
 	// remote is the remote the board's branch follows, "" for none: a
 	// write counts once it took it (see remote.go).
 	remote string
-	// queue holds this process's tool writes waiting to be built; batch is
-	// the pending writes a write is being built on, guarded by the write
-	// lock; pub publishes them (see batch.go).
+	// queue holds this process's tool writes waiting to be built; pub
+	// publishes them (see batch.go).
 	queue writeQueue
-	batch *writeBatch
 	pub   publisher
 	// pendingDiffs remembers what pending commits changed; guarded by the
 	// write lock.

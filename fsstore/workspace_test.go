@@ -518,7 +518,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := w.noteAt("t/k", head); err != nil || n.Version != 2 {
+	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); err != nil || n.Version != 2 {
 		t.Fatalf("at the head: v%d, %v", n.Version, err)
 	}
 	git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
@@ -526,7 +526,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if _, err := other.Cursor(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := w.noteAt("t/k", head); !errors.Is(err, errBranchMoved) {
+	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); !errors.Is(err, errBranchMoved) {
 		t.Errorf("the index moved on to the reset's commit, and the note was read anyway: v%d, %v", n.Version, err)
 	}
 }

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -126,8 +125,8 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		req.Body, req.SourcePath, summary = &body, "", sum
 	}
 	var res *UpdateResult
-	attempt := func() error {
-		res, err = v.updateLocked(op, addr, digest, sources, summary, &req)
+	attempt := func(tx *writeTx) error {
+		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
 	err = w.writeInGroup(op, uri, attempt, func(failed error) {
@@ -212,15 +211,14 @@ func cleanDigest(op, uri, d string) (string, error) {
 	return d, nil
 }
 
-func (v *View) updateLocked(op string, addr note.Address, digest string, sources []string, summary string,
+// updateLocked builds the write of req in tx: checked against the note's
+// version where tx builds, and made one commit unless it changes nothing.
+// The caller holds the write lock.
+func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest string, sources []string, summary string,
 	req *UpdateRequest) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	uri, key := addr.String(), addr.Short()
-	head, err := w.adoptEdits(key)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := w.noteAt(key, head)
+	cur, err := w.noteIn(tx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +350,7 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 		return nil, err
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
-	if changes, err = w.realChanges(head, changes); err != nil {
+	if changes, err = w.realChanges(tx.base, changes); err != nil {
 		return nil, err
 	}
 	if len(changes) == 0 {
@@ -360,13 +358,8 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	}
 
 	msg := note.WriteMessage(op, addr, version, digest, agent)
-	var unfinishedErr error
-	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
-		warning, ok := unfinished(err, version)
-		if !ok {
-			return nil, err
-		}
-		warnings, unfinishedErr = append(warnings, warning), err
+	if err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+		return nil, err
 	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
@@ -378,11 +371,12 @@ func (v *View) updateLocked(op string, addr note.Address, digest string, sources
 	if outOfLine != "" {
 		warnings = append(warnings, fmt.Sprintf("content is %d bytes, stored out of line in %s; reads return it inline", len(content), outOfLine))
 	}
-	missing, err := v.missing(sources)
+	var unfinishedErr error
+	missing, err := v.missing(tx, sources)
 	if err != nil {
-		// The write is committed: a check of its sources that failed is
-		// the operator's to read, not a reason to report the write failed.
-		unfinishedErr = errors.Join(unfinishedErr, fmt.Errorf("check the sources: %w", err))
+		// A check of the sources that failed is the operator's to read,
+		// not a reason to refuse the write.
+		unfinishedErr = fmt.Errorf("check the sources: %w", err)
 	}
 	for _, m := range missing {
 		warnings = append(warnings, "source "+m+" does not exist")
@@ -399,29 +393,6 @@ func (v *View) unchanged(uri, digest string, cur index.Note, req *UpdateRequest)
 		warnings = append(warnings, fmt.Sprintf("no expect_version: pass expect_version %d on your next write of this note", cur.Version))
 	}
 	return &UpdateResult{URI: uri, Version: cur.Version, Digest: digest, Warnings: warnings, Unchanged: true}
-}
-
-// realChanges keeps the changes that change a file from what parent holds.
-// A note's version counts the commits whose content at its files differs
-// from a parent's (gitver.Repo.Changes), so a write whose files parent
-// holds already is no version: it must make no commit, or it would be
-// acknowledged at a version that no reader of git counts.
-func (w *Workspace) realChanges(parent gitver.Hash, changes []fileChange) ([]fileChange, error) {
-	out := changes[:0:0]
-	for _, c := range changes {
-		was, err := w.repo.PathBlob(parent, c.path)
-		if err != nil {
-			return nil, err
-		}
-		now := gitver.ZeroHash
-		if !c.deleted {
-			now = gitver.BlobHash(c.content)
-		}
-		if was != now {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }
 
 // placeContent decides where content lives: inline in the note's body, or,
@@ -475,24 +446,8 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 	return e
 }
 
-// indexedNote returns the index's row for key (zero when it never existed).
-// noteAt is a note as the derived index holds it, which must be at head:
-// the index is shared by every process, and another may have brought it to
-// where the branch went since head was read (a person's reset). Then the
-// write starts over, or it would check its expect_version against one
-// commit and build on another.
-func (w *Workspace) noteAt(key string, head gitver.Hash) (index.Note, error) {
-	if b := w.batch; b != nil {
-		// On a board with a remote, head is the pending writes' tip.
-		if head != b.tip {
-			return index.Note{}, errBranchMoved
-		}
-		return w.pendingNote(key, b)
-	}
-	return w.noteAtIndex(key, head)
-}
-
-// noteAtIndex is noteAt from the derived index alone.
+// noteAtIndex is the note at key as the derived index holds it, which
+// must be at head (see noteIn).
 func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
 	var n index.Note
 	err := w.idx.Read(func(s *index.Snapshot) error {
@@ -509,6 +464,7 @@ func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error
 	return n, err
 }
 
+// indexedNote returns the index's row for key (zero when it never existed).
 func (w *Workspace) indexedNote(key string) (index.Note, error) {
 	var n index.Note
 	err := w.idx.Read(func(s *index.Snapshot) error {
@@ -540,8 +496,8 @@ func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
 }
 
 // missing returns the addresses among uris that name no present note the
-// caller may read (forbidden and missing look the same).
-func (v *View) missing(uris []string) ([]string, error) {
+// caller may read (forbidden and missing look the same), where tx builds.
+func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 	w := v.w
 	var out []string
 	err := w.idx.Read(func(s *index.Snapshot) error {
@@ -561,14 +517,14 @@ func (v *View) missing(uris []string) ([]string, error) {
 		}
 		return nil
 	})
-	if b := w.batch; b != nil && err == nil {
+	if tx.base != tx.head && err == nil {
 		// A note a pending write made is there for this write.
 		out = slices.DeleteFunc(out, func(u string) bool {
 			a, err := w.parseAddress(u)
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
-			n, err := w.pendingNote(a.Short(), b)
+			n, err := w.pendingNote(a.Short(), tx)
 			return err == nil && n.Present
 		})
 	}
@@ -605,24 +561,24 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 		}
 	}
 	var res *UpdateResult
-	err = w.withWriteLock(func() error {
-		return w.whileBranchMoves(op, uri, func() error {
-			res, err = v.linkLocked(addr, rel, targets)
-			return err
-		})
+	attempt := func(tx *writeTx) error {
+		res, err = v.linkLocked(tx, addr, rel, targets)
+		return err
+	}
+	err = w.writeInGroup(op, uri, attempt, func(failed error) {
+		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
+			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
+		}
 	})
 	return res, err
 }
 
-func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*UpdateResult, error) {
+// linkLocked builds the link write in tx. The caller holds the write lock.
+func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []string) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
-	head, err := w.adoptEdits(key)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := w.noteAt(key, head)
+	cur, err := w.noteIn(tx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -642,7 +598,7 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 		}
 	}
 	var warnings []string
-	missing, err := v.missing(targets)
+	missing, err := v.missing(tx, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -663,18 +619,20 @@ func (v *View) linkLocked(addr note.Address, rel string, targets []string) (*Upd
 	if err != nil {
 		return nil, err
 	}
+	changes, err := w.realChanges(tx.base, []fileChange{{path: addr.NotePath(), content: rendered}})
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
+			Warnings: append(warnings, "every link already existed: nothing written")}, nil
+	}
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
-	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
-	res := &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}
-	if _, err := w.commitLocked(head, changes, w.agentSignature(agent), msg.String(), false); err != nil {
-		warning, ok := unfinished(err, version)
-		if !ok {
-			return nil, err
-		}
-		res.Warnings, res.Unfinished = append(res.Warnings, warning), err
+	if err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+		return nil, err
 	}
-	return res, nil
+	return &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}, nil
 }
 
 // extraFieldName reports whether name may be set through Fields.

@@ -454,7 +454,8 @@ func (w *Workspace) commitAlone(it *queuedWrite) error {
 			return err // refused, or answered without a commit
 		}
 		reach("built")
-		moved, err := w.commitChain(mine.head, mine.commit, 1, ownMove+subject(mine.info.Message), mine.pending.Write)
+		moved, err := w.commitChain(branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
+			alongside: mine.pending.Write, changes: mine.diff}, 1)
 		switch {
 		case !moved && err == nil:
 			return errBranchMoved // a person's commit came first: built again on it
@@ -466,14 +467,14 @@ func (w *Workspace) commitAlone(it *queuedWrite) error {
 	})
 }
 
-// commitChain moves the branch from head to tip, the commits of n tool
-// writes, files and all, through the one branch-move step
-// (moveBranchWithFiles), with objects made durable alongside: the commit
-// point of every tool write. moved is false, and nothing changed, when the
-// branch was no longer at head; an error with moved set is a failure past
-// the commit point. The caller holds the write lock.
-func (w *Workspace) commitChain(head, tip gitver.Hash, n int, reason string, objects func() error) (moved bool, err error) {
-	moved, err = w.moveBranchWithFiles(head, tip, reason, objects)
+// commitChain makes m, the commits of n tool writes, through the one
+// branch-move step (moveBranch), with their objects made durable
+// alongside: the commit point of every tool write. moved is false, and
+// nothing changed, when the branch was no longer at m.from; an error with
+// moved set is a failure past the commit point. The caller holds the write
+// lock.
+func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
+	moved, err = w.moveBranch(m)
 	if moved {
 		w.counted(n)
 	}
@@ -503,8 +504,8 @@ func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
 	if err != nil || len(diff) != len(b.diff) {
 		return false, err
 	}
-	for i := range diff {
-		if diff[i].Path != b.diff[i].Path || diff[i].New != b.diff[i].New {
+	for _, d := range diff {
+		if !slices.ContainsFunc(b.diff, func(m gitver.PathChange) bool { return m.Path == d.Path && m.New == d.New }) {
 			return false, nil
 		}
 	}
@@ -581,12 +582,9 @@ func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *
 	if err != nil {
 		return nil, false, err
 	}
-	diff, err := w.pendingChanges(info)
-	if err != nil {
-		return nil, false, err
-	}
+	w.rememberChanges(info.Hash, tx.changes)
 	*built = builtTip{head: head, tip: tx.tip}
-	return &builtWrite{commit: tx.tip, head: head, info: info, diff: diff, pending: tx.commit}, false, nil
+	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.commit}, false, nil
 }
 
 // builtTip is the tip of the pending writes one hold of the write lock
@@ -818,7 +816,8 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 					return err
 				}
 				var moveErr error
-				moved, moveErr = w.commitChain(head, tip, len(chain), fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)), syncObjects)
+				moved, moveErr = w.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),
+					alongside: syncObjects}, len(chain))
 				if !moved {
 					return moveErr
 				}
@@ -1241,11 +1240,17 @@ func (w *Workspace) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, e
 	if err != nil {
 		return nil, err
 	}
+	w.rememberChanges(c.Hash, diff)
+	return diff, nil
+}
+
+// rememberChanges keeps what the pending commit c changed, for
+// pendingChanges. The caller holds the write lock.
+func (w *Workspace) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
 	if w.pendingDiffs == nil || len(w.pendingDiffs) >= maxPending {
 		w.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
 	}
-	w.pendingDiffs[c.Hash] = diff
-	return diff, nil
+	w.pendingDiffs[c] = diff
 }
 
 // pushPacing is the least time between two pushes to the board's remote:

@@ -42,17 +42,42 @@ import (
 // commit point, which the journal finishes on the next hold of the write
 // lock. The caller holds the write lock.
 func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
-	a, err := w.repo.ReadCommit(from)
-	if err != nil {
-		return false, err
-	}
-	b, err := w.repo.ReadCommit(to)
-	if err != nil {
-		return false, err
-	}
-	changes, err := w.repo.DiffTrees(a.Tree, b.Tree)
-	if err != nil {
-		return false, err
+	return w.moveBranch(branchMove{from: from, to: to, reason: reason, alongside: alongside})
+}
+
+// branchMove is one move of the branch, for moveBranch.
+type branchMove struct {
+	from, to gitver.Hash
+	reason   string // the reflog's message
+	// alongside is what else must be durable before the branch names to
+	// (the commits' objects); nil for nothing.
+	alongside func() error
+	// changes are the files to differs in from, when the caller knows
+	// them because to is one commit on from (a write that came alone):
+	// neither the move nor the derived index then diffs the trees. Nil:
+	// they are diffed.
+	changes []gitver.PathChange
+}
+
+// moveBranch is moveBranchWithFiles, given the move.
+func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
+	from, to, reason, alongside := m.from, m.to, m.reason, m.alongside
+	changes := m.changes
+	var hint map[gitver.Hash][]gitver.PathChange
+	if changes != nil {
+		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
+	} else {
+		a, err := w.repo.ReadCommit(from)
+		if err != nil {
+			return false, err
+		}
+		b, err := w.repo.ReadCommit(to)
+		if err != nil {
+			return false, err
+		}
+		if changes, err = w.repo.DiffTrees(a.Tree, b.Tree); err != nil {
+			return false, err
+		}
 	}
 	who := w.agentSignature(note.InitAgent)
 	wt := w.repo.WorkTree()
@@ -153,7 +178,7 @@ func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alo
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
 	// next write's build among them.
-	if _, _, err := w.catchUp(nil, func(tx *index.Tx) error {
+	if _, _, err := w.catchUp(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {
 				return err

@@ -1,8 +1,9 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -24,6 +25,9 @@ type writeTx struct {
 	// commit is the write's commit once built: its objects are staged in
 	// memory (gitver.Repo.Stage), readable until the group writes them.
 	commit *gitver.PendingCommit
+	// changes are the files the commit changed, as gitver.Repo.Changes
+	// lists them, so that nothing need diff its trees again.
+	changes []gitver.PathChange
 	// stageOnly keeps the objects in memory alone (written later, as one
 	// pack with the group's, or loose by a write that commits alone);
 	// false writes them at once (a clone with a remote pushes them).
@@ -45,51 +49,48 @@ func (w *Workspace) noteIn(tx *writeTx, key string) (index.Note, error) {
 }
 
 // commit builds the write's commit of changes on tx's base, and makes it
-// the tip. Changes must change something (realChanges): a commit that
-// changes nothing would be acknowledged at a version no reader counts.
-func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Signature, message string) error {
-	if len(changes) == 0 {
-		return errors.New("a write's commit must change a file") // realChanges leaves none: no commit
-	}
+// the tip; committed is false, and nothing is built, when base holds every
+// file as changes would leave it. A note's version counts the commits
+// whose content at its files differs from a parent's (gitver.Repo.Changes),
+// so a write that changes nothing is no version: it must make no commit,
+// or it would be acknowledged at a version that no reader of git counts.
+func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Signature, message string) (committed bool, err error) {
 	if tx.tip != tx.base {
-		return fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
+		return false, fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
 	}
-	if wt := w.repo.WorkTree(); wt.Operation != "" {
-		return busyWithGit(wt)
-	}
-	pending, err := w.repo.BuildCommit(commitRequest(tx.base, changes, author, message))
-	if err != nil {
-		return err
-	}
-	w.repo.Stage(pending)
-	if !tx.stageOnly {
-		if err := pending.Write(); err != nil {
-			return err
-		}
-	}
-	tx.tip, tx.commit = pending.Hash, pending
-	return nil
-}
-
-// realChanges keeps the changes that change a file from what parent holds.
-// A note's version counts the commits whose content at its files differs
-// from a parent's (gitver.Repo.Changes), so a write whose files parent
-// holds already is no version: it must make no commit, or it would be
-// acknowledged at a version that no reader of git counts.
-func (w *Workspace) realChanges(parent gitver.Hash, changes []fileChange) ([]fileChange, error) {
-	out := changes[:0:0]
+	var real []fileChange
+	var diff []gitver.PathChange
 	for _, c := range changes {
-		was, err := w.repo.PathBlob(parent, c.path)
+		was, err := w.repo.PathBlob(tx.base, c.path)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		now := gitver.ZeroHash
 		if !c.deleted {
 			now = gitver.BlobHash(c.content)
 		}
 		if was != now {
-			out = append(out, c)
+			real = append(real, c)
+			diff = append(diff, gitver.PathChange{Path: c.path, Old: was, New: now})
 		}
 	}
-	return out, nil
+	if len(real) == 0 {
+		return false, nil
+	}
+	if wt := w.repo.WorkTree(); wt.Operation != "" {
+		return false, busyWithGit(wt)
+	}
+	pending, err := w.repo.BuildCommit(commitRequest(tx.base, real, author, message))
+	if err != nil {
+		return false, err
+	}
+	w.repo.Stage(pending)
+	if !tx.stageOnly {
+		if err := pending.Write(); err != nil {
+			return false, err
+		}
+	}
+	slices.SortFunc(diff, func(a, b gitver.PathChange) int { return strings.Compare(a.Path, b.Path) })
+	tx.tip, tx.commit, tx.changes = pending.Hash, pending, diff
+	return true, nil
 }

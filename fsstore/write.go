@@ -350,16 +350,11 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 		return nil, err
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
-	if changes, err = w.realChanges(tx.base, changes); err != nil {
-		return nil, err
-	}
-	if len(changes) == 0 {
-		return v.unchanged(uri, digest, cur, req), nil
-	}
-
 	msg := note.WriteMessage(op, addr, version, digest, agent)
-	if err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
+	} else if !committed {
+		return v.unchanged(uri, digest, cur, req), nil
 	}
 
 	if req.ExpectVersion == nil && !req.isAppend() {
@@ -619,18 +614,14 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	if err != nil {
 		return nil, err
 	}
-	changes, err := w.realChanges(tx.base, []fileChange{{path: addr.NotePath(), content: rendered}})
-	if err != nil {
-		return nil, err
-	}
-	if len(changes) == 0 {
-		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
-			Warnings: append(warnings, "every link already existed: nothing written")}, nil
-	}
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
-	if err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
+	if committed, err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
+	} else if !committed {
+		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
+			Warnings: append(warnings, "every link already existed: nothing written")}, nil
 	}
 	return &UpdateResult{URI: uri, Version: version, Digest: cur.Digest, Warnings: warnings}, nil
 }

@@ -3,9 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,36 +13,12 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// maxFileBytes bounds any single file the program reads from the workspace:
-// a note, a blob, a person's edit.
-const maxFileBytes = 64 << 20
-
-// settleBeforeEdits is how long a commit of people's edits that met a git
-// command in the work tree waits before it compares again.
-const settleBeforeEdits = 100 * time.Millisecond
-
-// crashPoint, when set (only by the crash tests), is called as a write passes
-// each step; the tests kill the process there to prove every step recoverable.
-var crashPoint func(step string)
-
-func reach(step string) {
-	if crashPoint != nil {
-		crashPoint(step)
-	}
-}
-
-// fileChange is one file of a commit: its new content, or nil to delete it.
-type fileChange struct {
-	path    string
-	content []byte
-	deleted bool
-	// info is the stat of a person's file, taken before content was read:
-	// recorded in git's index, a later save never looks committed.
-	info fs.FileInfo
-}
-
-// commitLocked makes one commit of changes on top of parent and brings every
-// copy in step, in the order that makes a crash at any point recoverable:
+// commitLocked makes one commit of changes the program did not build as a
+// tool write: a person's edits found in the work tree (onDisk: their files
+// are in place already), the board's first commit, the access file. Tool
+// writes are built in a writeTx (tx.go) and reach the branch through
+// moveBranch (move.go). It brings every copy in step, in the order that
+// makes a crash at any point recoverable:
 //
 //  1. the journal (intent) names the commit, built in memory; then blobs,
 //     trees and the commit object, the journal, and the new files (under
@@ -57,11 +31,11 @@ type fileChange struct {
 //  5. git's index file is written and unlocked, the derived index updated;
 //  6. the journal is cleared.
 //
-// While a person has another branch checked out, a tool write commits to
-// the branch only: the files and git's index are that checkout's, and git
-// puts the write's files in place when the person checks the branch out
-// again. While a person is in the middle of a merge or a rebase, tool writes
-// are refused.
+// While a person has another branch checked out, the commit goes to the
+// branch only: the files and git's index are that checkout's, and git puts
+// its files in place when the person checks the branch out again. While a
+// person is in the middle of a merge or a rebase, only their own edits are
+// committed.
 //
 // The caller holds the write lock. It returns errBranchMoved when the branch
 // was not at parent, or the work tree changed hands meanwhile; nothing then
@@ -372,95 +346,6 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 	return commit, nil
 }
 
-// counted counts commits this process made, and now and then has git pack
-// the loose objects they left (each commit leaves about five). The caller
-// holds the write lock.
-func (w *Workspace) counted(commits int) {
-	before := w.writes
-	w.writes += commits
-	if before/64 != w.writes/64 || before == 0 {
-		w.repo.MaybeMaintain()
-	}
-}
-
-// commitRequest is the commit of changes on parent: each path's new blob
-// (zero to delete it), and the contents to write.
-func commitRequest(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) gitver.CommitRequest {
-	req := gitver.CommitRequest{Parent: parent, Changes: make(map[string]gitver.Hash, len(changes)), Author: author, Message: message}
-	for _, c := range changes {
-		var h gitver.Hash
-		if !c.deleted {
-			h = gitver.BlobHash(c.content)
-			req.Blobs = append(req.Blobs, c.content)
-		}
-		req.Changes[c.path] = h
-	}
-	return req
-}
-
-// busyWithGit refuses a tool write while a person is in the middle of a
-// merge, a rebase or the like.
-func busyWithGit(wt gitver.WorkTree) error {
-	return errorf("write", "", ErrConflict,
-		"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
-}
-
-// replaceEntries is entries with those of the same paths as in taken
-// replaced by them.
-func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
-	byPath := make(map[string]gitver.IndexEntry, len(taken))
-	for _, e := range taken {
-		byPath[e.Path] = e
-	}
-	out := make([]gitver.IndexEntry, 0, len(entries)+len(taken))
-	for _, e := range entries {
-		if t, ok := byPath[e.Path]; ok {
-			e = t
-			delete(byPath, e.Path)
-		}
-		out = append(out, e)
-	}
-	for _, e := range taken {
-		if _, ok := byPath[e.Path]; ok {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// unfinishedError is a failure past a write's commit point (the disk full
-// while git's index or the derived index was written, say): the commit is
-// on the branch, so the write happened and is acknowledged; what did not
-// finish is finished from the journal by the next write, or by the next
-// process that opens the workspace.
-type unfinishedError struct {
-	commit gitver.Hash
-	err    error
-}
-
-func (e *unfinishedError) Error() string {
-	return fmt.Sprintf("commit %s is on the branch, but finishing the write failed: %v", e.commit.Short(), e.err)
-}
-
-func (e *unfinishedError) Unwrap() error { return e.err }
-
-// unfinished reports whether err is a failure past the commit point, and
-// says so to the writer in a warning.
-func unfinished(err error, version int) (warning string, ok bool) {
-	var u *unfinishedError
-	if !errors.As(err, &u) {
-		return "", false
-	}
-	return fmt.Sprintf("version %d is committed, but putting it in place did not finish (the server's log says why); "+
-		"the next write finishes it, so do not write it again", version), true
-}
-
-// stagedFile is a new file written under a temporary name, and its stat.
-type stagedFile struct {
-	tmp  string
-	info fs.FileInfo
-}
-
 // committedBlobs returns the blobs paths hold at the indexed head (zero for
 // none), read at one point of history.
 func (w *Workspace) committedBlobs(paths []string) ([]gitver.Hash, error) {
@@ -475,10 +360,4 @@ func (w *Workspace) committedBlobs(paths []string) ([]gitver.Hash, error) {
 		return nil
 	})
 	return out, err
-}
-
-// subject is a commit message's first line.
-func subject(message string) string {
-	line, _, _ := strings.Cut(message, "\n")
-	return line
 }

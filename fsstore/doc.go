@@ -8,11 +8,32 @@
 //
 // People are writers too: what they change in the work tree with their
 // editor is found (Workspace.Watch, with fsstore/watch; before writes; at
-// start) and committed as their own version through that same path. What
-// they do with git beside the agents is repaired before every write
-// (repair.go): a reset that raced a write (rescue.go), files a checkout left
-// older than the branch or carried onto another (unplaced.go), text written
-// into a file a write replaced (displaced.go).
+// start) and committed as their own version. What they do with git beside
+// the agents is repaired before every write (repair.go).
+//
+// One rule gives every version: a note's version is the number of commits
+// that changed its files (catchup.go says how merges count), computed by
+// the derived index's catch-up alone; a write is acknowledged at that
+// number for its content, and a write that changes nothing makes no commit.
+//
+// The rooms, by file:
+//
+//	kernel             workspace.go (open, the write lock), errors.go, caller.go,
+//	                   journal.go (crash recovery), files.go (atomic files),
+//	                   init.go, accessfile.go, inspect.go (for health)
+//	write transaction  write.go (update and link requests), source.go
+//	                   (source_path), tx.go (writeTx: build, check, commit),
+//	                   queue.go (a write alone, or in a group), pending.go
+//	                   (the pending writes), publish.go (publishing them),
+//	                   move.go (moveBranch: the one branch-move step)
+//	index catch-up     catchup.go (the version rule, reindex, history walks)
+//	people's edits     edits.go, watching.go, commit.go (their commits)
+//	a person's git     repair.go, rescue.go (a reset that raced a write),
+//	                   unplaced.go (files a checkout left older than the branch),
+//	                   displaced.go (text written into a file a write replaced),
+//	                   checkouts.go
+//	remote             remote.go (push, follow, rebuild, carry a person's merge)
+//	reads              read.go, list.go, search.go, changes.go
 //
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing

@@ -704,3 +704,7 @@ func (w *Workspace) editMessage(edits []Edit, who string) note.Message {
 	}
 	return m
 }
+
+// settleBeforeEdits is how long a commit of people's edits that met a git
+// command in the work tree waits before it compares again.
+const settleBeforeEdits = 100 * time.Millisecond

@@ -3,8 +3,6 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
@@ -109,63 +107,6 @@ func fromFormat(err error) error {
 		return &Error{Op: ae.Op, URI: note.QuoteInput(ae.Input), Kind: ErrInvalid, Msg: ae.Message(), Err: ae}
 	}
 	return err
-}
-
-// errBranchMoved tells a write to start over: somebody outside the program
-// (a person's git commit) moved the branch between its check and its commit.
-var errBranchMoved = errors.New("branch moved during the write")
-
-// errRemoteMoved tells a write to start over because another clone's push
-// reached the remote first; the local branch has been brought to it.
-var errRemoteMoved = errors.New("the remote moved during the write")
-
-// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times, running the repairs before each new attempt (what
-// moved may need one: a checkout that ended meanwhile); past that, the
-// write is a conflict the caller may try again. An attempt that lost the
-// remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, for at most maxRemoteRace.
-// The caller holds the write lock.
-func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
-	fetched := false
-	var since time.Time // when the write first lost the remote to another clone
-	for moves, lost := 0, 0; moves < maxMoves; {
-		if moves+lost > 0 {
-			if err := w.repair(); err != nil {
-				return err
-			}
-		}
-		err := attempt()
-		if errors.Is(err, ErrConflict) && w.remote != "" && !fetched {
-			// This clone may be behind the remote, where the write would
-			// count: a conflict is answered against what it holds now.
-			fetched = true
-			if moved, ferr := w.refreshFromRemoteLocked(); ferr == nil && moved {
-				moves++
-				continue
-			}
-		}
-		switch {
-		case errors.Is(err, errRemoteMoved):
-			lost++
-			if lost == 1 {
-				since = time.Now()
-			}
-			if time.Since(since) > maxRemoteRace {
-				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times in %s); try again", lost,
-					maxRemoteRace)
-			}
-			// Jitter, so that clones racing for the remote do not meet
-			// again: up to 5 ms after the first loss, 80 ms after the
-			// fifth and later.
-			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
-		case errors.Is(err, errBranchMoved):
-			moves++
-		default:
-			return err
-		}
-	}
-	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }
 
 // because records the cause of e: errors.Is and errors.As see it, and the

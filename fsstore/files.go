@@ -501,3 +501,13 @@ func (staleInfo) Mode() fs.FileMode  { return 0o644 }
 func (staleInfo) ModTime() time.Time { return time.Unix(0, 0) }
 func (staleInfo) IsDir() bool        { return false }
 func (staleInfo) Sys() any           { return nil }
+
+// maxFileBytes bounds any single file the program reads from the workspace:
+// a note, a blob, a person's edit.
+const maxFileBytes = 64 << 20
+
+// stagedFile is a new file written under a temporary name, and its stat.
+type stagedFile struct {
+	tmp  string
+	info fs.FileInfo
+}

@@ -227,3 +227,13 @@ func (w *Workspace) dropTemps(j *journal) {
 		}
 	}
 }
+
+// crashPoint, when set (only by the crash tests), is called as a write passes
+// each step; the tests kill the process there to prove every step recoverable.
+var crashPoint func(step string)
+
+func reach(step string) {
+	if crashPoint != nil {
+		crashPoint(step)
+	}
+}

@@ -274,3 +274,30 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitve
 	reach("gitindex")
 	return stats, nil
 }
+
+// replaceEntries is entries with those of the same paths as in taken
+// replaced by them.
+func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
+	byPath := make(map[string]gitver.IndexEntry, len(taken))
+	for _, e := range taken {
+		byPath[e.Path] = e
+	}
+	out := make([]gitver.IndexEntry, 0, len(entries)+len(taken))
+	for _, e := range entries {
+		if t, ok := byPath[e.Path]; ok {
+			e = t
+			delete(byPath, e.Path)
+		}
+		out = append(out, e)
+	}
+	for _, e := range taken {
+		if _, ok := byPath[e.Path]; ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ownMove starts the reflog message of every move of the branch the program
+// makes.
+const ownMove = "blackboard: "

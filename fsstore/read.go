@@ -183,3 +183,9 @@ func (w *Workspace) digestOf(blob gitver.Hash) string {
 
 // FormatConfidence renders a confidence for people.
 func FormatConfidence(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
+
+// EstimateTokens is the index's estimate of what reading n bytes of content
+// costs a model: about four bytes a token for English prose and Markdown.
+func EstimateTokens(n int) int {
+	return (n + 3) / 4
+}

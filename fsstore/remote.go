@@ -361,20 +361,6 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 	return w.repo.MergeCommit(treeCommit.Tree, []gitver.Hash{theirs, ours}, who, msg.String())
 }
 
-// changedSince lists the files whose content differs between a commit and
-// a later one.
-func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
-	a, err := w.repo.ReadCommit(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := w.repo.ReadCommit(to)
-	if err != nil {
-		return nil, err
-	}
-	return w.repo.DiffTrees(a.Tree, b.Tree)
-}
-
 // contradicting returns the path and content of a sibling note holding a
 // local version of key (blob) that lost to the remote's: key-<commit>,
 // linked `contradicts` to key.

@@ -46,10 +46,3 @@ func (w *Workspace) Repair() error {
 func (w *Workspace) NeedsRepair() bool {
 	return w.displaced.kept.Load() || w.repo.WorkTree().Elsewhere != ""
 }
-
-// logf tells the operator what the workspace repaired on its own.
-func (w *Workspace) logf(format string, args ...any) {
-	if w.logFn != nil {
-		w.logFn(format, args...)
-	}
-}

@@ -49,10 +49,6 @@ const RescuePrefix = "refs/blackboard/rescued/"
 // a reset went, and from the branch back to that commit.
 const maxDropped = 10000
 
-// ownMove starts the reflog message of every move of the branch the program
-// makes.
-const ownMove = "blackboard: "
-
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
 func (w *Workspace) bringBackDropped() error {
@@ -182,24 +178,6 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
 	_, found, err := w.commitsUntil(from, target, maxDropped)
 	return found, err
-}
-
-// commitsUntil lists the commits on the first-parent history of from that
-// come after stop, newest first. found is false when stop is not on that
-// history within limit commits.
-func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
-	for h := from; h != stop; {
-		if h.IsZero() || len(chain) == limit {
-			return chain, false, nil
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return chain, false, err
-		}
-		chain = append(chain, c)
-		h = c.FirstParent()
-	}
-	return chain, true, nil
 }
 
 // droppedProgramCommits counts the program's commits on the first-parent

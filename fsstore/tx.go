@@ -1,11 +1,17 @@
 package fsstore
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -93,4 +99,358 @@ func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Sign
 	slices.SortFunc(diff, func(a, b gitver.PathChange) int { return strings.Compare(a.Path, b.Path) })
 	tx.tip, tx.commit, tx.changes = pending.Hash, pending, diff
 	return true, nil
+}
+
+// builtWrite is a write built on the pending writes. A rebase gives it
+// another commit; its message and its changes stay, and tell it.
+type builtWrite struct {
+	commit gitver.Hash
+	head   gitver.Hash // the branch when it was built
+	info   *gitver.CommitInfo
+	diff   []gitver.PathChange
+	// pending is the commit as built, its objects in memory.
+	pending *gitver.PendingCommit
+}
+
+// is reports whether c is the write, as built or rebased.
+func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
+	if c.Hash == b.commit {
+		return true, nil
+	}
+	if c.Message != b.info.Message {
+		return false, nil
+	}
+	diff, err := w.repo.Changes(c)
+	if err != nil || len(diff) != len(b.diff) {
+		return false, err
+	}
+	for _, d := range diff {
+		if !slices.ContainsFunc(b.diff, func(m gitver.PathChange) bool { return m.Path == d.Path && m.New == d.New }) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// findWrite reports whether the first-parent history from from, down to
+// stop, holds the write.
+func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {
+	chain, _, err := w.commitsUntil(from, stop, maxPending)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range chain {
+		if found, err := mine.is(w, c); err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// buildPending builds a write on the pending writes (those built in this
+// hold of the write lock last, as built tells), starting over while a
+// person's commit moves the branch under it. blockedByPending says a
+// failure may be a conflict with pending writes. The caller holds the
+// write lock.
+func (w *Workspace) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+	err = w.whileBranchMoves(op, uri, func() error {
+		var err error
+		mine, blockedByPending, err = w.buildWrite(uri, attempt, built)
+		return err
+	})
+	return mine, blockedByPending, err
+}
+
+// buildWrite runs attempt in a new transaction on the pending writes'
+// tip, or on the branch when none is pending, and makes its commit the
+// tip in built. mine is nil for a write answered without a commit (it
+// changed nothing) or refused. The caller holds the write lock.
+func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+	if w.remote == "" {
+		// A reset may have dropped the program's commits (rescue.go):
+		// they come back before anything is built on the branch.
+		if err := w.bringBackDropped(); err != nil {
+			return nil, false, err
+		}
+	}
+	// People's edits to the note go first, each its own commit (pushed on
+	// its own): rare, and they drop pending writes, whose writers build
+	// them again.
+	if key, ok := w.keyOf(uri); ok {
+		if _, err := w.adoptEdits(key); err != nil {
+			return nil, false, err
+		}
+	}
+	head, err := w.repo.Head()
+	if err != nil {
+		return nil, false, err
+	}
+	base := built.tip
+	if base.IsZero() || built.head != head {
+		if base, err = w.pendingTip(head); err != nil {
+			return nil, false, err
+		}
+	}
+	tx := &writeTx{head: head, base: base, tip: base, stageOnly: w.remote == ""}
+	if err := attempt(tx); err != nil {
+		return nil, base != head && errors.Is(err, ErrConflict), err
+	}
+	if tx.tip == base {
+		return nil, false, nil // nothing to commit: answered as it is
+	}
+	info, err := w.repo.ReadCommit(tx.tip)
+	if err != nil {
+		return nil, false, err
+	}
+	w.rememberChanges(info.Hash, tx.changes)
+	*built = builtTip{head: head, tip: tx.tip}
+	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.commit}, false, nil
+}
+
+// builtTip is the tip of the pending writes one hold of the write lock
+// built, on the branch at head; the caller records it (savePending) once
+// for them all.
+type builtTip struct{ head, tip gitver.Hash }
+
+// keyOf is the note key a tool write's address names.
+func (w *Workspace) keyOf(uri string) (string, bool) {
+	a, err := w.parseAddress(uri)
+	if err != nil {
+		return "", false
+	}
+	return a.Short(), true
+}
+
+// pendingNote is the note at key as the pending writes left it: the
+// derived index's at the branch, then each pending commit that changed its
+// file counted as a version.
+func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
+	n, err := w.noteAtIndex(key, b.head)
+	if err != nil || b.base == b.head {
+		return n, err
+	}
+	chain, _, err := w.commitsUntil(b.base, b.head, maxPending)
+	if err != nil {
+		return n, err
+	}
+	notePath := key + ".md"
+	var latest *gitver.CommitInfo
+	for i, c := range chain { // newest first
+		parent := b.head
+		if i+1 < len(chain) {
+			parent = chain[i+1].Hash
+		}
+		changed, err := w.pendingChanged(c, parent, key)
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			if latest == nil {
+				latest = c
+			}
+			n.Version++
+		}
+	}
+	if latest == nil {
+		return n, nil
+	}
+	n.LastAuthor = latest.Author.Name
+	if n.NoteBlob, err = w.repo.PathBlob(b.base, notePath); err != nil {
+		return n, err
+	}
+	n.Present, n.Digest, n.ContentPath, n.ContentBlob = !n.NoteBlob.IsZero(), "", "", gitver.ZeroHash
+	if !n.Present {
+		return n, nil
+	}
+	raw, err := w.repo.ReadBlob(n.NoteBlob)
+	if err != nil {
+		return n, err
+	}
+	f, err := note.Parse(raw)
+	if err != nil {
+		return n, nil // loadNote says what is wrong with it
+	}
+	n.Digest = f.Str(note.KeyDigest)
+	if name := f.Str(note.KeyBlob); name != "" {
+		for _, p := range note.BlobFiles(key) {
+			if path.Base(p) == name {
+				n.ContentPath = p
+				n.ContentBlob, err = w.repo.PathBlob(b.base, p)
+			}
+		}
+	}
+	return n, err
+}
+
+// pendingChanged reports whether the pending commit c, made on parent,
+// changed the files of note key. A commit that changed the note's blob file
+// alone counts too, as the derived index counts it: two writes of one
+// digest by one agent within a second differ in their content only. A
+// pending commit is a tool write, which changes its own note's files
+// alone, and its message names the note: the commits of other notes'
+// writes (other processes', mostly) need no diff.
+func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
+	if about, _, ok := w.messageKey(c.Message); ok {
+		if about != key {
+			return false, nil
+		}
+		p, err := w.repo.ReadCommit(parent)
+		if err != nil {
+			return false, err
+		}
+		return p.Tree != c.Tree, nil
+	}
+	diff, err := w.pendingChanges(c)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(diff, func(d gitver.PathChange) bool { k, _ := note.KeyOf(d.Path); return k == key }), nil
+}
+
+// messageKey is the note a tool write's commit message names, and the
+// version the write was built at.
+func (w *Workspace) messageKey(message string) (key string, version int, ok bool) {
+	uri, version, ok := note.WrittenAt(message)
+	if !ok {
+		return "", 0, false
+	}
+	key, ok = w.keyOf(uri)
+	return key, version, ok
+}
+
+// pendingChanges is what a pending commit changed, remembered: each write
+// built on the chain looks at every commit in it, and a chain grows long
+// while pushes are paced. The caller holds the write lock.
+func (w *Workspace) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
+	if diff, ok := w.pendingDiffs[c.Hash]; ok {
+		return diff, nil
+	}
+	diff, err := w.repo.Changes(c)
+	if err != nil {
+		return nil, err
+	}
+	w.rememberChanges(c.Hash, diff)
+	return diff, nil
+}
+
+// rememberChanges keeps what the pending commit c changed, for
+// pendingChanges. The caller holds the write lock.
+func (w *Workspace) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
+	if w.pendingDiffs == nil || len(w.pendingDiffs) >= maxPending {
+		w.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
+	}
+	w.pendingDiffs[c] = diff
+}
+
+// errBranchMoved tells a write to start over: somebody outside the program
+// (a person's git commit) moved the branch between its check and its commit.
+var errBranchMoved = errors.New("branch moved during the write")
+
+// errRemoteMoved tells a write to start over because another clone's push
+// reached the remote first; the local branch has been brought to it.
+var errRemoteMoved = errors.New("the remote moved during the write")
+
+// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
+// most maxMoves times, running the repairs before each new attempt (what
+// moved may need one: a checkout that ended meanwhile); past that, the
+// write is a conflict the caller may try again. An attempt that lost the
+// remote to another clone's push (errRemoteMoved) runs again after a
+// random pause that grows with each loss, for at most maxRemoteRace.
+// The caller holds the write lock.
+func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
+	fetched := false
+	var since time.Time // when the write first lost the remote to another clone
+	for moves, lost := 0, 0; moves < maxMoves; {
+		if moves+lost > 0 {
+			if err := w.repair(); err != nil {
+				return err
+			}
+		}
+		err := attempt()
+		if errors.Is(err, ErrConflict) && w.remote != "" && !fetched {
+			// This clone may be behind the remote, where the write would
+			// count: a conflict is answered against what it holds now.
+			fetched = true
+			if moved, ferr := w.refreshFromRemoteLocked(); ferr == nil && moved {
+				moves++
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, errRemoteMoved):
+			lost++
+			if lost == 1 {
+				since = time.Now()
+			}
+			if time.Since(since) > maxRemoteRace {
+				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times in %s); try again", lost,
+					maxRemoteRace)
+			}
+			// Jitter, so that clones racing for the remote do not meet
+			// again: up to 5 ms after the first loss, 80 ms after the
+			// fifth and later.
+			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
+		case errors.Is(err, errBranchMoved):
+			moves++
+		default:
+			return err
+		}
+	}
+	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+}
+
+// fileChange is one file of a commit: its new content, or nil to delete it.
+type fileChange struct {
+	path    string
+	content []byte
+	deleted bool
+	// info is the stat of a person's file, taken before content was read:
+	// recorded in git's index, a later save never looks committed.
+	info fs.FileInfo
+}
+
+// commitRequest is the commit of changes on parent: each path's new blob
+// (zero to delete it), and the contents to write.
+func commitRequest(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) gitver.CommitRequest {
+	req := gitver.CommitRequest{Parent: parent, Changes: make(map[string]gitver.Hash, len(changes)), Author: author, Message: message}
+	for _, c := range changes {
+		var h gitver.Hash
+		if !c.deleted {
+			h = gitver.BlobHash(c.content)
+			req.Blobs = append(req.Blobs, c.content)
+		}
+		req.Changes[c.path] = h
+	}
+	return req
+}
+
+// busyWithGit refuses a tool write while a person is in the middle of a
+// merge, a rebase or the like.
+func busyWithGit(wt gitver.WorkTree) error {
+	return errorf("write", "", ErrConflict,
+		"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
+}
+
+// subject is a commit message's first line.
+func subject(message string) string {
+	line, _, _ := strings.Cut(message, "\n")
+	return line
+}
+
+// noteAtIndex is the note at key as the derived index holds it, which
+// must be at head (see noteIn).
+func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
+	var n index.Note
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		at, _, err := s.Head()
+		if err != nil {
+			return err
+		}
+		if at != head {
+			return errBranchMoved
+		}
+		n, _, err = s.Note(key)
+		return err
+	})
+	return n, err
 }

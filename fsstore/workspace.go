@@ -302,3 +302,10 @@ func (w *Workspace) personSignature() gitver.Signature {
 func (w *Workspace) agentSignature(agent string) gitver.Signature {
 	return gitver.Signature{Name: agent, Email: agent + "@blackboard.local", When: time.Now()}
 }
+
+// logf tells the operator what the workspace repaired on its own.
+func (w *Workspace) logf(format string, args ...any) {
+	if w.logFn != nil {
+		w.logFn(format, args...)
+	}
+}

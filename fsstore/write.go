@@ -10,7 +10,6 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Write limits the engine adds to the format's (note's).
@@ -439,24 +438,6 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 	}
 	e.Conflict = &ConflictInfo{Version: cur.Version, Author: cur.LastAuthor, Digest: cur.Digest}
 	return e
-}
-
-// noteAtIndex is the note at key as the derived index holds it, which
-// must be at head (see noteIn).
-func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
-	var n index.Note
-	err := w.idx.Read(func(s *index.Snapshot) error {
-		at, _, err := s.Head()
-		if err != nil {
-			return err
-		}
-		if at != head {
-			return errBranchMoved
-		}
-		n, _, err = s.Note(key)
-		return err
-	})
-	return n, err
 }
 
 // indexedNote returns the index's row for key (zero when it never existed).

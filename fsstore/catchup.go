@@ -388,12 +388,6 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	return tx.SetNoteState(n, index.Text(note.TextOf(key, f, content)), links)
 }
 
-// EstimateTokens is the index's estimate of what reading n bytes of content
-// costs a model: about four bytes a token for English prose and Markdown.
-func EstimateTokens(n int) int {
-	return (n + 3) / 4
-}
-
 // Progress reports a long rebuild: stage is "commits" or "notes".
 type Progress func(stage string, done, total int)
 
@@ -414,4 +408,36 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 		return err
 	})
 	return seq, err
+}
+
+// commitsUntil lists the commits on the first-parent history of from that
+// come after stop, newest first. found is false when stop is not on that
+// history within limit commits.
+func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
+	for h := from; h != stop; {
+		if h.IsZero() || len(chain) == limit {
+			return chain, false, nil
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return chain, false, err
+		}
+		chain = append(chain, c)
+		h = c.FirstParent()
+	}
+	return chain, true, nil
+}
+
+// changedSince lists the files whose content differs between a commit and
+// a later one.
+func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
+	a, err := w.repo.ReadCommit(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.repo.ReadCommit(to)
+	if err != nil {
+		return nil, err
+	}
+	return w.repo.DiffTrees(a.Tree, b.Tree)
 }

@@ -1,0 +1,456 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// The write queue: how a tool write reaches the branch. On a board with a
+// remote, a write counts once a push holds it, and a push costs tens of
+// milliseconds (a host's rate limits, seconds). Writes made while a push is
+// in flight, by any process of the clone, go out together in the next
+// push. On a board without one, writes that come while another is being
+// committed, by this process or another (the write lock is held, or writes
+// are pending), are committed together the same way (group commit): each
+// its own commit, checked against its own expect_version, the branch moved
+// once for all, none answered before it moved. A write that comes alone is
+// a group of one: built the same way, and moved onto the branch at once,
+// in the same hold of the write lock (commitAlone). A group's write is
+// made in two steps:
+//
+//  1. Under the write lock, it is built (tx.go) as its own commit, checked
+//     against its expect_version, on top of the clone's pending writes
+//     (pending.go): those built and not yet pushed, a chain from the branch
+//     whose tip a file in .git names. Its commit becomes the new tip.
+//     Writes that come to one process together are built in one hold of
+//     the lock.
+//  2. Under the publish lock (publish.go), one writer at a time pushes the
+//     whole chain (never by force; without a remote, nowhere: its objects,
+//     written unsynced as one pending pack per group, are synced with the
+//     journal and the staged files in one round, and the packs made git's)
+//     and moves the branch to it, files and all (move.go): every write in
+//     it is then acknowledged. A writer that finds its write on the branch
+//     already is done. When the remote refuses the push (another clone
+//     came first), the clone follows the remote and the chain is rebased
+//     on it: each write keeps its changes, and so its expect_version check
+//     and its version, unless the other clone's commits counted a version
+//     of its note; that write and those after it are dropped, and their
+//     writers build them again on what the remote holds, checked again.
+//
+// Reads never see pending writes: the branch holds only what the remote
+// (without one, the publisher) took. A writer killed after step 1 leaves
+// its write to be published by the next writer (it counts if it reaches the
+// remote, or the branch, as a push that went through before the kill does).
+// Every answer is what git holds: a write whose publish failed is refused
+// only once the pending writes are dropped (settleRefused).
+
+// batchLinger is how long a publisher waits for more writes once writers
+// are seen writing together: a push costs ten times as much.
+const batchLinger = 3 * time.Millisecond
+
+// writeInGroup makes one tool write: built on the pending writes, then
+// published with them. Writes that come to this process meanwhile wait in
+// a queue, and one of them, the leader, builds them all in one hold of the
+// write lock and publishes them together. unfinished hears of a failure
+// after the write counted (the remote or the branch took it).
+func (w *Workspace) writeInGroup(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
+	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
+		done: make(chan struct{}), lead: make(chan struct{})}
+	wq := &w.queue
+	wq.mu.Lock()
+	wq.waiting = append(wq.waiting, q)
+	lead := !wq.leading
+	wq.leading = true
+	select {
+	case wq.arrivals() <- struct{}{}:
+	default:
+	}
+	wq.mu.Unlock()
+	if !lead {
+		select {
+		case <-q.done:
+			return q.err
+		case <-q.lead:
+		}
+	}
+	w.leadWrites()
+	<-q.done
+	return q.err
+}
+
+// queuedWrite is one tool write waiting for a push.
+type queuedWrite struct {
+	op, uri string
+	// attempt builds the write (updateLocked) in the transaction it is
+	// given; it runs again when the write is dropped and built again.
+	attempt    func(*writeTx) error
+	unfinished func(error)
+	err        error
+	done       chan struct{} // closed when answered
+	lead       chan struct{} // closed when it is this write's turn to lead
+
+	mine             *builtWrite // its commit, once built
+	blockedByPending bool        // its conflict may be with pending writes
+}
+
+// writeQueue is this process's queue of tool writes.
+type writeQueue struct {
+	mu      sync.Mutex
+	waiting []*queuedWrite
+	leading bool // a writer is leading
+	// lastBatch is how many writes the last batch held.
+	lastBatch int
+	// arrived hears of each write queued, for a leader waiting for the
+	// last batch's writers to come back; made by arrivals.
+	arrived chan struct{}
+}
+
+// arrivals is the channel that hears of each write queued. The caller
+// holds mu.
+func (wq *writeQueue) arrivals() chan struct{} {
+	if wq.arrived == nil {
+		wq.arrived = make(chan struct{}, 1)
+	}
+	return wq.arrived
+}
+
+// waitFor waits until n writes are queued, at most for max. The caller
+// holds mu, which is let go meanwhile.
+func (wq *writeQueue) waitFor(n int, max time.Duration) {
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	for len(wq.waiting) < n {
+		arrived := wq.arrivals()
+		wq.mu.Unlock()
+		select {
+		case <-arrived:
+			wq.mu.Lock()
+		case <-timeout.C:
+			wq.mu.Lock()
+			return
+		}
+	}
+}
+
+// leadWrites builds and publishes the writes waiting now, answers them,
+// and hands the lead on to a write that queued meanwhile.
+func (w *Workspace) leadWrites() {
+	wq := &w.queue
+	wq.mu.Lock()
+	if wq.lastBatch > 1 {
+		// Writers are busy: those the last batch answered are about to
+		// write again, and join this batch: it waits for them, a moment
+		// at most.
+		wq.waitFor(wq.lastBatch, batchLinger)
+	}
+	items := wq.waiting
+	wq.waiting = nil
+	wq.lastBatch = len(items)
+	wq.mu.Unlock()
+	w.publishWrites(items)
+	for _, it := range items {
+		close(it.done)
+	}
+	wq.mu.Lock()
+	if len(wq.waiting) > 0 {
+		close(wq.waiting[0].lead)
+	} else {
+		wq.leading = false
+	}
+	wq.mu.Unlock()
+}
+
+// publishWrites builds items on the pending writes and publishes them,
+// again for those dropped, until each has its answer.
+func (w *Workspace) publishWrites(items []*queuedWrite) {
+	if w.remote == "" && len(items) == 1 {
+		// Alone, and no remote to wait for: committed at once, in one
+		// hold of the write lock, unless another process holds it or has
+		// writes pending: then it joins theirs, to be committed with them.
+		it := items[0]
+		if took, err := w.withFreeWriteLock(func() (bool, error) {
+			head, err := w.repo.Head()
+			if err != nil {
+				return true, err
+			}
+			if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
+				return err != nil, err // writes are pending: join them
+			}
+			if w.othersBusy() || w.othersBuilding() {
+				// Other processes' writers are busy: this one joins them,
+				// rather than have them wait for a commit of its own.
+				return false, nil
+			}
+			return true, w.commitAlone(it)
+		}); took {
+			it.err = err
+			return
+		}
+	}
+	var since time.Time
+	open := items
+	for lost, waits := 0, 0; len(open) > 0; {
+		// Build every open write, in one hold of the write lock, and
+		// record the pending writes' tip once for them all.
+		unbuilding := w.announceBuilding()
+		err := w.withWriteLock(func() error {
+			var built builtTip
+			defer w.repo.DropStaged()
+			for _, it := range open {
+				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt, &built)
+			}
+			if built.tip.IsZero() {
+				return nil
+			}
+			// The group's objects, as one pending pack, unsynced: the
+			// publisher syncs it with the chain's other packs, and makes
+			// them git's, before the branch names them.
+			sha, err := w.repo.WriteStaged()
+			if err != nil {
+				return err
+			}
+			packs := w.repo.StillPending(w.pendingPacks())
+			if sha != "" {
+				packs = append(packs, sha)
+			}
+			return w.savePending(built.tip, packs...)
+		})
+		unbuilding()
+		if err != nil {
+			answerAll(open, err)
+			return
+		}
+		var last *builtWrite
+		var blocked []*queuedWrite
+		for _, it := range open {
+			switch {
+			case it.mine != nil:
+				last = it.mine
+			case it.blockedByPending && waits < maxMoves:
+				blocked = append(blocked, it)
+			}
+		}
+		if last == nil && len(blocked) == 0 {
+			return // each has its answer (an error)
+		}
+		if last != nil {
+			reach("built")
+		}
+		// Publish: the chain holds every write built above.
+		acked, finishErr, err := w.publishPending(last)
+		if err != nil {
+			for _, it := range open {
+				if slices.Contains(blocked, it) {
+					it.err = err
+				}
+			}
+			w.settleRefused(open, err)
+			return
+		}
+		head, err := w.repo.Head()
+		if err != nil {
+			answerAll(open, err)
+			return
+		}
+		next := blocked
+		if len(blocked) > 0 {
+			waits++ // a conflict with pending writes: answered once they are pushed
+		}
+		for _, it := range open {
+			if it.mine == nil {
+				continue
+			}
+			found := acked && it.mine == last
+			if !found {
+				if found, err = w.findWrite(head, it.mine.head, it.mine); err != nil {
+					it.err = err
+					continue
+				}
+			}
+			if found {
+				if finishErr != nil {
+					it.unfinished(finishErr)
+				}
+				continue
+			}
+			next = append(next, it) // dropped: built again on what holds now
+		}
+		if len(next) > len(blocked) {
+			lost++
+			if lost == 1 {
+				since = time.Now()
+			}
+			if time.Since(since) > maxRemoteRace {
+				answerAll(next, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
+					lost, maxRemoteRace))
+				return
+			}
+			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
+		}
+		open = next
+	}
+}
+
+// settleRefused answers the built writes of items whose publish failed
+// with err, so that each answer is what git holds: a write the branch holds
+// by now (another writer published it) is acknowledged, with the failure
+// as a warning; the others are refused, and the pending writes are dropped
+// first, so that no writer publishes a refused write later (their own
+// writers find them dropped and build them again). It takes the write lock
+// without finishing or repairing anything first: on a full disk that work
+// may be what fails, and the answer must not wait for it.
+func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
+	settle := func() error {
+		head, herr := w.repo.Head()
+		if herr != nil {
+			return herr
+		}
+		if w.remote != "" {
+			// The remote is where a write counts: a push that went
+			// through counts, whether or not the branch followed.
+			if head, herr = w.repo.Tracking(w.remote); herr != nil {
+				return herr
+			}
+		}
+		refused := false
+		for _, it := range items {
+			if it.mine == nil {
+				continue
+			}
+			held, ferr := w.findWrite(head, it.mine.head, it.mine)
+			switch {
+			case ferr != nil:
+				return ferr
+			case held:
+				it.unfinished(err)
+			default:
+				it.err, refused = err, true
+			}
+		}
+		if refused {
+			return w.dropPending()
+		}
+		return nil
+	}
+	// The publish lock first, as a publisher takes them: no push or move
+	// of the branch is half made while the writes are looked for.
+	unlock, serr := w.lockPublish()
+	if serr == nil {
+		serr = w.withBareWriteLock(settle)
+		unlock()
+	}
+	if serr != nil {
+		// Whether the writes are held cannot be told: none is answered
+		// as refused while it may still be published.
+		w.logf("after a failed publish, the pending writes could not be dropped: %v", serr)
+		for _, it := range items {
+			if it.mine != nil {
+				it.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(err, serr))
+			}
+		}
+	}
+}
+
+// ErrOutcomeUnknown means a write failed at a point where whether git
+// holds it cannot be told (it may still be published): the writer reads
+// the note before writing it again. Every other failure of a write means
+// git does not hold it.
+var ErrOutcomeUnknown = errors.New("whether the write was committed cannot be told")
+
+// lastBatchSize is how many of this process's writes the last batch held.
+func (w *Workspace) lastBatchSize() int {
+	w.queue.mu.Lock()
+	defer w.queue.mu.Unlock()
+	return w.queue.lastBatch
+}
+
+func answerAll(items []*queuedWrite, err error) {
+	for _, it := range items {
+		it.err = err
+	}
+}
+
+// commitAlone builds a write that came alone, on the branch, and moves
+// the branch to it at once, in this hold of the write lock: a group of
+// one, built as every write is (buildWrite) and moved as every group is
+// (commitChain), with its objects written loose and synced alongside the
+// files instead of in a pack with others'. The caller holds the write
+// lock.
+func (w *Workspace) commitAlone(it *queuedWrite) error {
+	return w.whileBranchMoves(it.op, it.uri, func() error {
+		defer w.repo.DropStaged()
+		mine, _, err := w.buildWrite(it.uri, it.attempt, &builtTip{})
+		if err != nil || mine == nil {
+			return err // refused, or answered without a commit
+		}
+		reach("built")
+		moved, err := w.commitChain(branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
+			alongside: mine.pending.Write, changes: mine.diff}, 1)
+		switch {
+		case !moved && err == nil:
+			return errBranchMoved // a person's commit came first: built again on it
+		case moved && err != nil:
+			it.unfinished(err) // past the commit point: acknowledged, with a warning
+			return nil
+		}
+		return err
+	})
+}
+
+// commitChain makes m, the commits of n tool writes, through the one
+// branch-move step (moveBranch), with their objects made durable
+// alongside: the commit point of every tool write. moved is false, and
+// nothing changed, when the branch was no longer at m.from; an error with
+// moved set is a failure past the commit point. The caller holds the write
+// lock.
+func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
+	moved, err = w.moveBranch(m)
+	if moved {
+		w.counted(n)
+	}
+	return moved, err
+}
+
+// counted counts commits this process made, and now and then has git pack
+// the loose objects they left (each commit leaves about five). The caller
+// holds the write lock.
+func (w *Workspace) counted(commits int) {
+	before := w.writes
+	w.writes += commits
+	if before/64 != w.writes/64 || before == 0 {
+		w.repo.MaybeMaintain()
+	}
+}
+
+// unfinishedError is a failure past a write's commit point (the disk full
+// while git's index or the derived index was written, say): the commit is
+// on the branch, so the write happened and is acknowledged; what did not
+// finish is finished from the journal by the next write, or by the next
+// process that opens the workspace.
+type unfinishedError struct {
+	commit gitver.Hash
+	err    error
+}
+
+func (e *unfinishedError) Error() string {
+	return fmt.Sprintf("commit %s is on the branch, but finishing the write failed: %v", e.commit.Short(), e.err)
+}
+
+func (e *unfinishedError) Unwrap() error { return e.err }
+
+// unfinished reports whether err is a failure past the commit point, and
+// says so to the writer in a warning.
+func unfinished(err error, version int) (warning string, ok bool) {
+	var u *unfinishedError
+	if !errors.As(err, &u) {
+		return "", false
+	}
+	return fmt.Sprintf("version %d is committed, but putting it in place did not finish (the server's log says why); "+
+		"the next write finishes it, so do not write it again", version), true
+}

@@ -196,7 +196,18 @@ func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *
 		return nil, base != head && errors.Is(err, ErrConflict), err
 	}
 	if tx.tip == base {
-		return nil, false, nil // nothing to commit: answered as it is
+		// Nothing to commit: answered as it is, at the note's version,
+		// unless that version counts pending writes of the note, which
+		// are not published yet (and may be built again otherwise): then
+		// the answer waits for them, and the write is built again on the
+		// branch they reach.
+		if base != head {
+			if touched, err := w.pendingTouched(tx, uri); err != nil || touched {
+				return nil, err == nil, errors.Join(err, errorf("write", uri, ErrConflict,
+					"another write of this note is being committed; read it, then write again if it still differs"))
+			}
+		}
+		return nil, false, nil
 	}
 	info, err := w.repo.ReadCommit(tx.tip)
 	if err != nil {
@@ -205,6 +216,21 @@ func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *
 	w.rememberChanges(info.Hash, tx.changes)
 	*built = builtTip{head: head, tip: tx.tip}
 	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.commit}, false, nil
+}
+
+// pendingTouched reports whether the pending writes under tx changed the
+// note uri names.
+func (w *Workspace) pendingTouched(tx *writeTx, uri string) (bool, error) {
+	key, ok := w.keyOf(uri)
+	if !ok {
+		return false, nil
+	}
+	published, err := w.noteAtIndex(key, tx.head)
+	if err != nil {
+		return false, err
+	}
+	pending, err := w.pendingNote(key, tx)
+	return pending.Version != published.Version, err
 }
 
 // builtTip is the tip of the pending writes one hold of the write lock

@@ -66,18 +66,8 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	var hint map[gitver.Hash][]gitver.PathChange
 	if changes != nil {
 		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
-	} else {
-		a, err := w.repo.ReadCommit(from)
-		if err != nil {
-			return false, err
-		}
-		b, err := w.repo.ReadCommit(to)
-		if err != nil {
-			return false, err
-		}
-		if changes, err = w.repo.DiffTrees(a.Tree, b.Tree); err != nil {
-			return false, err
-		}
+	} else if changes, err = w.changedSince(from, to); err != nil {
+		return false, err
 	}
 	who := w.agentSignature(note.InitAgent)
 	wt := w.repo.WorkTree()

@@ -212,24 +212,11 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	if !found {
 		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
 	}
-	baseCommit, err := w.repo.ReadCommit(base)
+	changedThere, err := w.changedSince(base, theirs)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	theirCommit, err := w.repo.ReadCommit(theirs)
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	changedThere, err := w.repo.DiffTrees(baseCommit.Tree, theirCommit.Tree)
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	theirNotes := map[string]bool{}
-	for _, ch := range changedThere {
-		if key, ok := note.KeyOf(ch.Path); ok {
-			theirNotes[key] = true
-		}
-	}
+	theirNotes := notesOf(changedThere)
 	tip, kept := theirs, false
 	for i := len(mine) - 1; i >= 0; i-- {
 		c := mine[i]
@@ -308,12 +295,7 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	theirNotes := map[string]bool{}
-	for _, ch := range changedThere {
-		if key, ok := note.KeyOf(ch.Path); ok {
-			theirNotes[key] = true
-		}
-	}
+	theirNotes := notesOf(changedThere)
 	theirBlobs := make(map[string]gitver.Hash, len(changedThere))
 	for _, ch := range changedThere {
 		theirBlobs[ch.Path] = ch.New
@@ -359,6 +341,17 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 		msg.Lines = append(msg.Lines, fmt.Sprintf("%d notes both sides changed keep the remote's content; this clone's are sibling notes linked contradicts.", kept))
 	}
 	return w.repo.MergeCommit(treeCommit.Tree, []gitver.Hash{theirs, ours}, who, msg.String())
+}
+
+// notesOf is the set of notes whose files changes touch.
+func notesOf(changes []gitver.PathChange) map[string]bool {
+	out := map[string]bool{}
+	for _, ch := range changes {
+		if key, ok := note.KeyOf(ch.Path); ok {
+			out[key] = true
+		}
+	}
+	return out
 }
 
 // contradicting returns the path and content of a sibling note holding a

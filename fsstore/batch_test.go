@@ -16,16 +16,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // twoClones makes a board with a bare remote and two clones of it, a and b.
 func twoClones(t *testing.T) (a, b *Workspace, bare string) {
 	t.Helper()
-	requireGit(t)
+	fixtures.RequireGit(t)
 	root := t.TempDir()
 	bare = filepath.Join(root, "board.git")
-	git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	fixtures.Git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
 	a = newWorkspace(t, false)
 	if err := a.SetRemote(context.Background(), "file://"+bare); err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestPendingWritesAreRebasedOnAnotherClonesPush(t *testing.T) {
 		if *builds != 1 {
 			t.Errorf("the write was built %d times, want once (rebased, not built again)", *builds)
 		}
-		log := git(t, bare, "log", "--format=%s", "-2", "main")
+		log := fixtures.Git(t, bare, "log", "--format=%s", "-2", "main")
 		if !strings.HasPrefix(log, "update t/mine v1: mine") || !strings.Contains(log, "update t/theirs v1: theirs") {
 			t.Errorf("the remote's last two commits:\n%s\nwant b's write, then a's on it", log)
 		}
@@ -104,7 +105,7 @@ func countBuilds(t *testing.T, other func()) *int {
 // its own expect_version, the branch moved once for the group. Racing
 // writers of one note: exactly one wins each version.
 func TestLocalWritesCommittedTogether(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true) // durable: the group's objects are synced once
 	const writers, each, versions = 12, 8, 6
 	var wg sync.WaitGroup
@@ -162,18 +163,18 @@ func TestLocalWritesCommittedTogether(t *testing.T) {
 			t.Errorf("version %d of the contended note: %d writers won it, want 1", v+1, got)
 		}
 	}
-	log := strings.Split(strings.TrimSpace(git(t, w.Dir(), "log", "--format=%s")), "\n")
+	log := strings.Split(strings.TrimSpace(fixtures.Git(t, w.Dir(), "log", "--format=%s")), "\n")
 	if got := len(log); got != 1+writers*each+versions {
 		t.Errorf("%d commits, want the init commit and %d writes, each its own", got, writers*each+versions)
 	}
-	reflog := git(t, w.Dir(), "reflog", "--format=%gs", "main")
+	reflog := fixtures.Git(t, w.Dir(), "reflog", "--format=%gs", "main")
 	if !regexp.MustCompile(`blackboard: commit ([2-9]|[1-9][0-9]+) writes`).MatchString(reflog) {
 		t.Errorf("the branch never moved for a group of writes:\n%s", reflog)
 	}
-	if st := git(t, w.Dir(), "status", "--porcelain"); st != "" {
+	if st := fixtures.Git(t, w.Dir(), "status", "--porcelain"); st != "" {
 		t.Errorf("git status after the writes:\n%s", st)
 	}
-	git(t, w.Dir(), "fsck", "--no-progress", "--strict")
+	fixtures.Git(t, w.Dir(), "fsck", "--no-progress", "--strict")
 }
 
 // A pending commit that changed a note's blob file alone (a second write of
@@ -188,7 +189,7 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var blobFile string
-	for _, f := range strings.Fields(git(t, w.Dir(), "ls-files", "t")) {
+	for _, f := range strings.Fields(fixtures.Git(t, w.Dir(), "ls-files", "t")) {
 		if f != "t/big.md" {
 			blobFile = f
 		}
@@ -227,7 +228,7 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 // waiting for the others' index transactions, the next write's build among
 // them.
 func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "first", "first body")
 	before := readFile(t, w, "t/a.md")
@@ -265,7 +266,7 @@ func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
 // again until it is whole; one that stays damaged names no pending writes;
 // one an earlier version renamed into place reads as it did.
 func TestPendingRecordInPlace(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	p := filepath.Join(w.repo.GitDir(), pendingName)
 	tip := gitver.BlobHash([]byte("a commit, as far as the record cares"))
@@ -346,7 +347,7 @@ func TestPendingRecordInPlace(t *testing.T) {
 // write that finds the board free join the group path rather than commit
 // alone, and a publisher wait for it to join, maxBuildersWait at most.
 func TestWritersWaitForOthersBuilding(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	other, err := os.OpenFile(filepath.Join(w.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -355,7 +356,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	defer other.Close()
 	lastMove := func() string {
 		t.Helper()
-		return strings.TrimSpace(git(t, w.Dir(), "reflog", "-1", "--format=%gs", w.repo.Branch()))
+		return strings.TrimSpace(fixtures.Git(t, w.Dir(), "reflog", "-1", "--format=%gs", w.repo.Branch()))
 	}
 
 	put(t, w, "t/a", 0, "a", "a body")
@@ -408,7 +409,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 // that lock that their writes are on the branch, and go on to their next
 // writes, which then join.
 func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a body")
 	gitDir := w.repo.GitDir()

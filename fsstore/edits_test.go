@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/watch"
 )
 
@@ -65,7 +66,7 @@ func opsOf(rep *EditReport) string {
 // Every kind of change a person makes by hand is committed in one commit,
 // authored by them, and agents read it at its new version.
 func TestPersonsEditsAreCommitted(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 	w := newWorkspace(t, false)
 	put(t, w, "t/edited", 0, "before", "old body\n")
@@ -90,7 +91,7 @@ func TestPersonsEditsAreCommitted(t *testing.T) {
 	if rep.Author != "human" || rep.Commit == "" {
 		t.Errorf("report = %+v", rep)
 	}
-	if got := git(t, w.Dir(), "log", "-1", "--format=%an|%s"); got != "human|edit 5 notes by hand" {
+	if got := fixtures.Git(t, w.Dir(), "log", "-1", "--format=%an|%s"); got != "human|edit 5 notes by hand" {
 		t.Errorf("last commit = %q", got)
 	}
 	if n := get(t, w, "t/edited"); n.Version != 2 || n.Digest != "after the edit" || n.Content != "new body\n" {
@@ -141,7 +142,7 @@ func listed(l *Listing, uri string) bool {
 // A person who deletes a note's blob file is told, and agents reading the
 // note are too; nothing is dropped silently.
 func TestDeletedBlobFileIsReported(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/big", 0, "large", strings.Repeat("a long line of text\n", 1000))
 	if err := os.Remove(filepath.Join(w.Dir(), "t/big.blob.md")); err != nil {
@@ -162,7 +163,7 @@ func TestDeletedBlobFileIsReported(t *testing.T) {
 // write put its own file in place, is kept and committed on top: the write
 // never replaces it unseen.
 func TestSaveDuringAWriteIsKept(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "first", "one\n")
 	person := noteText("saved by a person mid-write", "theirs\n")
@@ -177,7 +178,7 @@ func TestSaveDuringAWriteIsKept(t *testing.T) {
 		t.Fatalf("the person's save was replaced:\n%s", got)
 	}
 	// git is told the file differs from its index entry.
-	if st := git(t, w.Dir(), "status", "--porcelain"); st != "M t/k.md" {
+	if st := fixtures.Git(t, w.Dir(), "status", "--porcelain"); st != "M t/k.md" {
 		t.Errorf("git status = %q", st)
 	}
 	rep := commitEdits(t, w)
@@ -188,7 +189,7 @@ func TestSaveDuringAWriteIsKept(t *testing.T) {
 	if n.Version != 3 || n.Content != "theirs\n" {
 		t.Errorf("after = %+v", n)
 	}
-	if got := git(t, w.Dir(), "log", "--format=%s", "--", "t/k.md"); !strings.Contains(got, "update t/k v2: agent") {
+	if got := fixtures.Git(t, w.Dir(), "log", "--format=%s", "--", "t/k.md"); !strings.Contains(got, "update t/k v2: agent") {
 		t.Errorf("the agent's write is not in history:\n%s", got)
 	}
 	assertClean(t, w)
@@ -196,7 +197,7 @@ func TestSaveDuringAWriteIsKept(t *testing.T) {
 
 // A new file a person creates while a write creates the same note stays.
 func TestCreateDuringACreateIsKept(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	person := noteText("made by hand", "hand\n")
 	atStep(t, "branch", func() {
@@ -216,7 +217,7 @@ func TestCreateDuringACreateIsKept(t *testing.T) {
 // With a watcher, writes commit only the paths it reported (cheap); without
 // one, every write compares the whole work tree.
 func TestWritesCommitReportedEdits(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a\n")
 	put(t, w, "t/b", 0, "b", "b\n")
@@ -248,17 +249,17 @@ func TestWritesCommitReportedEdits(t *testing.T) {
 
 // While git is in the middle of an operation, edits wait.
 func TestEditsWaitForGit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a\n")
-	git(t, w.Dir(), "checkout", "-q", "-b", "elsewhere")
+	fixtures.Git(t, w.Dir(), "checkout", "-q", "-b", "elsewhere")
 	writeFile(t, w, "t/a.md", noteText("on another branch", "x\n"))
 	_, err := w.CommitEdits()
 	if !errors.Is(err, ErrWorkTreeBusy) || !strings.Contains(err.Error(), "elsewhere is checked out") {
 		t.Fatalf("err = %v", err)
 	}
-	git(t, w.Dir(), "checkout", "-q", "t/a.md")
-	git(t, w.Dir(), "checkout", "-q", "main")
+	fixtures.Git(t, w.Dir(), "checkout", "-q", "t/a.md")
+	fixtures.Git(t, w.Dir(), "checkout", "-q", "main")
 	if rep := commitEdits(t, w); rep.Commit != "" {
 		t.Errorf("committed %+v", rep)
 	}
@@ -268,7 +269,7 @@ func TestEditsWaitForGit(t *testing.T) {
 // either uncommitted, to be committed by the next process, or committed: the
 // person's files are never touched, and git ends up holding exactly them.
 func TestCrashWhileCommittingEdits(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	for _, step := range []string{"journal", "objects", "branch", "files", "gitindex", "index"} {
 		t.Run(step, func(t *testing.T) {
 			w := newWorkspace(t, true)
@@ -292,7 +293,7 @@ func TestCrashWhileCommittingEdits(t *testing.T) {
 				if got := readFile(t, w, p); got != c {
 					t.Errorf("%s changed on disk:\n%s", p, got)
 				}
-				if got := git(t, w.Dir(), "show", "HEAD:"+p); got+"\n" != c {
+				if got := fixtures.Git(t, w.Dir(), "show", "HEAD:"+p); got+"\n" != c {
 					t.Errorf("HEAD:%s = %q", p, got)
 				}
 			}
@@ -302,7 +303,7 @@ func TestCrashWhileCommittingEdits(t *testing.T) {
 			if n := get(t, w, "t/a"); n.Version != 2 {
 				t.Errorf("t/a at v%d, want 2 (one commit of the edit)", n.Version)
 			}
-			git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+			fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 			assertClean(t, w)
 		})
 	}
@@ -322,7 +323,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // A watching workspace commits a person's save by itself, and stops cleanly.
 func TestWatchCommitsSaves(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a\n")
 	writeFile(t, w, "t/offline.md", noteText("before watching", "x\n"))
@@ -359,7 +360,7 @@ func TestWatchCommitsSaves(t *testing.T) {
 // Without inotify (out of instances), the workspace polls the whole tree
 // instead, says so, and every write compares the whole tree first.
 func TestWatchFallsBackToPolling(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	startWatcher = func(string, watch.Options, func(watch.Batch)) (*watch.Watcher, error) {
 		return nil, errors.New("too many open files")
 	}
@@ -388,7 +389,7 @@ func TestWatchFallsBackToPolling(t *testing.T) {
 // between its truncation and its write: it is not committed yet. Emptied for
 // good, it is.
 func TestHalfSavedFileWaits(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a\n")
 	writeFile(t, w, "t/a.md", "")
@@ -417,7 +418,7 @@ func TestHalfSavedFileWaits(t *testing.T) {
 
 // A Markdown file no address can name is reported, not silently ignored.
 func TestMisnamedNoteIsReported(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	w.SetWatched(true)
 	writeFile(t, w, "Research/Cache Notes.md", noteText("x", "y\n"))
@@ -442,7 +443,7 @@ func TestMisnamedNoteIsReported(t *testing.T) {
 // branch's blobs from git instead of catching the index up, which every
 // watching process would do at once.
 func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a body")
 	put(t, w, "t/b", 0, "b", "b body")
@@ -451,7 +452,7 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, w, "t/a.md", strings.Replace(readFile(t, w, "t/a.md"), "a body", "a body, committed by hand", 1))
-	git(t, w.Dir(), "commit", "--quiet", "-am", "a by hand")
+	fixtures.Git(t, w.Dir(), "commit", "--quiet", "-am", "a by hand")
 	writeFile(t, w, "t/b.md", strings.Replace(readFile(t, w, "t/b.md"), "b body", "b body, saved", 1))
 
 	changed, err := w.changedPaths([]string{"t/a.md", "t/b.md"})

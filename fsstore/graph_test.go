@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -205,7 +206,7 @@ func (h *history) checkIndex(head gitver.Hash, what string) {
 //     one reaches the other with the same version have the same content:
 //     a version number never stands for two contents.
 func TestVersionsOnTheCommitGraph(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()

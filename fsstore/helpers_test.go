@@ -9,8 +9,9 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
-// git runs the C git CLI in dir as a person would, and returns its trimmed
-// output.
+// git and requireGit are fixtures.Git and fixtures.RequireGit under the
+// names fulldisk_test.go still uses; every other test calls fixtures
+// directly.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	return fixtures.Git(t, dir, args...)

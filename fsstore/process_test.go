@@ -176,7 +176,7 @@ func counterWorker(w *Workspace, n int) error {
 // TestConcurrentIncrementsLoseNothing: N processes each add 1 to a counter M
 // times by compare-and-swap. Final value N×M, version N×M+1.
 func TestConcurrentIncrementsLoseNothing(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	const procs, each = 4, 25
 	w := newWorkspace(t, false)
 	put(t, w, "t/counter", 0, "counter at 0", "0")
@@ -189,17 +189,17 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 	if n.Content != strconv.Itoa(procs*each) || n.Version != procs*each+1 {
 		t.Fatalf("counter = %q at v%d, want %d at v%d", n.Content, n.Version, procs*each, procs*each+1)
 	}
-	if got := git(t, w.Dir(), "rev-list", "--count", "HEAD", "--", "t/counter.md"); got != strconv.Itoa(procs*each+1) {
+	if got := fixtures.Git(t, w.Dir(), "rev-list", "--count", "HEAD", "--", "t/counter.md"); got != strconv.Itoa(procs*each+1) {
 		t.Errorf("git has %s commits of the counter", got)
 	}
-	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
 }
 
 // TestConcurrentCreatesAllCommit: processes creating distinct notes at once
 // all succeed, each as its own commit.
 func TestConcurrentCreatesAllCommit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	const procs, each = 4, 20
 	w := newWorkspace(t, false)
 	var cmds []*exec.Cmd
@@ -207,7 +207,7 @@ func TestConcurrentCreatesAllCommit(t *testing.T) {
 		cmds = append(cmds, worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(i), "BB_N="+strconv.Itoa(each)))
 	}
 	runWorkers(t, cmds)
-	if got := git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs*each+1) {
+	if got := fixtures.Git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs*each+1) {
 		t.Errorf("commits = %s, want %d", got, procs*each+1)
 	}
 	for i := range procs {
@@ -326,7 +326,7 @@ var registerModel = porcupine.Model{
 // TestLinearizable records a history of reads and compare-and-swap writes
 // from several processes and checks it against a sequential register.
 func TestLinearizable(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	const procs, each = 4, 40
 	w := newWorkspace(t, false)
 	out := filepath.Join(t.TempDir(), "history.jsonl")
@@ -428,7 +428,7 @@ func TestCrashLoopGroupCommit(t *testing.T) {
 }
 
 func crashLoop(t *testing.T, writers int, steps []string) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true)
 	dir := w.Dir()
 	w.Close()
@@ -483,7 +483,7 @@ func crashLoop(t *testing.T, writers int, steps []string) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the first write after the crashes took %v", d)
 	}
-	git(t, dir, "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, dir, "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
 	for _, lock := range []string{".git/refs/heads/main.lock", ".git/index.lock"} {
 		if _, err := os.Stat(filepath.Join(dir, lock)); err == nil {
@@ -540,9 +540,9 @@ func crashLoop(t *testing.T, writers int, steps []string) {
 				continue
 			}
 			found = true
-			content := git(t, dir, "show", e.Commit+":"+key+".md")
+			content := fixtures.Git(t, dir, "show", e.Commit+":"+key+".md")
 			if strings.Contains(content, "blob: ") {
-				content = git(t, dir, "show", e.Commit+":"+key+".blob.md")
+				content = fixtures.Git(t, dir, "show", e.Commit+":"+key+".blob.md")
 			}
 			if !strings.Contains(content, strings.TrimSpace(body)) {
 				t.Errorf("%s v%d in %s does not hold the acknowledged body", key, version, e.Commit[:7])
@@ -577,7 +577,7 @@ func acked(path string, n int) <-chan struct{} {
 // TestHandCommitsBetweenProcesses interleaves a person's commits with the C
 // git CLI and writers in other processes: no commit of either side is lost.
 func TestHandCommitsBetweenProcesses(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/counter", 0, "counter at 0", "0")
 	var wg sync.WaitGroup
@@ -596,12 +596,10 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 				return
 			}
 			for try := 0; ; try++ {
-				cmd := exec.Command("git", "add", "people/n"+strconv.Itoa(i)+".txt")
-				cmd.Dir, cmd.Env = w.Dir(), fixtures.PersonEnv()
+				cmd := fixtures.GitCmd(w.Dir(), "add", "people/n"+strconv.Itoa(i)+".txt")
 				out, err := cmd.CombinedOutput()
 				if err == nil {
-					cmd = exec.Command("git", "commit", "-qm", "person "+strconv.Itoa(i))
-					cmd.Dir, cmd.Env = w.Dir(), fixtures.PersonEnv()
+					cmd = fixtures.GitCmd(w.Dir(), "commit", "-qm", "person "+strconv.Itoa(i))
 					out, err = cmd.CombinedOutput()
 				}
 				if err == nil {
@@ -642,17 +640,17 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	if n.Version > 46 {
 		t.Logf("%d repairs of a person's commit made in the same instant as an agent's write", (n.Version-46)/2)
 	}
-	history := git(t, w.Dir(), "log", "--format=%s", "--", "t/counter.md")
+	history := fixtures.Git(t, w.Dir(), "log", "--format=%s", "--", "t/counter.md")
 	for i := 1; i <= 45; i++ {
 		if !strings.Contains(history, ": counter at "+strconv.Itoa(i)+"\n") && !strings.HasSuffix(history, ": counter at "+strconv.Itoa(i)) {
 			t.Errorf("the acknowledged write of %d is not in history", i)
 		}
 	}
 	for i := range 15 {
-		git(t, w.Dir(), "cat-file", "-e", "HEAD:people/n"+strconv.Itoa(i)+".txt")
+		fixtures.Git(t, w.Dir(), "cat-file", "-e", "HEAD:people/n"+strconv.Itoa(i)+".txt")
 	}
 	assertClean(t, w)
-	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 }
 
 // Writes of several processes that meet a busy workspace join one chain of
@@ -661,7 +659,7 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 // lock while the writers start, so that each finds it busy, then holds the
 // publish lock until all four are built on the chain.
 func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	const procs = 4
 	w := newWorkspace(t, false)
 	_, done, _, releasePublish := pendingWorkers(t, w, 0, 1, 2, 3)
@@ -671,16 +669,16 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 			t.Fatalf("worker: %v", err)
 		}
 	}
-	if got := git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs+1) {
+	if got := fixtures.Git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs+1) {
 		t.Errorf("commits = %s, want %d", got, procs+1)
 	}
-	authors := strings.Fields(git(t, w.Dir(), "log", "--format=%an", "-n", strconv.Itoa(procs)))
+	authors := strings.Fields(fixtures.Git(t, w.Dir(), "log", "--format=%an", "-n", strconv.Itoa(procs)))
 	slices.Sort(authors)
 	if want := []string{"worker0", "worker1", "worker2", "worker3"}; !slices.Equal(authors, want) {
 		t.Errorf("authors %v, want %v", authors, want)
 	}
 	// One move of the branch for the four.
-	if moves := git(t, w.Dir(), "reflog", "--format=%gs", "-n", "1", "refs/heads/"+git(t, w.Dir(), "branch", "--show-current")); !strings.Contains(moves, "4 writes") {
+	if moves := fixtures.Git(t, w.Dir(), "reflog", "--format=%gs", "-n", "1", "refs/heads/"+fixtures.Git(t, w.Dir(), "branch", "--show-current")); !strings.Contains(moves, "4 writes") {
 		t.Errorf("the last move of the branch is %q, not one for 4 writes", moves)
 	}
 	for i := range procs {
@@ -695,7 +693,7 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 // and whose pack a power failure then damaged, is dropped by the next
 // writer: its own write commits, and git is never given the damaged pack.
 func TestDamagedPendingWriteIsDropped(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true)
 	cmds, exited, packs, releasePublish := pendingWorkers(t, w, 9)
 	// The power fails: the worker and this process are gone.
@@ -727,7 +725,7 @@ func TestDamagedPendingWriteIsDropped(t *testing.T) {
 	if _, err := agentView(w).Get("t/p9-0", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the dropped write reads: %v", err)
 	}
-	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
 }
 
@@ -749,10 +747,10 @@ func holdLock(t *testing.T, name string) (release func()) {
 // pushed with the next write once the board has one: their pack, pending,
 // is made git's first, or git could not push their objects.
 func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	bare := filepath.Join(t.TempDir(), "board.git")
-	git(t, filepath.Dir(bare), "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	fixtures.Git(t, filepath.Dir(bare), "init", "--quiet", "--bare", "--initial-branch=main", bare)
 	cmds, exited, _, releasePublish := pendingWorkers(t, w, 5)
 	_ = cmds[0].Process.Kill()
 	if err := <-exited; err == nil {
@@ -769,9 +767,9 @@ func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
 		if n := get(t, w, key); n.Version != 1 {
 			t.Errorf("%s at v%d", key, n.Version)
 		}
-		git(t, bare, "cat-file", "-e", "main:"+key+".md")
+		fixtures.Git(t, bare, "cat-file", "-e", "main:"+key+".md")
 	}
-	git(t, bare, "fsck", "--strict")
+	fixtures.Git(t, bare, "fsck", "--strict")
 	assertClean(t, w)
 }
 

@@ -48,7 +48,7 @@ func searchBoard(t *testing.T) *Workspace {
 }
 
 func TestSearchFindsIdentifiers(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := searchBoard(t)
 	for _, q := range []string{"deploy-v2.4.7-hotfix", "v2.4.7", "cache_test.go", "DEPLOY-V2.4.7-HOTFIX"} {
 		if got := search(t, w, q, ""); len(got) == 0 || got[0] != "ops/deploys/hotfix" {
@@ -68,7 +68,7 @@ func TestSearchFindsIdentifiers(t *testing.T) {
 }
 
 func TestSearchRanking(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := searchBoard(t)
 	// The digest outweighs the body: "latency" is the subject of one note's
 	// digest... and said twice in the other's body.
@@ -111,7 +111,7 @@ func TestSearchRanking(t *testing.T) {
 }
 
 func TestSupersededRanksBelowSuccessor(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "r/old", 0, "Cache sizing: 2,000 entries is enough", "cache sizing, cache sizing")
 	put(t, w, "r/new", 0, "Revised numbers for the working set", "cache sizing")
@@ -145,7 +145,7 @@ func TestSupersededRanksBelowSuccessor(t *testing.T) {
 // Nothing a user types makes search fail: FTS5 syntax is never passed
 // through.
 func TestHostileQueries(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := searchBoard(t)
 	for _, q := range []string{`"`, `"unbalanced`, "AND", "OR", "NOT", "-", "*", "**", "NEAR(a b)", "()", "col:x",
 		"digest:cache", "a AND", `"" ""`, "^", "{ids}", "'; DROP TABLE notes; --", strings.Repeat("x ", 500),
@@ -164,7 +164,7 @@ func TestHostileQueries(t *testing.T) {
 }
 
 func TestListing(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	for i, uri := range []string{"research/b", "research/a", "research/cache/x", "ops/z", "researchers/y"} {
 		if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "note " + strconv.Itoa(i), Body: ptr("x"), Kind: []string{"finding", "plan"}[i%2]}); err != nil {
@@ -216,7 +216,7 @@ func TestListing(t *testing.T) {
 // A note written by another process is seen by this one's next search and
 // listing; so are a person's commit and a reset.
 func TestSearchSeesOtherWriters(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := searchBoard(t)
 	if got := search(t, w, "zanzibar", ""); len(got) != 0 {
 		t.Fatalf("unexpected %v", got)
@@ -232,14 +232,14 @@ func TestSearchSeesOtherWriters(t *testing.T) {
 	if got := search(t, w, "p9-0", ""); len(got) != 1 {
 		t.Errorf("search for the other process's note = %v", got)
 	}
-	before := git(t, w.Dir(), "rev-parse", "HEAD")
+	before := fixtures.Git(t, w.Dir(), "rev-parse", "HEAD")
 	writeFile(t, w, "research/zoo.md", "---\ndigest: Zanzibar field trip\n---\nnotes\n")
-	git(t, w.Dir(), "add", "research/zoo.md")
-	git(t, w.Dir(), "commit", "-qm", "by hand")
+	fixtures.Git(t, w.Dir(), "add", "research/zoo.md")
+	fixtures.Git(t, w.Dir(), "commit", "-qm", "by hand")
 	if got := search(t, w, "zanzibar", ""); len(got) != 1 || got[0] != "research/zoo" {
 		t.Errorf("after a person's commit: %v", got)
 	}
-	git(t, w.Dir(), "reset", "-q", "--hard", before)
+	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", before)
 	if got := search(t, w, "zanzibar", ""); len(got) != 0 {
 		t.Errorf("after reset --hard: %v", got)
 	}
@@ -250,7 +250,7 @@ func TestSearchSeesOtherWriters(t *testing.T) {
 // address or digest are ranked, when they are few enough, and otherwise the
 // newest that hold it come first. A word few notes hold is ranked over all.
 func TestSearchBroadWord(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := filepath.Join(t.TempDir(), "acme")
 	if err := fixtures.Generate(dir, fixtures.Options{Workspace: "acme", Notes: 2500, Commits: 2500, Seed: 1}); err != nil {
 		t.Fatal(err)

@@ -9,18 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 func TestInitIsIdempotent(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := filepath.Join(t.TempDir(), "Team Board!")
 	for i := 0; i < 2; i++ {
 		if err := Init(dir, ""); err != nil {
 			t.Fatalf("init #%d: %v", i+1, err)
 		}
 	}
-	if n := git(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+	if n := fixtures.Git(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
 		t.Errorf("commits after two inits = %s, want 1", n)
 	}
 	w := openWorkspace(t, dir, false)
@@ -32,13 +33,13 @@ func TestInitIsIdempotent(t *testing.T) {
 		t.Errorf("state note = %+v", n)
 	}
 	assertClean(t, w)
-	if ignored := git(t, dir, "check-ignore", ".blackboard/index.db", ".blackboard/write.lock", ".blackboard/journal"); strings.Count(ignored, "\n") != 2 {
+	if ignored := fixtures.Git(t, dir, "check-ignore", ".blackboard/index.db", ".blackboard/write.lock", ".blackboard/journal"); strings.Count(ignored, "\n") != 2 {
 		t.Errorf("derived files are not all git-ignored: %q", ignored)
 	}
 }
 
 func TestCompareAndSwap(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	const uri = "research/cache/latency"
 	if res := put(t, w, uri, 0, "first", "one"); res.Version != 1 || res.URI != "bb://acme/research/cache/latency" {
@@ -70,10 +71,10 @@ func TestCompareAndSwap(t *testing.T) {
 	if n.Version != 3 || n.Content != "three" || n.Digest != "blind" || n.Author != "tester" {
 		t.Errorf("get = %+v", n)
 	}
-	if got := git(t, w.Dir(), "rev-list", "--count", "HEAD", "--", "research/cache/latency.md"); got != "3" {
+	if got := fixtures.Git(t, w.Dir(), "rev-list", "--count", "HEAD", "--", "research/cache/latency.md"); got != "3" {
 		t.Errorf("git counts %s commits of the note, want 3", got)
 	}
-	msg := git(t, w.Dir(), "log", "-1", "--format=%an|%B")
+	msg := fixtures.Git(t, w.Dir(), "log", "-1", "--format=%an|%B")
 	for _, want := range []string{"tester|update research/cache/latency v3: blind", "Blackboard-Uri: bb://acme/research/cache/latency",
 		"Blackboard-Version: 3", "Blackboard-Agent: tester"} {
 		if !strings.Contains(msg, want) {
@@ -84,9 +85,9 @@ func TestCompareAndSwap(t *testing.T) {
 }
 
 func TestInvalidWritesWriteNothing(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
-	before := git(t, w.Dir(), "rev-parse", "HEAD")
+	before := fixtures.Git(t, w.Dir(), "rev-parse", "HEAD")
 	tests := []struct {
 		name string
 		req  UpdateRequest
@@ -120,7 +121,7 @@ func TestInvalidWritesWriteNothing(t *testing.T) {
 			}
 		})
 	}
-	if after := git(t, w.Dir(), "rev-parse", "HEAD"); after != before {
+	if after := fixtures.Git(t, w.Dir(), "rev-parse", "HEAD"); after != before {
 		t.Errorf("refused writes moved the branch")
 	}
 	assertClean(t, w)
@@ -129,7 +130,7 @@ func TestInvalidWritesWriteNothing(t *testing.T) {
 // Content over 10,240 bytes goes to a sibling blob file committed with the
 // note; reads return it inline. The boundary is in bytes, not characters.
 func TestBlobBoundaries(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	tests := []struct {
 		name    string
@@ -170,7 +171,7 @@ func TestBlobBoundaries(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.Dir(), "t", "blob1.blob.md")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the unused blob file is still there: %v", err)
 	}
-	if files := git(t, w.Dir(), "show", "--name-status", "--format=", "HEAD"); !strings.Contains(files, "D\tt/blob1.blob.md") || !strings.Contains(files, "M\tt/blob1.md") {
+	if files := fixtures.Git(t, w.Dir(), "show", "--name-status", "--format=", "HEAD"); !strings.Contains(files, "D\tt/blob1.blob.md") || !strings.Contains(files, "M\tt/blob1.md") {
 		t.Errorf("last commit should delete the blob and modify the note:\n%s", files)
 	}
 	if n := get(t, w, "t/blob1"); n.Content != "tiny" || n.Version != 2 {
@@ -180,7 +181,7 @@ func TestBlobBoundaries(t *testing.T) {
 }
 
 func TestTablesAndAppends(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	_, err := agentView(w).Update(UpdateRequest{URI: "ops/deploys", Digest: "deploys", Columns: []string{"version", "status"},
 		Rows: [][]string{{"2.4.6", "ok"}}, ExpectVersion: ptr(0)})
@@ -233,11 +234,11 @@ func TestTablesAndAppends(t *testing.T) {
 // A person's front matter (unknown keys, comments, scalars YAML would
 // reinterpret) survives a tool's rewrite of the note.
 func TestPersonsFrontMatterSurvivesToolWrite(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	writeFile(t, w, "plans/q4.md", "---\ndigest: plan\n# keep me\nticket: 08\ncode: 01234\nflag: yes\nwhen: 2026-11-29\nratio: 1.10\nowner: {name: Ada, team: infra}\n---\nbody\n")
-	git(t, w.Dir(), "add", "plans/q4.md")
-	git(t, w.Dir(), "commit", "-qm", "a plan by hand")
+	fixtures.Git(t, w.Dir(), "add", "plans/q4.md")
+	fixtures.Git(t, w.Dir(), "commit", "-qm", "a plan by hand")
 	n := get(t, w, "plans/q4")
 	if n.Version != 1 || n.Digest != "plan" {
 		t.Fatalf("hand-committed note = %+v", n)
@@ -256,11 +257,11 @@ func TestPersonsFrontMatterSurvivesToolWrite(t *testing.T) {
 // A commit a person makes with the C git CLI advances the note's version; the
 // agent holding the old version gets a conflict; nobody loses a commit.
 func TestHandCommitAdvancesVersion(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "agent's", "agent body")
 	writeFile(t, w, "t/k.md", "---\ndigest: person's\n---\nperson body\n")
-	git(t, w.Dir(), "commit", "-qam", "fix by hand")
+	fixtures.Git(t, w.Dir(), "commit", "-qam", "fix by hand")
 	n := get(t, w, "t/k")
 	if n.Version != 2 || n.Digest != "person's" {
 		t.Fatalf("after the hand commit: v%d %q", n.Version, n.Digest)
@@ -271,7 +272,7 @@ func TestHandCommitAdvancesVersion(t *testing.T) {
 		t.Errorf("conflict %q does not name the person who wrote it", err)
 	}
 	put(t, w, "t/k", 2, "agent again", "y")
-	if got := git(t, w.Dir(), "log", "--format=%an", "--", "t/k.md"); got != "tester\nAda Person\ntester" {
+	if got := fixtures.Git(t, w.Dir(), "log", "--format=%an", "--", "t/k.md"); got != "tester\nAda Person\ntester" {
 		t.Errorf("history of the note:\n%s", got)
 	}
 	assertClean(t, w)
@@ -281,7 +282,7 @@ func TestHandCommitAdvancesVersion(t *testing.T) {
 // version before a tool write is considered: the tool write then conflicts
 // instead of overwriting it.
 func TestUncommittedEditIsCommittedFirst(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null") // a person without a git identity: "human"
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "agent's", "agent body")
@@ -292,7 +293,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	if n.Version != 2 || n.Content != "person body\n" {
 		t.Fatalf("person's edit not committed as v2: %+v", n)
 	}
-	if got := git(t, w.Dir(), "log", "-1", "--format=%an %s"); got != "human edit t/k v2 by hand: edited in an editor" {
+	if got := fixtures.Git(t, w.Dir(), "log", "-1", "--format=%an %s"); got != "human edit t/k v2 by hand: edited in an editor" {
 		t.Errorf("last commit = %q", got)
 	}
 	// An unconditional write still commits the person's text first.
@@ -304,7 +305,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	if res.Version != 4 {
 		t.Errorf("unconditional write after an edit = v%d, want v4", res.Version)
 	}
-	if got := git(t, w.Dir(), "show", "HEAD~1:t/k.md"); !strings.Contains(got, "second edit") {
+	if got := fixtures.Git(t, w.Dir(), "show", "HEAD~1:t/k.md"); !strings.Contains(got, "second edit") {
 		t.Errorf("the person's second edit is not in history:\n%s", got)
 	}
 	// A deleted file is committed as a deletion; the note can be created again.
@@ -325,7 +326,7 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 // After agent writes, a person's `git add other && git commit` must not put
 // the agent's notes back: git's index follows the program's commits.
 func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	for i := 0; i < 3; i++ {
 		put(t, w, "t/a", i, "a"+strconv.Itoa(i), "agent "+strconv.Itoa(i))
@@ -333,10 +334,10 @@ func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
 	}
 	assertClean(t, w)
 	writeFile(t, w, "notes-by-hand.txt", "mine\n")
-	git(t, w.Dir(), "add", "notes-by-hand.txt")
-	git(t, w.Dir(), "commit", "-qm", "person's file")
+	fixtures.Git(t, w.Dir(), "add", "notes-by-hand.txt")
+	fixtures.Git(t, w.Dir(), "commit", "-qm", "person's file")
 	for _, p := range []string{"t/a.md", "t/b/c.md"} {
-		if got := git(t, w.Dir(), "show", "HEAD:"+p); !strings.Contains(got, "agent 2") {
+		if got := fixtures.Git(t, w.Dir(), "show", "HEAD:"+p); !strings.Contains(got, "agent 2") {
 			t.Errorf("%s reverted by the person's commit:\n%s", p, got)
 		}
 	}
@@ -350,16 +351,16 @@ func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
 // (a secret written by mistake) rewinds and expires the reflog: the board
 // then finds no reset to undo, and the rewind stands in history too.
 func TestRewindWithExpiredReflogStands(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "one", "1")
 	put(t, w, "t/k", 1, "the secret", "s3cr3t")
-	git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
-	git(t, w.Dir(), "reflog", "expire", "--expire=now", "--all")
+	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
+	fixtures.Git(t, w.Dir(), "reflog", "expire", "--expire=now", "--all")
 	if res := put(t, w, "t/k", 1, "two", "2"); res.Version != 2 {
 		t.Errorf("the write after the purge made v%d, want v2", res.Version)
 	}
-	if log := git(t, w.Dir(), "log", "--all", "--format=%s"); strings.Contains(log, "secret") {
+	if log := fixtures.Git(t, w.Dir(), "log", "--all", "--format=%s"); strings.Contains(log, "secret") {
 		t.Errorf("the purged commit is back:\n%s", log)
 	}
 }
@@ -368,13 +369,13 @@ func TestRewindWithExpiredReflogStands(t *testing.T) {
 // the next write keeps as a commit on top of what it dropped), and a
 // deleted or corrupted index file, which is rebuilt from git.
 func TestIndexFollowsResetAndRebuilds(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "one", "1")
-	old := git(t, w.Dir(), "rev-parse", "HEAD")
+	old := fixtures.Git(t, w.Dir(), "rev-parse", "HEAD")
 	put(t, w, "t/k", 1, "two", "2")
 	put(t, w, "t/other", 0, "other", "o")
-	git(t, w.Dir(), "reset", "-q", "--hard", old)
+	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", old)
 	if n := get(t, w, "t/k"); n.Version != 1 || n.Digest != "one" {
 		t.Errorf("after reset: v%d %q, want v1 one", n.Version, n.Digest)
 	}
@@ -391,7 +392,7 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := strconv.Atoi(git(t, w.Dir(), "rev-list", "--first-parent", "--count", "HEAD")); cursor != want {
+	if want, _ := strconv.Atoi(fixtures.Git(t, w.Dir(), "rev-list", "--first-parent", "--count", "HEAD")); cursor != want {
 		t.Errorf("cursor = %d, want %d", cursor, want)
 	}
 	dir := w.Dir()
@@ -414,7 +415,7 @@ func TestIndexFollowsResetAndRebuilds(t *testing.T) {
 }
 
 func TestSymlinkedNoteIsRefused(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	outside := filepath.Join(t.TempDir(), "secret.md")
 	if err := os.WriteFile(outside, []byte("secret"), 0o644); err != nil {
@@ -439,7 +440,7 @@ func TestSymlinkedNoteIsRefused(t *testing.T) {
 }
 
 func TestLinks(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "r/new", 0, "new finding", "x")
 	put(t, w, "r/old", 0, "old finding", "y")
@@ -469,7 +470,7 @@ func TestLinks(t *testing.T) {
 // background `git gc --auto` packs them while writes go on, and every note,
 // old and new, stays readable and writable.
 func TestBackgroundMaintenancePacksObjects(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	if testing.Short() {
 		t.Skip("writes 1,600 notes")
 	}
@@ -495,7 +496,7 @@ func TestBackgroundMaintenancePacksObjects(t *testing.T) {
 		get(t, w, uri)
 	}
 	put(t, w, "m/after", 0, "after gc", "x")
-	git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 	assertClean(t, w)
 }
 
@@ -510,7 +511,7 @@ func maintenanceBusy(w *Workspace) bool {
 // then reads no version from that index (it would check expect_version
 // against one commit and build on another): it starts over.
 func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "one", "1")
 	put(t, w, "t/k", 1, "two", "2")
@@ -521,7 +522,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); err != nil || n.Version != 2 {
 		t.Fatalf("at the head: v%d, %v", n.Version, err)
 	}
-	git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
+	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
 	other := openWorkspace(t, w.Dir(), false) // another process's reader
 	if _, err := other.Cursor(); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package fsstore
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,25 +20,25 @@ import (
 // the other branch's files and index stay as they are, and checking the
 // branch out again brings the write's files.
 func TestWriteWhileOtherBranchCheckedOut(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
-	git(t, d, "checkout", "-q", "-b", "elsewhere")
+	fixtures.Git(t, d, "checkout", "-q", "-b", "elsewhere")
 	writeFile(t, w, "t/a.md", noteText("elsewhere", "elsewhere\n"))
-	git(t, d, "commit", "-qam", "elsewhere's version")
+	fixtures.Git(t, d, "commit", "-qam", "elsewhere's version")
 
 	res := put(t, w, "t/a", 1, "agent on main", "agent\n")
 	if res.Version != 2 {
 		t.Fatalf("write = %+v", res)
 	}
-	if st := git(t, d, "status", "--porcelain"); st != "" {
+	if st := fixtures.Git(t, d, "status", "--porcelain"); st != "" {
 		t.Errorf("the write touched the other branch's work tree:\n%s", st)
 	}
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "elsewhere") {
 		t.Errorf("file on the other branch = %q", got)
 	}
-	git(t, d, "checkout", "-q", "main")
+	fixtures.Git(t, d, "checkout", "-q", "main")
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "agent on main") {
 		t.Errorf("after checking main out, the file = %q", got)
 	}
@@ -55,20 +54,19 @@ func TestWriteWhileOtherBranchCheckedOut(t *testing.T) {
 // During a merge a person resolves, writes are refused with the reason, and
 // git's conflict entries stay.
 func TestWriteDuringMergeIsRefused(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "base\n")
-	git(t, d, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, d, "checkout", "-q", "-b", "side")
 	writeFile(t, w, "t/a.md", noteText("side", "side\n"))
-	git(t, d, "commit", "-qam", "side")
-	git(t, d, "checkout", "-q", "main")
+	fixtures.Git(t, d, "commit", "-qam", "side")
+	fixtures.Git(t, d, "checkout", "-q", "main")
 	writeFile(t, w, "t/a.md", noteText("main", "main\n"))
-	git(t, d, "commit", "-qam", "main")
-	cmd := exec.Command("git", "merge", "side")
-	cmd.Dir, cmd.Env = d, fixtures.PersonEnv()
+	fixtures.Git(t, d, "commit", "-qam", "main")
+	cmd := fixtures.GitCmd(d, "merge", "side")
 	_, _ = cmd.CombinedOutput() // a conflict: exit status 1
-	unmerged := git(t, d, "ls-files", "-u")
+	unmerged := fixtures.Git(t, d, "ls-files", "-u")
 	if unmerged == "" {
 		t.Fatal("no conflict to test with")
 	}
@@ -80,7 +78,7 @@ func TestWriteDuringMergeIsRefused(t *testing.T) {
 	if _, err := agentView(w).Update(UpdateRequest{URI: "t/other", Digest: "agent", Body: ptr("x")}); err == nil {
 		t.Error("a write to another note went through during the merge")
 	}
-	if got := git(t, d, "ls-files", "-u"); got != unmerged {
+	if got := fixtures.Git(t, d, "ls-files", "-u"); got != unmerged {
 		t.Errorf("conflict entries changed:\n%s", got)
 	}
 	if _, err := w.CommitEdits(); err == nil || !strings.Contains(err.Error(), "merge") {
@@ -88,7 +86,7 @@ func TestWriteDuringMergeIsRefused(t *testing.T) {
 	}
 	// The person resolves and commits; writes go on.
 	writeFile(t, w, "t/a.md", noteText("resolved", "both\n"))
-	git(t, d, "commit", "-qam", "merge side")
+	fixtures.Git(t, d, "commit", "-qam", "merge side")
 	if n := get(t, w, "t/a"); n.Digest != "resolved" {
 		t.Errorf("after the merge: %+v", n)
 	}
@@ -99,7 +97,7 @@ func TestWriteDuringMergeIsRefused(t *testing.T) {
 // git checkout writes the other branch's files before it moves HEAD. A
 // comparison running meanwhile must not commit them onto the branch.
 func TestCheckoutDuringComparisons(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	n := 1000
@@ -110,16 +108,15 @@ func TestCheckoutDuringComparisons(t *testing.T) {
 		writeFile(t, w, "t/n"+strconv.Itoa(i)+".md", noteText("main "+strconv.Itoa(i), "main\n"))
 	}
 	commitEdits(t, w)
-	git(t, d, "checkout", "-q", "-b", "other")
+	fixtures.Git(t, d, "checkout", "-q", "-b", "other")
 	for i := range n {
 		writeFile(t, w, "t/n"+strconv.Itoa(i)+".md", noteText("other "+strconv.Itoa(i), "other\n"))
 	}
-	git(t, d, "commit", "-qam", "other's version")
-	git(t, d, "checkout", "-q", "main")
-	mainBefore := git(t, d, "rev-parse", "main")
+	fixtures.Git(t, d, "commit", "-qam", "other's version")
+	fixtures.Git(t, d, "checkout", "-q", "main")
+	mainBefore := fixtures.Git(t, d, "rev-parse", "main")
 	for round := range 3 {
-		cmd := exec.Command("git", "checkout", "-q", "other")
-		cmd.Dir, cmd.Env = d, fixtures.PersonEnv()
+		cmd := fixtures.GitCmd(d, "checkout", "-q", "other")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -138,10 +135,10 @@ func TestCheckoutDuringComparisons(t *testing.T) {
 				_, _ = w.CommitEdits() // busy, mostly
 			}
 		}
-		if got := git(t, d, "rev-parse", "main"); got != mainBefore {
-			t.Fatalf("round %d: main moved during the person's checkout: %s", round, git(t, d, "log", "-1", "--format=%an %s", "main"))
+		if got := fixtures.Git(t, d, "rev-parse", "main"); got != mainBefore {
+			t.Fatalf("round %d: main moved during the person's checkout: %s", round, fixtures.Git(t, d, "log", "-1", "--format=%an %s", "main"))
 		}
-		git(t, d, "checkout", "-q", "-f", "main")
+		fixtures.Git(t, d, "checkout", "-q", "-f", "main")
 	}
 }
 
@@ -150,7 +147,7 @@ func TestCheckoutDuringComparisons(t *testing.T) {
 // a person's commit of another file does not revert the write, and the save
 // becomes the next version.
 func TestRecoverKeepsGitIndexInStep(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
@@ -160,9 +157,9 @@ func TestRecoverKeepsGitIndexInStep(t *testing.T) {
 	writeFile(t, w, "t/a.md", person)
 	w = openWorkspace(t, d, true) // finishes the write
 	writeFile(t, w, "t/other.txt", "x")
-	git(t, d, "add", "t/other.txt")
-	git(t, d, "commit", "-qm", "person adds a file")
-	if got := git(t, d, "show", "HEAD:t/a.md"); !strings.Contains(got, "digest: agent") {
+	fixtures.Git(t, d, "add", "t/other.txt")
+	fixtures.Git(t, d, "commit", "-qm", "person adds a file")
+	if got := fixtures.Git(t, d, "show", "HEAD:t/a.md"); !strings.Contains(got, "digest: agent") {
 		t.Fatalf("the person's commit of another file reverted the write:\n%s", got)
 	}
 	commitEdits(t, w)
@@ -174,7 +171,7 @@ func TestRecoverKeepsGitIndexInStep(t *testing.T) {
 
 // A person saves twice during one write: the newest save stays.
 func TestSecondSaveDuringSwapBackStays(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "first", "one\n")
 	p1 := noteText("person's first save", "p1\n")
@@ -205,7 +202,7 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 // A write that deletes a blob file while a person saves it keeps their file
 // (untracked, then committed as their edit), and git keeps working.
 func TestSaveOfAFileAWriteDeletesStays(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/big", 0, "large", strings.Repeat("a long line of text\n", 1000))
@@ -214,10 +211,10 @@ func TestSaveOfAFileAWriteDeletesStays(t *testing.T) {
 	})
 	put(t, w, "t/big", 1, "small again", "short\n")
 	writeFile(t, w, "t/other.txt", "x")
-	git(t, d, "add", "t/other.txt")
-	git(t, d, "commit", "-qm", "person's commit")
+	fixtures.Git(t, d, "add", "t/other.txt")
+	fixtures.Git(t, d, "commit", "-qm", "person's commit")
 	commitEdits(t, w)
-	if got := git(t, d, "show", "HEAD:t/big.blob.md"); got != "the person's edit of the blob" {
+	if got := fixtures.Git(t, d, "show", "HEAD:t/big.blob.md"); got != "the person's edit of the blob" {
 		t.Errorf("HEAD:t/big.blob.md = %q", got)
 	}
 	assertClean(t, w)
@@ -227,7 +224,7 @@ func TestSaveOfAFileAWriteDeletesStays(t *testing.T) {
 // (placeFile): the next process puts the save back, and it becomes the next
 // version.
 func TestRecoverPutsBackASwappedSave(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
@@ -242,7 +239,7 @@ func TestRecoverPutsBackASwappedSave(t *testing.T) {
 	if n := get(t, w, "t/a"); n.Digest != "saved mid-write" || n.Version != 3 {
 		t.Errorf("t/a = %+v", n)
 	}
-	if got := git(t, d, "log", "--format=%s", "--", "t/a.md"); !strings.Contains(got, "update t/a v2: agent") {
+	if got := fixtures.Git(t, d, "log", "--format=%s", "--", "t/a.md"); !strings.Contains(got, "update t/a v2: agent") {
 		t.Errorf("the write is not in history:\n%s", got)
 	}
 	assertClean(t, w)
@@ -255,17 +252,17 @@ func TestRecoverPutsBackASwappedSave(t *testing.T) {
 // clean, and checking main out again brings them, with nothing committed as
 // a person's edit.
 func TestCheckoutBranchDuringAWrite(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a one", "one\n")
 	// `git checkout -b side` makes side at the HEAD it read, and moves HEAD
 	// to it last, after it let git's index lock go: in the middle of the
 	// write.
-	git(t, d, "branch", "side")
+	fixtures.Git(t, d, "branch", "side")
 	crashPoint = func(step string) {
 		if step == "files" {
-			git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
+			fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
 		}
 	}
 	defer func() { crashPoint = nil }()
@@ -274,13 +271,13 @@ func TestCheckoutBranchDuringAWrite(t *testing.T) {
 	if res.Version != 2 {
 		t.Fatalf("write = %+v", res)
 	}
-	if st := git(t, d, "status", "--porcelain"); st != "" {
+	if st := fixtures.Git(t, d, "status", "--porcelain"); st != "" {
 		t.Errorf("side's work tree has the write's files:\n%s", st)
 	}
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "one") {
 		t.Errorf("the file on side = %q, want the write's parent's", got)
 	}
-	git(t, d, "checkout", "-q", "main")
+	fixtures.Git(t, d, "checkout", "-q", "main")
 	put(t, w, "t/b", 0, "b", "b\n") // any write puts the last one's files in place first
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
 		t.Errorf("after checking main out, the file = %q", got)
@@ -299,18 +296,18 @@ func TestCheckoutBranchDuringAWrite(t *testing.T) {
 // the next write puts the branch's file in place instead of committing the
 // older one as the person's edit.
 func TestCheckoutThatResolvedAnOlderCommit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a one", "one\n")
-	git(t, d, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, d, "checkout", "-q", "-b", "side")
 	put(t, w, "t/a", 1, "a two", "two\n")
-	resolved := git(t, d, "rev-parse", "main")
+	resolved := fixtures.Git(t, d, "rev-parse", "main")
 	put(t, w, "t/a", 2, "a three", "three\n")
 	// git checkout main, as it finishes after resolving main too early:
 	// the older commit's files and index, then HEAD on main.
-	git(t, d, "read-tree", "-u", "-m", "HEAD", resolved)
-	git(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
+	fixtures.Git(t, d, "read-tree", "-u", "-m", "HEAD", resolved)
+	fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
 		t.Fatalf("the simulated checkout wrote %q", got)
 	}
@@ -331,25 +328,25 @@ func TestCheckoutThatResolvedAnOlderCommit(t *testing.T) {
 // then refuses to check main out again: the next look takes the file back
 // to side's version, and checking main out brings the write's.
 func TestCheckoutBranchThatReadHeadBeforeAWrite(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a one", "one\n")
-	git(t, d, "branch", "side") // git read HEAD here
+	fixtures.Git(t, d, "branch", "side") // git read HEAD here
 	put(t, w, "t/a", 1, "a two", "two\n")
 	// and wrote the index of side's commit, and moved HEAD, only now.
-	git(t, d, "read-tree", "side")
-	git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
-	if st := git(t, d, "status", "--porcelain"); st == "" {
+	fixtures.Git(t, d, "read-tree", "side")
+	fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
+	if st := fixtures.Git(t, d, "status", "--porcelain"); st == "" {
 		t.Fatal("the race was not set up: side's checkout is clean")
 	}
 	if err := w.Repair(); err != nil {
 		t.Fatal(err)
 	}
-	if st := git(t, d, "status", "--porcelain"); st != "" {
+	if st := fixtures.Git(t, d, "status", "--porcelain"); st != "" {
 		t.Errorf("side's checkout still holds the write's file:\n%s", st)
 	}
-	git(t, d, "checkout", "-q", "main")
+	fixtures.Git(t, d, "checkout", "-q", "main")
 	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
 		t.Errorf("after checking main out, the file = %q", got)
 	}
@@ -365,7 +362,7 @@ func TestCheckoutBranchThatReadHeadBeforeAWrite(t *testing.T) {
 // never taken for a person's save and put back (it was: the note's file was
 // left empty, and a later comparison would have committed that).
 func TestKilledWhileFinishingAWrite(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, true)
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
@@ -389,7 +386,7 @@ func TestKilledWhileFinishingAWrite(t *testing.T) {
 // kept files (walked under the write lock) do not pile up with the writes
 // of the last ten minutes. One a process holds stays.
 func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	probe := filepath.Join(w.Dir(), ".blackboard", "lease-probe")
 	if err := os.WriteFile(probe, nil, 0o644); err != nil {

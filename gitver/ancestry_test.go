@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -32,7 +33,7 @@ func TestIsAncestorAgreesWithGit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := gitOK(dir, "merge-base", "--is-ancestor", p[0].String(), p[1].String()); got != want {
+		if want := fixtures.GitCmd(dir, "merge-base", "--is-ancestor", p[0].String(), p[1].String()).Run() == nil; got != want {
 			t.Errorf("IsAncestor(%s, %s) = %v, git says %v", p[0], p[1], got, want)
 		}
 	}

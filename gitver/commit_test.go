@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -21,7 +22,7 @@ import (
 // sorts as if its name ended in "/", so "a-b.md" < "a.b" < "a.md" < "a/" <
 // "a0", which a plain sort of names gets wrong.
 func TestCommitByPlumbingMatchesGit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	mirror := t.TempDir()
 	gitInit(t, mirror)
@@ -124,7 +125,7 @@ func TestCommitByPlumbingMatchesGit(t *testing.T) {
 		wantObj := "tree " + info.Tree.String() + "\n" + parentLine +
 			"author Agent Smith <smith@blackboard.local> 1700000000 -0330\n" +
 			"committer Agent Smith <smith@blackboard.local> 1700000000 -0330\n\n" + msg
-		if got := runGit(t, dir, "cat-file", "-p", c.String()); got != wantObj {
+		if got := fixtures.GitOutput(t, dir, "cat-file", "-p", c.String()); got != wantObj {
 			t.Errorf("step %q: git cat-file -p:\ngot:\n%s\nwant:\n%s", step.name, got, wantObj)
 		}
 		parent = c
@@ -133,7 +134,7 @@ func TestCommitByPlumbingMatchesGit(t *testing.T) {
 	if got, want := revParse(t, dir, "main^{tree}").String(), "4b825dc642cb6eb9a060e54bf8d69288fbee4904"; got != want {
 		t.Errorf("final tree = %s, want git's empty tree %s", got, want)
 	}
-	gotLog := strings.Split(strings.TrimSpace(runGit(t, dir, "log", "--reverse", "--format=%s", "main")), "\n")
+	gotLog := strings.Split(strings.TrimSpace(fixtures.GitOutput(t, dir, "log", "--reverse", "--format=%s", "main")), "\n")
 	if got, want := strings.Join(gotLog, "|"), strings.Join(messages, "|"); got != want {
 		t.Errorf("git log subjects:\ngot  %s\nwant %s", got, want)
 	}
@@ -159,8 +160,8 @@ func gitTreeOf(t testing.TB, mirror string, files map[string]string) gitver.Hash
 	for p, content := range files {
 		writeFile(t, mirror, p, content)
 	}
-	runGit(t, mirror, "add", "-A")
-	h, err := gitver.ParseHash(runGit(t, mirror, "write-tree"))
+	fixtures.Git(t, mirror, "add", "-A")
+	h, err := gitver.ParseHash(fixtures.GitOutput(t, mirror, "write-tree"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func gitTreeOf(t testing.TB, mirror string, files map[string]string) gitver.Hash
 // under a directory and write a file of the same name, as git allows: the
 // CommitRequest doc says directories that end up empty disappear.
 func TestCommitReplacesDirectoryWithFile(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	commitAndMove(t, r, "dir", map[string]string{"a/x.md": "x\n", "a/y/z.md": "z\n", "b.md": "b\n"})
 	head, err := r.Head()
@@ -198,7 +199,7 @@ func TestCommitReplacesDirectoryWithFile(t *testing.T) {
 // file and a directory with the same name (which git cannot represent in a
 // work tree) fails instead of writing a tree.
 func TestCommitRefusesFileDirectoryClash(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, _ := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"dir/x.md": "x\n", "file.md": "f\n"})
 	blob := writeBlob(t, r, "clash\n")
@@ -223,7 +224,7 @@ func TestCommitRefusesFileDirectoryClash(t *testing.T) {
 // plumbing commit are ones `git fsck --strict` accepts and git reads back
 // unchanged, for the names an agent may use.
 func TestCommitSignatureGitAccepts(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name      string
 		sig       gitver.Signature
@@ -255,7 +256,7 @@ func TestCommitSignatureGitAccepts(t *testing.T) {
 			}
 			fsck(t, dir)
 			for _, format := range []string{"%an <%ae> %at %ad", "%cn <%ce> %ct %cd"} {
-				if got := strings.TrimSpace(runGit(t, dir, "log", "-1", "--format="+format, "main")); got != tt.wantIdent {
+				if got := strings.TrimSpace(fixtures.GitOutput(t, dir, "log", "-1", "--format="+format, "main")); got != tt.wantIdent {
 					t.Errorf("git log --format=%q = %q, want %q", format, got, tt.wantIdent)
 				}
 			}
@@ -282,7 +283,7 @@ func TestCommitSignatureGitAccepts(t *testing.T) {
 // (receive.fsckObjects); a newline even lets the name inject header lines,
 // and ReadCommit then reads back an empty author.
 func TestCommitSignatureDelimiters(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name, email string
 	}{
@@ -325,7 +326,7 @@ func FuzzTreeOrder(f *testing.F) {
 	f.Add("B/a/A/b/é/~", uint64(0b101010))
 	f.Add("foo/foo.bar/foo-bar/foo bar", uint64(0b0101))
 	f.Fuzz(func(t *testing.T, joined string, dirs uint64) {
-		requireGit(t)
+		fixtures.RequireGit(t)
 		seen := map[string]bool{}
 		var names []string
 		for _, n := range strings.Split(joined, "/") {
@@ -359,13 +360,19 @@ func FuzzTreeOrder(f *testing.F) {
 			t.Fatal(err)
 		}
 		env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
-		cmd := gitCmd(dir, "update-index", "-z", "--index-info")
+		cmd := fixtures.GitCmd(dir, "update-index", "-z", "--index-info")
 		cmd.Env = append(cmd.Env, env...)
 		cmd.Stdin = strings.NewReader(indexInfo.String())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Skipf("git refuses these paths (%v): %s", err, out)
 		}
-		want, err := gitver.ParseHash(runGitIn(t, dir, env, nil, "write-tree"))
+		writeTree := fixtures.GitCmd(dir, "write-tree")
+		writeTree.Env = append(writeTree.Env, env...)
+		out, err := writeTree.Output()
+		if err != nil {
+			t.Fatalf("git write-tree: %v", err)
+		}
+		want, err := gitver.ParseHash(string(out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +386,7 @@ func FuzzTreeOrder(f *testing.F) {
 // unsynced before a power failure, come back empty) is written again
 // rather than named by a commit.
 func TestCutLooseObjectIsWrittenAgain(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	first := commitAndMove(t, r, "first", map[string]string{"a.md": "the same content"})
 	blob := revParse(t, dir, "HEAD:a.md")
@@ -392,7 +399,7 @@ func TestCutLooseObjectIsWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitFiles(t, r, first, "second", map[string]string{"b.md": "the same content"})
-	if got := runGit(t, dir, "cat-file", "-p", name); got != "the same content" {
+	if got := fixtures.GitOutput(t, dir, "cat-file", "-p", name); got != "the same content" {
 		t.Errorf("the blob reads %q after it was written again", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -71,7 +72,7 @@ func assertClean(t testing.TB, dir string) {
 		{"status", "--porcelain", "--untracked-files=all"},
 	}
 	for _, args := range checks {
-		if out := runGit(t, dir, args...); out != "" {
+		if out := fixtures.GitOutput(t, dir, args...); out != "" {
 			t.Errorf("git %s, want no output:\n%s", strings.Join(args, " "), out)
 		}
 	}
@@ -95,8 +96,8 @@ func personRepo(t testing.TB, files map[string]string) string {
 	for p, content := range files {
 		writeFile(t, dir, p, content)
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "--quiet", "-m", "a person's board")
+	fixtures.Git(t, dir, "add", "-A")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "a person's board")
 	return dir
 }
 
@@ -107,7 +108,7 @@ func personRepo(t testing.TB, files map[string]string) string {
 // keeps every file the program committed at its new content instead of
 // building the tree from a stale index.
 func TestUpdateIndexKeepsGitInStep(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	files := personFiles(150)
 	dir := personRepo(t, files)
 	r := openRepo(t, dir)
@@ -120,7 +121,7 @@ func TestUpdateIndexKeepsGitInStep(t *testing.T) {
 	for i, w := range writes {
 		if i == 1 {
 			// git status refreshes and rewrites the index: the next write must read it again.
-			runGit(t, dir, "status", "--porcelain")
+			fixtures.Git(t, dir, "status", "--porcelain")
 		}
 		plumbWrite(t, r, fmt.Sprintf("agent write %d", i), w)
 		for p, content := range w {
@@ -131,7 +132,7 @@ func TestUpdateIndexKeepsGitInStep(t *testing.T) {
 			}
 		}
 		assertClean(t, dir)
-		if got, want := strings.Count(runGit(t, dir, "ls-files"), "\n"), len(files); got != want {
+		if got, want := strings.Count(fixtures.GitOutput(t, dir, "ls-files"), "\n"), len(files); got != want {
 			t.Errorf("after write %d: git ls-files lists %d paths, want %d", i, got, want)
 		}
 	}
@@ -140,20 +141,20 @@ func TestUpdateIndexKeepsGitInStep(t *testing.T) {
 	assertClean(t, dir)
 
 	writeFile(t, dir, "other.md", "a person's new note\n")
-	runGit(t, dir, "add", "other.md")
-	runGit(t, dir, "commit", "--quiet", "-m", "a person adds other.md")
+	fixtures.Git(t, dir, "add", "other.md")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "a person adds other.md")
 	files["other.md"] = "a person's new note\n"
 
-	if got, want := runGit(t, dir, "diff-tree", "-r", "--name-status", "HEAD~1", "HEAD"), "A\tother.md\n"; got != want {
+	if got, want := fixtures.GitOutput(t, dir, "diff-tree", "-r", "--name-status", "HEAD~1", "HEAD"), "A\tother.md\n"; got != want {
 		t.Errorf("the person's commit changed:\n%swant only:\n%s", got, want)
 	}
 	for _, p := range []string{"notes/d3/f010.md", "new/deep/x.md", "z.md", "README.md", "notes/d0/f000.md"} {
-		if got := runGit(t, dir, "show", "HEAD:"+p); got != files[p] {
+		if got := fixtures.GitOutput(t, dir, "show", "HEAD:"+p); got != files[p] {
 			t.Errorf("git show HEAD:%s = %q, want %q", p, got, files[p])
 		}
 	}
 	for _, p := range []string{"notes/d6/f020.md", "old/only.md", "top.md"} {
-		if gitOK(dir, "cat-file", "-e", "HEAD:"+p) {
+		if fixtures.GitCmd(dir, "cat-file", "-e", "HEAD:"+p).Run() == nil {
 			t.Errorf("HEAD:%s exists; the program deleted it", p)
 		}
 	}
@@ -172,7 +173,7 @@ func TestUpdateIndexKeepsGitInStep(t *testing.T) {
 func lsFiles(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
-	for _, rec := range strings.Split(runGit(t, dir, "ls-files", "-s", "-z"), "\x00") {
+	for _, rec := range strings.Split(fixtures.GitOutput(t, dir, "ls-files", "-s", "-z"), "\x00") {
 		if rec == "" {
 			continue
 		}
@@ -188,7 +189,7 @@ func lsFiles(t testing.TB, dir string) map[string]string {
 // TestUpdateIndexEntries proves each kind of entry lands in git's index as
 // git would record it, and nothing else changes.
 func TestUpdateIndexEntries(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	base := map[string]string{"a.md": "a\n", "b.md": "b\n", "dir/c.md": "c\n"}
 	tests := []struct {
 		name  string
@@ -243,15 +244,15 @@ func TestUpdateIndexEntries(t *testing.T) {
 // written to (gitver.Init, no index file yet) gets an index git reads as
 // clean, and a person's first `git commit` there keeps the program's files.
 func TestUpdateIndexCreatesIndex(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	plumbWrite(t, r, "first", map[string]string{"a.md": "a\n", "d/b.md": "b\n"})
 	assertClean(t, dir)
 	writeFile(t, dir, "other.md", "other\n")
-	runGit(t, dir, "add", "other.md")
-	runGit(t, dir, "commit", "--quiet", "-m", "person")
+	fixtures.Git(t, dir, "add", "other.md")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "person")
 	for p, want := range map[string]string{"a.md": "a\n", "d/b.md": "b\n", "other.md": "other\n"} {
-		if got := runGit(t, dir, "show", "HEAD:"+p); got != want {
+		if got := fixtures.GitOutput(t, dir, "show", "HEAD:"+p); got != want {
 			t.Errorf("git show HEAD:%s = %q, want %q", p, got, want)
 		}
 	}
@@ -262,7 +263,7 @@ func TestUpdateIndexCreatesIndex(t *testing.T) {
 // formats, and with entries only git understands (intent-to-add from
 // `git add -N`), is still one git reads the same way after UpdateIndex.
 func TestUpdateIndexKeepsIndexFormats(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name       string
 		setup      [][]string // git commands run after the person's commit
@@ -285,14 +286,14 @@ func TestUpdateIndexKeepsIndexFormats(t *testing.T) {
 				}
 			}
 			for _, args := range tt.setup {
-				runGit(t, dir, args...)
+				fixtures.Git(t, dir, args...)
 			}
 			r := openRepo(t, dir)
 			plumbWrite(t, r, "agent", map[string]string{"notes/d1/f001.md": "changed\n", "agent.md": "agent\n"})
-			if got := runGit(t, dir, "status", "--porcelain", "--untracked-files=all"); got != tt.wantStatus {
+			if got := fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all"); got != tt.wantStatus {
 				t.Errorf("git status --porcelain = %q, want %q", got, tt.wantStatus)
 			}
-			if got, want := strings.Count(runGit(t, dir, "ls-files"), "\n"), len(personFiles(30))+1+strings.Count(tt.wantStatus, "\n"); got != want {
+			if got, want := strings.Count(fixtures.GitOutput(t, dir, "ls-files"), "\n"), len(personFiles(30))+1+strings.Count(tt.wantStatus, "\n"); got != want {
 				t.Errorf("git ls-files lists %d paths, want %d", got, want)
 			}
 			fsck(t, dir)
@@ -307,15 +308,15 @@ func TestUpdateIndexKeepsIndexFormats(t *testing.T) {
 // search. The board size, the conflicted path and the new path that sorts
 // first are one arrangement where go-git's unstable sort moves the stages.
 func TestUpdateIndexKeepsConflictStages(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := personRepo(t, personFiles(12))
-	runGit(t, dir, "switch", "--quiet", "-c", "side")
+	fixtures.Git(t, dir, "switch", "--quiet", "-c", "side")
 	writeFile(t, dir, "notes/d3/f003.md", "side's version\n")
-	runGit(t, dir, "commit", "--quiet", "-am", "side")
-	runGit(t, dir, "switch", "--quiet", "main")
+	fixtures.Git(t, dir, "commit", "--quiet", "-am", "side")
+	fixtures.Git(t, dir, "switch", "--quiet", "main")
 	writeFile(t, dir, "notes/d3/f003.md", "main's version\n")
-	runGit(t, dir, "commit", "--quiet", "-am", "main")
-	if gitOK(dir, "merge", "--quiet", "side") {
+	fixtures.Git(t, dir, "commit", "--quiet", "-am", "main")
+	if fixtures.GitCmd(dir, "merge", "--quiet", "side").Run() == nil {
 		t.Fatal("git merge side succeeded; the test needs a conflict")
 	}
 	wantStages := lsFiles(t, dir)["notes/d3/f003.md"]
@@ -326,13 +327,13 @@ func TestUpdateIndexKeepsConflictStages(t *testing.T) {
 	r := openRepo(t, dir)
 	plumbWrite(t, r, "agent during a merge", map[string]string{"0-agent.md": "agent\n"})
 
-	if out, err := gitCmd(dir, "fsck", "--no-dangling", "--no-progress").CombinedOutput(); err != nil {
+	if out, err := fixtures.GitCmd(dir, "fsck", "--no-dangling", "--no-progress").CombinedOutput(); err != nil {
 		t.Errorf("git fsck on the index UpdateIndex wrote: %v\n%s", err, out)
 	}
 	if got := lsFiles(t, dir)["notes/d3/f003.md"]; got != wantStages {
 		t.Errorf("stages of the conflicted path = %q, want %q", got, wantStages)
 	}
-	if got := runGit(t, dir, "diff", "--name-only", "--diff-filter=U"); got != "notes/d3/f003.md\n" {
+	if got := fixtures.GitOutput(t, dir, "diff", "--name-only", "--diff-filter=U"); got != "notes/d3/f003.md\n" {
 		t.Errorf("git diff --diff-filter=U = %q, want the conflicted path", got)
 	}
 }

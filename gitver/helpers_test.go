@@ -1,15 +1,14 @@
 package gitver_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -22,76 +21,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// gitEnv is the environment of every git command the tests run: a fixed
-// identity, no global or system config, and none of the caller's GIT_*
-// variables (a GIT_DIR inherited from a hook would point git elsewhere). So
-// no result depends on the machine's git config.
-func gitEnv(extra ...string) []string {
-	env := make([]string, 0, len(os.Environ())+8)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"GIT_AUTHOR_NAME=Ada Lovelace", "GIT_AUTHOR_EMAIL=ada@example.com",
-		"GIT_COMMITTER_NAME=Ada Lovelace", "GIT_COMMITTER_EMAIL=ada@example.com",
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-	)
-	return append(env, extra...)
-}
-
-// requireGit skips a test that needs the C git CLI on a machine without it.
-func requireGit(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("the git CLI is not on PATH")
-	}
-}
-
-// gitCmd is a git command run in dir with gitEnv.
-func gitCmd(dir string, args ...string) *exec.Cmd {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	return cmd
-}
-
-// runGit runs git in dir and returns its standard output, failing the test on
-// a non-zero exit.
-func runGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	return runGitIn(t, dir, nil, nil, args...)
-}
-
-// runGitIn is runGit with extra environment variables and standard input.
-func runGitIn(t testing.TB, dir string, env []string, stdin []byte, args ...string) string {
-	t.Helper()
-	cmd := gitCmd(dir, args...)
-	cmd.Env = append(cmd.Env, env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
-}
-
-// gitOK reports whether git exits with status 0 (for commands such as
-// `merge-base --is-ancestor` and `cat-file -e` that answer by exit status).
-func gitOK(dir string, args ...string) bool {
-	return gitCmd(dir, args...).Run() == nil
-}
-
 // fsck fails the test unless `git fsck --strict` finds nothing to report
 // about the objects and refs reachable in dir (notices, such as an unborn
 // HEAD, are not findings).
 func fsck(t testing.TB, dir string) {
 	t.Helper()
-	cmd := gitCmd(dir, "fsck", "--strict", "--no-dangling", "--no-progress")
+	cmd := fixtures.GitCmd(dir, "fsck", "--strict", "--no-dangling", "--no-progress")
 	out, err := cmd.CombinedOutput()
 	var findings []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -107,13 +42,13 @@ func fsck(t testing.TB, dir string) {
 // gitInit makes dir a repository with the C git CLI, branch main.
 func gitInit(t testing.TB, dir string) {
 	t.Helper()
-	runGit(t, dir, "init", "--quiet", "--initial-branch=main")
+	fixtures.Git(t, dir, "init", "--quiet", "--initial-branch=main")
 }
 
 // revParse is `git rev-parse` of rev as a Hash.
 func revParse(t testing.TB, dir, rev string) gitver.Hash {
 	t.Helper()
-	h, err := gitver.ParseHash(runGit(t, dir, "rev-parse", "--verify", "--quiet", rev))
+	h, err := gitver.ParseHash(fixtures.GitOutput(t, dir, "rev-parse", "--verify", "--quiet", rev))
 	if err != nil {
 		t.Fatalf("git rev-parse %s: %v", rev, err)
 	}
@@ -194,7 +129,7 @@ func commitAndMove(t testing.TB, r *gitver.Repo, msg string, files map[string]st
 // lsTree is `git ls-tree -r` of rev: path -> "mode type hash".
 func lsTree(t testing.TB, dir, rev string) map[string]string {
 	t.Helper()
-	out := runGit(t, dir, "ls-tree", "-r", "-z", "--full-tree", rev)
+	out := fixtures.GitOutput(t, dir, "ls-tree", "-r", "-z", "--full-tree", rev)
 	m := map[string]string{}
 	for _, rec := range strings.Split(out, "\x00") {
 		if rec == "" {

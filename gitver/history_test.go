@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -18,7 +19,7 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 // hash, as in PathChange).
 func gitDiffTree(t testing.TB, dir, a, b string) []string {
 	t.Helper()
-	out := runGit(t, dir, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", a, b)
+	out := fixtures.GitOutput(t, dir, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", a, b)
 	fields := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
 	var lines []string
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -54,13 +55,13 @@ func personHistory(t testing.TB) string {
 	commit := func(msg string, files map[string]string, cmds ...[]string) {
 		t.Helper()
 		for _, c := range cmds {
-			runGit(t, dir, c...)
+			fixtures.Git(t, dir, c...)
 		}
 		for p, content := range files {
 			writeFile(t, dir, p, content)
 		}
-		runGit(t, dir, "add", "-A")
-		runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", msg)
+		fixtures.Git(t, dir, "add", "-A")
+		fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", msg)
 	}
 	commit("root", map[string]string{
 		"a.md": "a\n", "dir/b.md": "b\n", "dir/sub/c.md": "c\n", "z.md": "z\n", "x": "x is a file\n",
@@ -71,14 +72,14 @@ func personHistory(t testing.TB) string {
 	}
 	commit("modify and add nested, add a symlink", map[string]string{"a.md": "a, v2\n", "dir/sub/d.md": "d\n"})
 	commit("delete", nil, []string{"rm", "--quiet", "z.md", "dir/sub/c.md"})
-	runGit(t, dir, "branch", "side")
+	fixtures.Git(t, dir, "branch", "side")
 	commit("rename by git mv", nil, []string{"mv", "a.md", "renamed.md"}, []string{"mv", "dir/b.md", "a/b.md"})
 	commit("file becomes a directory", map[string]string{"x/y.md": "y\n"}, []string{"rm", "--quiet", "x"})
 	commit("directory becomes a file", map[string]string{"dir/sub": "sub is a file now\n"}, []string{"rm", "-r", "--quiet", "dir/sub"})
-	runGit(t, dir, "switch", "--quiet", "side")
+	fixtures.Git(t, dir, "switch", "--quiet", "side")
 	commit("side: add and modify", map[string]string{"side.md": "side\n", "sp ace/été.md": "accents, side\n", "a/in.md": "in, side\n"})
-	runGit(t, dir, "switch", "--quiet", "main")
-	runGit(t, dir, "merge", "--quiet", "--no-ff", "-m", "merge side", "side")
+	fixtures.Git(t, dir, "switch", "--quiet", "main")
+	fixtures.Git(t, dir, "merge", "--quiet", "--no-ff", "-m", "merge side", "side")
 	commit("empty", nil)
 	if err := os.Remove(filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
@@ -97,10 +98,10 @@ func personHistory(t testing.TB) string {
 // a merge, besides, every path that differs from the other parent only,
 // with the merge's blob on both sides.
 func TestChangesMatchesGitDiffTree(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := personHistory(t)
 	r := openRepo(t, dir)
-	chain := strings.Fields(runGit(t, dir, "rev-list", "--first-parent", "main"))
+	chain := strings.Fields(fixtures.GitOutput(t, dir, "rev-list", "--first-parent", "main"))
 	if len(chain) != 9 {
 		t.Fatalf("the history has %d first-parent commits, want 9", len(chain))
 	}
@@ -166,7 +167,7 @@ func TestChangesMatchesGitDiffTree(t *testing.T) {
 // TestDiffTreesMatchesGit proves DiffTrees between any two trees, or between
 // nothing (the zero hash) and a tree, agrees with git diff-tree.
 func TestDiffTreesMatchesGit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := personHistory(t)
 	r := openRepo(t, dir)
 	tests := []struct{ a, b string }{
@@ -206,12 +207,12 @@ func TestDiffTreesMatchesGit(t *testing.T) {
 // version of the file's content is new) and submodule entries (not files of
 // this repository).
 func TestChangesCountsContentOnly(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	gitInit(t, dir)
 	writeFile(t, dir, "run.sh", "echo hi\n")
-	runGit(t, dir, "add", "run.sh")
-	runGit(t, dir, "commit", "--quiet", "-m", "root")
+	fixtures.Git(t, dir, "add", "run.sh")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "root")
 	r := openRepo(t, dir)
 
 	tests := []struct {
@@ -225,9 +226,9 @@ func TestChangesCountsContentOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, c := range tt.change {
-				runGit(t, dir, c...)
+				fixtures.Git(t, dir, c...)
 			}
-			runGit(t, dir, "commit", "--quiet", "-m", tt.name)
+			fixtures.Git(t, dir, "commit", "--quiet", "-m", tt.name)
 			if got := gitDiffTree(t, dir, "HEAD~1", "HEAD"); len(got) != tt.gitSays {
 				t.Fatalf("git diff-tree lists %q, want %d line(s)", got, tt.gitSays)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -30,18 +31,18 @@ func TestHostPacesPushes(t *testing.T) {
 // ConfigDuration reads a duration or a number of seconds from git's config,
 // and says when the key is unset or unreadable.
 func TestConfigDuration(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	if _, ok := r.ConfigDuration("blackboard", "pushInterval"); ok {
 		t.Fatal("an unset key reads as set")
 	}
 	for value, want := range map[string]time.Duration{"10s": 10 * time.Second, "2": 2 * time.Second, "0": 0, "1m30s": 90 * time.Second} {
-		runGit(t, dir, "config", "blackboard.pushInterval", value)
+		fixtures.Git(t, dir, "config", "blackboard.pushInterval", value)
 		if got, ok := r.ConfigDuration("blackboard", "pushInterval"); !ok || got != want {
 			t.Errorf("blackboard.pushInterval=%s reads as %v (%v), want %v", value, got, ok, want)
 		}
 	}
-	runGit(t, dir, "config", "blackboard.pushInterval", "soon")
+	fixtures.Git(t, dir, "config", "blackboard.pushInterval", "soon")
 	if _, ok := r.ConfigDuration("blackboard", "pushInterval"); ok {
 		t.Error("an unreadable value reads as set")
 	}

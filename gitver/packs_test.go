@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -62,10 +63,10 @@ func packFiles(t *testing.T, dir string) []string {
 // A group's commits are written as one pack that git reads as its own: the
 // objects, the history, fsck; and no loose object is left for them.
 func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
-	loose := runGit(t, dir, "count-objects")
+	loose := fixtures.GitOutput(t, dir, "count-objects")
 	tip, sha := chainPack(t, r, base, "g", 8)
 	// Pending: read here, passed over by git.
 	if len(packFiles(t, dir)) != 0 {
@@ -87,15 +88,15 @@ func TestStagedCommitsWrittenAsOnePack(t *testing.T) {
 	if len(packs) != 1 {
 		t.Fatalf("%d packs, want 1", len(packs))
 	}
-	if got := runGit(t, dir, "count-objects"); got != loose {
+	if got := fixtures.GitOutput(t, dir, "count-objects"); got != loose {
 		t.Errorf("loose objects went from %q to %q: the group's objects are not all in the pack", loose, got)
 	}
-	runGit(t, dir, "verify-pack", strings.TrimSuffix(packs[0], ".pack")+".idx")
+	fixtures.Git(t, dir, "verify-pack", strings.TrimSuffix(packs[0], ".pack")+".idx")
 	fsck(t, dir)
-	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "9\n" {
+	if got := fixtures.GitOutput(t, dir, "rev-list", "--count", "HEAD"); got != "9\n" {
 		t.Errorf("history holds %q commits, want 9", got)
 	}
-	if got := runGit(t, dir, "cat-file", "-p", "HEAD:t/g/n7.md"); !strings.HasPrefix(got, "g note 7\n") {
+	if got := fixtures.GitOutput(t, dir, "cat-file", "-p", "HEAD:t/g/n7.md"); !strings.HasPrefix(got, "g note 7\n") {
 		t.Errorf("the last note reads %q", got)
 	}
 	// Another process's Repo, opened before the pack was there, reads it.
@@ -138,7 +139,7 @@ func TestDroppedStagedObjectsAreGone(t *testing.T) {
 // ones are gone; a Repo that knew them reads every object still. A pack
 // git keeps (.keep) is left alone.
 func TestSmallPacksAreMerged(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	reader := openRepo(t, dir)
@@ -175,9 +176,9 @@ func TestSmallPacksAreMerged(t *testing.T) {
 	}
 	fsck(t, dir)
 	for _, p := range packs {
-		runGit(t, dir, "verify-pack", strings.TrimSuffix(p, ".pack")+".idx")
+		fixtures.Git(t, dir, "verify-pack", strings.TrimSuffix(p, ".pack")+".idx")
 	}
-	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "52\n" {
+	if got := fixtures.GitOutput(t, dir, "rev-list", "--count", "HEAD"); got != "52\n" {
 		t.Errorf("history holds %q commits, want 52", got)
 	}
 	for i, c := range tips {
@@ -210,13 +211,13 @@ func mustPathBlob(t *testing.T, r *gitver.Repo, c gitver.Hash, p string) gitver.
 
 // Packs git made (with deltas) are read by go-git and never merged here.
 func TestPacksGitMadeAreLeftToGit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	tip := commitAndMove(t, r, "base", map[string]string{"a.md": strings.Repeat("line of text\n", 200)})
 	for i := range 40 {
 		tip = commitAndMove(t, r, fmt.Sprint("edit ", i), map[string]string{"a.md": strings.Repeat("line of text\n", 200) + fmt.Sprint(i)})
 		if i%2 == 1 {
-			runGit(t, dir, "repack", "-d", "-q") // an incremental pack of the loose objects, with deltas
+			fixtures.Git(t, dir, "repack", "-d", "-q") // an incremental pack of the loose objects, with deltas
 		}
 	}
 	if before := len(packFiles(t, dir)); before < 20 {
@@ -237,7 +238,7 @@ func TestPacksGitMadeAreLeftToGit(t *testing.T) {
 // given to git: publishing it fails with ErrPackDamaged, and git sees no
 // pack.
 func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	for _, damage := range []string{"cut", "zeros"} {
 		t.Run(damage, func(t *testing.T) {
 			r, dir := newRepo(t)
@@ -275,7 +276,7 @@ func TestDamagedPendingPackIsNeverPublished(t *testing.T) {
 // name and the pack under the pending one: the pack is still pending, and
 // the next publishing finishes it.
 func TestHalfPublishedPackIsFinished(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	tip, sha := chainPack(t, r, base, "g", 3)
@@ -298,7 +299,7 @@ func TestHalfPublishedPackIsFinished(t *testing.T) {
 	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, "verify-pack", filepath.Join(packDir, "pack-"+sha+".idx"))
+	fixtures.Git(t, dir, "verify-pack", filepath.Join(packDir, "pack-"+sha+".idx"))
 	fsck(t, dir)
 }
 
@@ -307,15 +308,15 @@ func TestHalfPublishedPackIsFinished(t *testing.T) {
 // once the branch names them and the pack is released, git packs them as
 // any others.
 func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	tip := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	next, sha := chainPack(t, r, tip, "g", 3)
 	if _, err := r.PublishPacks([]string{sha}); err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, "repack", "-a", "-d", "-q")
-	if !gitOK(dir, "cat-file", "-e", next.String()) {
+	fixtures.Git(t, dir, "repack", "-a", "-d", "-q")
+	if fixtures.GitCmd(dir, "cat-file", "-e", next.String()).Run() != nil {
 		t.Fatal("git repack -a -d dropped the objects of writes being committed")
 	}
 	if err := r.UpdateBranch(tip, next, agent, "group"); err != nil {
@@ -326,12 +327,12 @@ func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
 	if err != nil || len(keeps) != 0 {
 		t.Fatalf("keep files left: %v %v", keeps, err)
 	}
-	runGit(t, dir, "repack", "-a", "-d", "-q")
+	fixtures.Git(t, dir, "repack", "-a", "-d", "-q")
 	if n := len(packFiles(t, dir)); n != 1 {
 		t.Errorf("%d packs after a whole repack, want 1", n)
 	}
 	fsck(t, dir)
-	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "4\n" {
+	if got := fixtures.GitOutput(t, dir, "rev-list", "--count", "HEAD"); got != "4\n" {
 		t.Errorf("history holds %q commits, want 4", got)
 	}
 }
@@ -342,7 +343,7 @@ func TestPublishedPackKeptFromGitUntilReleased(t *testing.T) {
 // pending, reads every object still. One damaged pack among them fails the
 // whole publishing, and removes nothing.
 func TestPendingPacksPublishedAsOne(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	base := commitAndMove(t, r, "base", map[string]string{"a.md": "a"})
 	reader := openRepo(t, dir)
@@ -369,8 +370,8 @@ func TestPendingPacksPublishedAsOne(t *testing.T) {
 	if pending, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "tmp_*")); len(pending) != 0 {
 		t.Errorf("pending files left: %v", pending)
 	}
-	runGit(t, dir, "repack", "-a", "-d", "-q") // the pack is kept: nothing names its objects yet
-	if !gitOK(dir, "cat-file", "-e", tip.String()) {
+	fixtures.Git(t, dir, "repack", "-a", "-d", "-q") // the pack is kept: nothing names its objects yet
+	if fixtures.GitCmd(dir, "cat-file", "-e", tip.String()).Run() != nil {
 		t.Fatal("git repack -a -d dropped the objects of writes being committed")
 	}
 	if err := r.UpdateBranch(base, tip, agent, "group"); err != nil {
@@ -381,7 +382,7 @@ func TestPendingPacksPublishedAsOne(t *testing.T) {
 		t.Errorf("keep files left: %v", keeps)
 	}
 	fsck(t, dir)
-	if got := runGit(t, dir, "rev-list", "--count", "HEAD"); got != "7\n" {
+	if got := fixtures.GitOutput(t, dir, "rev-list", "--count", "HEAD"); got != "7\n" {
 		t.Errorf("history holds %q commits, want 7", got)
 	}
 	for _, c := range []gitver.Hash{tip, base} {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -28,7 +29,7 @@ func noLock(t testing.TB, r *gitver.Repo) {
 // file left behind. A successful move is recorded in git's reflog with its
 // reason.
 func TestUpdateBranchCompareAndSwap(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name    string
 		unborn  bool                                 // the branch has no commit yet
@@ -70,7 +71,7 @@ func TestUpdateBranchCompareAndSwap(t *testing.T) {
 				t.Errorf("Head() = %s, want %s", got, want)
 			}
 			if want.IsZero() {
-				if gitOK(dir, "rev-parse", "--verify", "--quiet", "refs/heads/main") {
+				if fixtures.GitCmd(dir, "rev-parse", "--verify", "--quiet", "refs/heads/main").Run() == nil {
 					t.Errorf("git rev-parse finds refs/heads/main, want it unborn")
 				}
 			} else if got := revParse(t, dir, "refs/heads/main"); got != want {
@@ -78,7 +79,7 @@ func TestUpdateBranchCompareAndSwap(t *testing.T) {
 			}
 			noLock(t, r)
 			if tt.wantErr == nil {
-				top := strings.SplitN(runGit(t, dir, "reflog", "show", "--format=%H %gs", "refs/heads/main"), "\n", 2)[0]
+				top := strings.SplitN(fixtures.GitOutput(t, dir, "reflog", "show", "--format=%H %gs", "refs/heads/main"), "\n", 2)[0]
 				if want := next.String() + " commit: next"; top != want {
 					t.Errorf("git reflog: top entry %q, want %q", top, want)
 				}
@@ -93,28 +94,28 @@ func TestUpdateBranchCompareAndSwap(t *testing.T) {
 // git's own commands: `git reflog` tells a person what they had checked
 // out, and a move made while they were on another branch is not among it.
 func TestUpdateBranchLogsHEADOnlyWhenCheckedOut(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	c1 := commitFiles(t, r, gitver.ZeroHash, "one\n", map[string]string{"a.md": "1\n"})
 	if err := r.UpdateBranch(gitver.ZeroHash, c1, agent, "blackboard: one"); err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
 	c2 := commitFiles(t, r, c1, "two\n", map[string]string{"a.md": "2\n"})
 	if err := r.UpdateBranch(c1, c2, agent, "blackboard: two"); err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, "checkout", "-q", "main")
+	fixtures.Git(t, dir, "checkout", "-q", "main")
 	c3 := commitFiles(t, r, c2, "three\n", map[string]string{"a.md": "3\n"})
 	if err := r.UpdateBranch(c2, c3, agent, "blackboard: three"); err != nil {
 		t.Fatal(err)
 	}
-	got := runGit(t, dir, "reflog", "show", "--format=%gs", "HEAD")
+	got := fixtures.GitOutput(t, dir, "reflog", "show", "--format=%gs", "HEAD")
 	want := "blackboard: three\ncheckout: moving from side to main\ncheckout: moving from main to side\nblackboard: one\n"
 	if got != want {
 		t.Errorf("HEAD's reflog:\n%s\nwant:\n%s", got, want)
 	}
-	if got := runGit(t, dir, "reflog", "show", "--format=%gs", "main"); !strings.HasPrefix(got, "blackboard: three\nblackboard: two\n") {
+	if got := fixtures.GitOutput(t, dir, "reflog", "show", "--format=%gs", "main"); !strings.HasPrefix(got, "blackboard: three\nblackboard: two\n") {
 		t.Errorf("main's reflog:\n%s\nwant both moves", got)
 	}
 }
@@ -124,13 +125,13 @@ func TestUpdateBranchLogsHEADOnlyWhenCheckedOut(t *testing.T) {
 // a rejected swap leaves no loose ref behind (go-git leaves an empty one), a
 // successful one shadows the packed value, and git agrees at every step.
 func TestUpdateBranchPackedRef(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	gitInit(t, dir)
 	writeFile(t, dir, "person.md", "by hand\n")
-	runGit(t, dir, "add", "person.md")
-	runGit(t, dir, "commit", "--quiet", "-m", "by a person")
-	runGit(t, dir, "pack-refs", "--all")
+	fixtures.Git(t, dir, "add", "person.md")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "by a person")
+	fixtures.Git(t, dir, "pack-refs", "--all")
 	r := openRepo(t, dir)
 	loose := filepath.Join(r.GitDir(), "refs", "heads", "main")
 	if _, err := os.Stat(loose); !errors.Is(err, os.ErrNotExist) {
@@ -159,7 +160,7 @@ func TestUpdateBranchPackedRef(t *testing.T) {
 	}
 	for _, pack := range []bool{false, true} {
 		if pack {
-			runGit(t, dir, "pack-refs", "--all")
+			fixtures.Git(t, dir, "pack-refs", "--all")
 		}
 		if got := revParse(t, dir, "main"); got != next {
 			t.Errorf("git rev-parse main (packed again: %v) = %s, want %s", pack, got, next)
@@ -169,7 +170,7 @@ func TestUpdateBranchPackedRef(t *testing.T) {
 		}
 	}
 
-	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "a person again")
+	fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "a person again")
 	if got, want := revParse(t, dir, "main^"), next; got != want {
 		t.Errorf("git commit after the agent's commit: parent = %s, want %s", got, want)
 	}
@@ -194,13 +195,13 @@ func mustHead(t testing.TB, r *gitver.Repo) gitver.Hash {
 // the branch git moved and fails with ErrBranchMoved instead of overwriting
 // git's commit.
 func TestUpdateBranchWaitsForGit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	c1 := commitAndMove(t, r, "one", map[string]string{"a.md": "1\n"})
 	byGit := commitFiles(t, r, c1, "git's\n", map[string]string{"git.md": "git\n"})
 	byUs := commitFiles(t, r, c1, "ours\n", map[string]string{"ours.md": "ours\n"})
 
-	cmd := gitCmd(dir, "update-ref", "--stdin")
+	cmd := fixtures.GitCmd(dir, "update-ref", "--stdin")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestUpdateBranchWaitsForGit(t *testing.T) {
 	if err := r.UpdateBranch(byGit, retried, agent, "commit: ours, rebuilt"); err != nil {
 		t.Fatalf("UpdateBranch from git's commit: %v", err)
 	}
-	if got, want := runGit(t, dir, "log", "--format=%s", "main"), "ours, rebuilt\ngit's\none\n"; got != want {
+	if got, want := fixtures.GitOutput(t, dir, "log", "--format=%s", "main"), "ours, rebuilt\ngit's\none\n"; got != want {
 		t.Errorf("git log main:\n%s\nwant:\n%s", got, want)
 	}
 	noLock(t, r)
@@ -259,7 +260,7 @@ func TestUpdateBranchWaitsForGit(t *testing.T) {
 // ErrBranchLocked on a lock file that nobody releases, and leaves that lock
 // (it belongs to someone else) and the branch untouched.
 func TestUpdateBranchLockTimeout(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel() // it waits out the lock for seconds
 	r, dir := newRepo(t)
 	c1 := commitAndMove(t, r, "one", map[string]string{"a.md": "1\n"})
@@ -289,7 +290,7 @@ func TestUpdateBranchLockTimeout(t *testing.T) {
 // it is what a writer of this program that died left there (the commit it
 // intended, or nothing for over a second) and keeps any other lock.
 func TestRemoveStaleLock(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel() // two cases wait for an empty lock to age
 	intended := gitver.BlobHash([]byte("stands in for a commit"))
 	other := gitver.BlobHash([]byte("someone else's commit"))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -17,18 +18,18 @@ import (
 // C git CLI works in as if `git init` had made it, that Init leaves an
 // existing repository alone, and that a durable Repo (fsync on) commits.
 func TestInitMakesAGitRepository(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	if err := gitver.Init(dir, "main"); err != nil {
 		t.Fatalf("Init: %v", err)
 	}
-	if got, want := strings.TrimSpace(runGit(t, dir, "rev-parse", "--absolute-git-dir")), filepath.Join(dir, ".git"); got != want {
+	if got, want := strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-parse", "--absolute-git-dir")), filepath.Join(dir, ".git"); got != want {
 		t.Errorf("git rev-parse --absolute-git-dir = %q, want %q", got, want)
 	}
-	if got := strings.TrimSpace(runGit(t, dir, "symbolic-ref", "HEAD")); got != "refs/heads/main" {
+	if got := strings.TrimSpace(fixtures.GitOutput(t, dir, "symbolic-ref", "HEAD")); got != "refs/heads/main" {
 		t.Errorf("git symbolic-ref HEAD = %q, want refs/heads/main", got)
 	}
-	runGit(t, dir, "status", "--porcelain")
+	fixtures.Git(t, dir, "status", "--porcelain")
 
 	r, err := gitver.Open(dir, gitver.Options{})
 	if err != nil {
@@ -38,18 +39,18 @@ func TestInitMakesAGitRepository(t *testing.T) {
 		t.Errorf("Durable() = false for the zero Options, want true")
 	}
 	c := commitAndMove(t, r, "durable", map[string]string{"a.md": "a\n"})
-	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "a person")
+	fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "a person")
 	if got := revParse(t, dir, "main^"); got != c {
 		t.Errorf("git commit on an Init'd repository: parent = %s, want %s", got, c)
 	}
 	fsck(t, dir)
 
 	other := t.TempDir()
-	runGit(t, other, "init", "--quiet", "--initial-branch=trunk")
+	fixtures.Git(t, other, "init", "--quiet", "--initial-branch=trunk")
 	if err := gitver.Init(other, "main"); err != nil {
 		t.Fatalf("Init on an existing repository: %v", err)
 	}
-	if got := strings.TrimSpace(runGit(t, other, "symbolic-ref", "HEAD")); got != "refs/heads/trunk" {
+	if got := strings.TrimSpace(fixtures.GitOutput(t, other, "symbolic-ref", "HEAD")); got != "refs/heads/trunk" {
 		t.Errorf("after Init on a git repository, HEAD = %q, want it unchanged (refs/heads/trunk)", got)
 	}
 }
@@ -58,7 +59,7 @@ func TestInitMakesAGitRepository(t *testing.T) {
 // names no branch (a write would have nothing to move) with ErrDetached, and
 // a directory that is no repository with ErrNotRepository.
 func TestOpen(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name       string
 		setup      func(t *testing.T, dir string)
@@ -71,12 +72,12 @@ func TestOpen(t *testing.T) {
 			}
 		}, "refs/heads/main", nil},
 		{"git init with another branch", func(t *testing.T, dir string) {
-			runGit(t, dir, "init", "--quiet", "--initial-branch=trunk")
+			fixtures.Git(t, dir, "init", "--quiet", "--initial-branch=trunk")
 		}, "refs/heads/trunk", nil},
 		{"detached HEAD", func(t *testing.T, dir string) {
 			gitInit(t, dir)
-			runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
-			runGit(t, dir, "switch", "--quiet", "--detach", "main")
+			fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
+			fixtures.Git(t, dir, "switch", "--quiet", "--detach", "main")
 		}, "", gitver.ErrDetached},
 		{"HEAD names a ref outside refs/heads", func(t *testing.T, dir string) {
 			gitInit(t, dir)
@@ -110,7 +111,7 @@ func TestOpen(t *testing.T) {
 // TestHead proves Head is the zero hash while the branch is unborn and
 // otherwise what git rev-parse says, whoever made the commit.
 func TestHead(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	for _, byGit := range []bool{false, true} {
 		dir := t.TempDir()
 		if byGit {
@@ -122,7 +123,7 @@ func TestHead(t *testing.T) {
 		if got, err := r.Head(); err != nil || !got.IsZero() {
 			t.Errorf("Head() on an unborn branch (git init: %v) = %s, %v; want the zero hash", byGit, got, err)
 		}
-		runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
+		fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
 		if got, want := mustHead(t, r), revParse(t, dir, "HEAD"); got != want {
 			t.Errorf("Head() after git commit = %s, want %s", got, want)
 		}
@@ -134,13 +135,19 @@ func TestHead(t *testing.T) {
 // wrote, ReadBlob refuses what is not a blob, and ParseHash reads git's
 // object names.
 func TestHashes(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	gitInit(t, dir)
 	r := openRepo(t, dir)
 	big := bytes.Repeat([]byte("0123456789abcdef\n"), 1<<16)
 	for _, content := range [][]byte{{}, []byte("hello\n"), []byte("no newline"), {0, 1, 2, 0xff, '\n', 0}, big} {
-		gitHash, err := gitver.ParseHash(runGitIn(t, dir, nil, content, "hash-object", "-w", "--stdin"))
+		hashObject := fixtures.GitCmd(dir, "hash-object", "-w", "--stdin")
+		hashObject.Stdin = bytes.NewReader(content)
+		out, err := hashObject.Output()
+		if err != nil {
+			t.Fatalf("git hash-object: %v", err)
+		}
+		gitHash, err := gitver.ParseHash(string(out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +163,11 @@ func TestHashes(t *testing.T) {
 		}
 	}
 	ours := writeBlob(t, r, "only gitver wrote this\n")
-	if got := runGit(t, dir, "cat-file", "blob", ours.String()); got != "only gitver wrote this\n" {
+	if got := fixtures.GitOutput(t, dir, "cat-file", "blob", ours.String()); got != "only gitver wrote this\n" {
 		t.Errorf("git cat-file blob of a blob WriteBlob wrote = %q", got)
 	}
 
-	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
+	fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "one")
 	for name, h := range map[string]gitver.Hash{
 		"a commit":       revParse(t, dir, "HEAD"),
 		"a tree":         revParse(t, dir, "HEAD^{tree}"),
@@ -196,18 +203,22 @@ func TestHashes(t *testing.T) {
 // order (a merge's first parent first), author with its time zone, and the
 // message exactly.
 func TestReadCommit(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	gitInit(t, dir)
 	env := []string{"GIT_AUTHOR_DATE=1700000000 +0200", "GIT_AUTHOR_NAME=Grace Hopper", "GIT_AUTHOR_EMAIL=grace@example.com"}
 	writeFile(t, dir, "a.md", "a\n")
-	runGit(t, dir, "add", "a.md")
-	runGitIn(t, dir, env, nil, "commit", "--quiet", "-m", "subject line\n\nbody line\n\nTrailer: x")
-	runGit(t, dir, "switch", "--quiet", "-c", "side")
-	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "side")
-	runGit(t, dir, "switch", "--quiet", "main")
-	runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "main")
-	runGit(t, dir, "merge", "--quiet", "--no-ff", "-m", "merge side", "side")
+	fixtures.Git(t, dir, "add", "a.md")
+	commit := fixtures.GitCmd(dir, "commit", "--quiet", "-m", "subject line\n\nbody line\n\nTrailer: x")
+	commit.Env = append(commit.Env, env...)
+	if out, err := commit.CombinedOutput(); err != nil {
+		t.Fatalf("git commit: %v\n%s", err, out)
+	}
+	fixtures.Git(t, dir, "switch", "--quiet", "-c", "side")
+	fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "side")
+	fixtures.Git(t, dir, "switch", "--quiet", "main")
+	fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "main")
+	fixtures.Git(t, dir, "merge", "--quiet", "--no-ff", "-m", "merge side", "side")
 	r := openRepo(t, dir)
 
 	root, err := r.ReadCommit(revParse(t, dir, "main~1~1"))
@@ -252,14 +263,14 @@ func TestReadCommit(t *testing.T) {
 // (`git rev-parse <commit>:<path>`) and the zero hash wherever git finds no
 // file: a missing path, a directory, a path through a file.
 func TestPathBlob(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := t.TempDir()
 	gitInit(t, dir)
 	for p, content := range map[string]string{"a.md": "a\n", "dir/sub/c.md": "c\n", "dir/b.md": "b\n", "dir.md": "dir.md\n"} {
 		writeFile(t, dir, p, content)
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "--quiet", "-m", "files")
+	fixtures.Git(t, dir, "add", "-A")
+	fixtures.Git(t, dir, "commit", "--quiet", "-m", "files")
 	r := openRepo(t, dir)
 	head := revParse(t, dir, "HEAD")
 	tests := []struct {
@@ -291,7 +302,7 @@ func TestPathBlob(t *testing.T) {
 // someone else moved its objects into a pack (removing the loose copies it
 // had been reading) and packed the branch ref.
 func TestReadsAfterGitGC(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	c1 := commitAndMove(t, r, "one", map[string]string{"a.md": "a\n", "d/b.md": "b\n"})
 	if _, err := r.ReadCommit(c1); err != nil {
@@ -301,7 +312,7 @@ func TestReadsAfterGitGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runGit(t, dir, "gc", "--quiet")
+	fixtures.Git(t, dir, "gc", "--quiet")
 	if _, err := os.Stat(filepath.Join(dir, ".git", "objects", c1.String()[:2], c1.String()[2:])); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the commit is still loose after git gc (stat: %v); the test needs it packed", err)
 	}
@@ -327,7 +338,7 @@ func TestReadsAfterGitGC(t *testing.T) {
 // the repository's config first and fills what is missing from the person's
 // global config, as git does.
 func TestUserIdentity(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name                string
 		local, global       [2]string // name, email; "" unset
@@ -357,10 +368,10 @@ func TestUserIdentity(t *testing.T) {
 			dir := t.TempDir()
 			gitInit(t, dir)
 			if tt.local[0] != "" {
-				runGit(t, dir, "config", "user.name", tt.local[0])
+				fixtures.Git(t, dir, "config", "user.name", tt.local[0])
 			}
 			if tt.local[1] != "" {
-				runGit(t, dir, "config", "user.email", tt.local[1])
+				fixtures.Git(t, dir, "config", "user.email", tt.local[1])
 			}
 			name, email := openRepo(t, dir).UserIdentity()
 			if name != tt.wantName || email != tt.wantEmail {
@@ -374,7 +385,7 @@ func TestUserIdentity(t *testing.T) {
 // HEAD's reflogs in a form git reads: `git reflog` lists the reasons newest
 // first, with the mover's identity and time zone.
 func TestReflog(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	r, dir := newRepo(t)
 	commitAndMove(t, r, "one", map[string]string{"a.md": "1\n"})
 	who := gitver.Signature{Name: "Agent Two", Email: "two@blackboard.local", When: time.Unix(1700000100, 0).In(time.FixedZone("", 9*3600))}
@@ -384,7 +395,7 @@ func TestReflog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{"main", "HEAD"} {
-		got := runGit(t, dir, "reflog", "show", "--format=%gs|%gn|%ge|%gd", "--date=raw", ref)
+		got := fixtures.GitOutput(t, dir, "reflog", "show", "--format=%gs|%gn|%ge|%gd", "--date=raw", ref)
 		want := "commit: two with a newline|Agent Two|two@blackboard.local|" + ref + "@{1700000100 +0900}\n" +
 			"commit: one|Agent Smith|smith@blackboard.local|" + ref + "@{1700000000 -0330}\n"
 		if got != want {

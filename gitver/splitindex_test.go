@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -40,7 +41,7 @@ func headIndex(t testing.TB, dir string) map[string]string {
 // reads the same entries the program meant: git status is clean, ls-files
 // lists HEAD's tree, and a person's next commit keeps the program's files.
 func TestUpdateIndexKeepsSplitIndex(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	tests := []struct {
 		name  string
 		setup [][]string
@@ -70,18 +71,18 @@ func TestUpdateIndexKeepsSplitIndex(t *testing.T) {
 			writeFile(t, dir, "notes/d3/f003.md", "note 3, edited by a person\n")
 			writeFile(t, dir, "pending.md", "not yet added\n")
 			for _, args := range tt.setup {
-				runGit(t, dir, args...)
+				fixtures.Git(t, dir, args...)
 			}
 			if split, _ := isSplit(t, dir); !split {
 				t.Fatal("setup: git did not split the index")
 			}
-			runGit(t, dir, "add", "-A")
-			runGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "the person's work, committed")
+			fixtures.Git(t, dir, "add", "-A")
+			fixtures.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "the person's work, committed")
 			wantIntent := strings.Contains(tt.name, "intent-to-add")
 			if wantIntent {
-				runGit(t, dir, "rm", "--quiet", "--cached", "pending.md")
-				runGit(t, dir, "commit", "--quiet", "-m", "pending not yet")
-				runGit(t, dir, "add", "--intent-to-add", "pending.md")
+				fixtures.Git(t, dir, "rm", "--quiet", "--cached", "pending.md")
+				fixtures.Git(t, dir, "commit", "--quiet", "-m", "pending not yet")
+				fixtures.Git(t, dir, "add", "--intent-to-add", "pending.md")
 			}
 
 			r := openRepo(t, dir)
@@ -100,23 +101,23 @@ func TestUpdateIndexKeepsSplitIndex(t *testing.T) {
 				if d := diffMaps(lsFiles(t, dir), want); d != "" {
 					t.Errorf("after write %d, git ls-files -s against HEAD:\n%s", i, d)
 				}
-				if got := runGit(t, dir, "status", "--porcelain", "--untracked-files=all"); got != status {
+				if got := fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all"); got != status {
 					t.Errorf("after write %d, git status = %q, want %q", i, got, status)
 				}
 				if split, _ := isSplit(t, dir); !split {
 					t.Errorf("after write %d the index is no longer split", i)
 				}
 				if i == 0 {
-					runGit(t, dir, "status", "--porcelain") // git refreshes and rewrites it, split
+					fixtures.Git(t, dir, "status", "--porcelain") // git refreshes and rewrites it, split
 				}
 			}
 			writeFile(t, dir, "other.md", "a person's next note\n")
-			runGit(t, dir, "add", "other.md")
-			runGit(t, dir, "commit", "--quiet", "-m", "a person adds other.md")
-			if got, want := runGit(t, dir, "diff-tree", "-r", "--name-status", "HEAD~1", "HEAD"), "A\tother.md\n"; got != want {
+			fixtures.Git(t, dir, "add", "other.md")
+			fixtures.Git(t, dir, "commit", "--quiet", "-m", "a person adds other.md")
+			if got, want := fixtures.GitOutput(t, dir, "diff-tree", "-r", "--name-status", "HEAD~1", "HEAD"), "A\tother.md\n"; got != want {
 				t.Errorf("the person's commit changed:\n%swant only:\n%s", got, want)
 			}
-			if got := runGit(t, dir, "show", "HEAD:notes/d1/f001.md"); got != "changed again\n" {
+			if got := fixtures.GitOutput(t, dir, "show", "HEAD:notes/d1/f001.md"); got != "changed again\n" {
 				t.Errorf("HEAD:notes/d1/f001.md = %q after the person's commit", got)
 			}
 			fsck(t, dir)
@@ -130,11 +131,11 @@ func TestUpdateIndexKeepsSplitIndex(t *testing.T) {
 // them; past splitIndex.maxPercentChange a new shared index is written and
 // the old one, once expired, removed; false makes the index whole again.
 func TestUpdateIndexSplitsAsConfigured(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	dir := personRepo(t, personFiles(60))
-	runGit(t, dir, "config", "core.splitIndex", "true")
-	runGit(t, dir, "config", "splitIndex.maxPercentChange", "10")
-	runGit(t, dir, "config", "splitIndex.sharedIndexExpire", "now")
+	fixtures.Git(t, dir, "config", "core.splitIndex", "true")
+	fixtures.Git(t, dir, "config", "splitIndex.maxPercentChange", "10")
+	fixtures.Git(t, dir, "config", "splitIndex.sharedIndexExpire", "now")
 	r := openRepo(t, dir)
 
 	var firstShared []string
@@ -171,7 +172,7 @@ func TestUpdateIndexSplitsAsConfigured(t *testing.T) {
 	}
 	assertClean(t, dir)
 
-	runGit(t, dir, "config", "core.splitIndex", "false")
+	fixtures.Git(t, dir, "config", "core.splitIndex", "false")
 	plumbWrite(t, r, "whole again", map[string]string{"agent/last.md": "last\n"})
 	if split, _ := isSplit(t, dir); split {
 		t.Error("core.splitIndex=false and the index is still split")
@@ -187,7 +188,7 @@ func TestUpdateIndexSplitsAsConfigured(t *testing.T) {
 // split by the program's write without any config: the index file it writes
 // then is a few kilobytes instead of a megabyte, and git reads it whole.
 func TestUpdateIndexSplitsALargeBoard(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	if testing.Short() {
 		t.Skip("writes 10,000 files")
 	}
@@ -209,7 +210,7 @@ func TestUpdateIndexSplitsALargeBoard(t *testing.T) {
 	if fi.Size() > 4096 {
 		t.Errorf("the index file is %d bytes after two writes; want the changes alone", fi.Size())
 	}
-	if got, want := strings.Count(runGit(t, dir, "ls-files"), "\n"), 10_001; got != want {
+	if got, want := strings.Count(fixtures.GitOutput(t, dir, "ls-files"), "\n"), 10_001; got != want {
 		t.Errorf("git ls-files lists %d paths, want %d", got, want)
 	}
 	assertClean(t, dir)
@@ -218,11 +219,11 @@ func TestUpdateIndexSplitsALargeBoard(t *testing.T) {
 // TestUpdateIndexRefusesBrokenSplitIndex proves a split index whose shared
 // index is gone or damaged is reported, and the index and lock left alone.
 func TestUpdateIndexRefusesBrokenSplitIndex(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	for _, damage := range []string{"missing", "damaged"} {
 		t.Run(damage, func(t *testing.T) {
 			dir := personRepo(t, personFiles(10))
-			runGit(t, dir, "update-index", "--split-index")
+			fixtures.Git(t, dir, "update-index", "--split-index")
 			_, shared := isSplit(t, dir)
 			if damage == "missing" {
 				os.Remove(shared[0])

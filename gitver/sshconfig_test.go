@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // Over ssh, git runs ssh in batch mode unless the person's config names an
 // ssh command of their own; the answer is kept between operations, and a
 // change to the config is seen by the next one.
 func TestSSHCommandFollowsTheConfig(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	bin := t.TempDir()
 	log := filepath.Join(bin, "calls")
 	script := func(name, tag string) string {
@@ -33,7 +35,7 @@ func TestSSHCommandFollowsTheConfig(t *testing.T) {
 	}
 
 	r, dir := newRepo(t)
-	runGit(t, dir, "remote", "add", "origin", "ssh://git@board.invalid/board.git")
+	fixtures.Git(t, dir, "remote", "add", "origin", "ssh://git@board.invalid/board.git")
 	lastCall := func() string {
 		t.Helper()
 		if err := r.Fetch(context.Background(), "origin"); err == nil {
@@ -49,14 +51,14 @@ func TestSSHCommandFollowsTheConfig(t *testing.T) {
 	if got := lastCall(); !strings.HasPrefix(got, "default ") || !strings.Contains(got, "BatchMode=yes") {
 		t.Fatalf("without a configured ssh command, git ran %q; want ssh in batch mode", got)
 	}
-	runGit(t, dir, "config", "core.sshCommand", mine)
+	fixtures.Git(t, dir, "config", "core.sshCommand", mine)
 	if got := lastCall(); !strings.HasPrefix(got, "mine ") {
 		t.Fatalf("with core.sshCommand set, git ran %q; want the person's command", got)
 	}
 	if got := lastCall(); !strings.HasPrefix(got, "mine ") {
 		t.Fatalf("the second time, git ran %q; want the person's command", got)
 	}
-	runGit(t, dir, "config", "--unset", "core.sshCommand")
+	fixtures.Git(t, dir, "config", "--unset", "core.sshCommand")
 	if got := lastCall(); !strings.HasPrefix(got, "default ") {
 		t.Fatalf("with core.sshCommand unset again, git ran %q; want ssh in batch mode", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -118,7 +119,7 @@ done
 // tree holds every file any writer added with its content (no writer built on
 // a head that another then overwrote), no lock is left, and git fsck is clean.
 func TestMixedWritersLoseNothing(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel() // most of its time is spent in other processes
 	const perSide = 100
 	r, dir := newRepo(t)
@@ -128,7 +129,7 @@ func TestMixedWritersLoseNothing(t *testing.T) {
 	var cliOut, procOut, cliErr, procErr bytes.Buffer
 	cli := exec.Command("sh", "-c", cliWriter)
 	cli.Dir = dir
-	cli.Env = gitEnv("GO="+start, "N="+strconv.Itoa(perSide), "IDX="+filepath.Join(t.TempDir(), "index"))
+	cli.Env = append(fixtures.PersonEnv(), "GO="+start, "N="+strconv.Itoa(perSide), "IDX="+filepath.Join(t.TempDir(), "index"))
 	cli.Stdout, cli.Stderr = &cliOut, &cliErr
 	proc := exec.Command(os.Args[0], "-test.run=^$")
 	proc.Env = append(os.Environ(), writerEnv+"="+dir, writerCountEnv+"="+strconv.Itoa(perSide), writerGoEnv+"="+start)
@@ -175,7 +176,7 @@ func TestMixedWritersLoseNothing(t *testing.T) {
 
 	acked := map[string][]string{"this process": hashStrings(inProcess),
 		"second process": strings.Fields(procOut.String()), "git CLI": strings.Fields(cliOut.String())}
-	chain := strings.Fields(runGit(t, dir, "rev-list", "--first-parent", "main"))
+	chain := strings.Fields(fixtures.GitOutput(t, dir, "rev-list", "--first-parent", "main"))
 	onChain := make(map[string]bool, len(chain))
 	for _, h := range chain {
 		onChain[h] = true
@@ -202,7 +203,7 @@ func TestMixedWritersLoseNothing(t *testing.T) {
 	if got := chain[len(chain)-1]; got != root.String() {
 		t.Errorf("first commit of the chain = %s, want the root %s", got, root)
 	}
-	if got := strings.TrimSpace(runGit(t, dir, "rev-list", "--count", "--merges", "main")); got != "0" {
+	if got := strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-list", "--count", "--merges", "main")); got != "0" {
 		t.Errorf("git rev-list --merges --count main = %s, want 0", got)
 	}
 
@@ -237,7 +238,7 @@ func hashStrings(hs []gitver.Hash) []string {
 // sideSwitches counts how often consecutive commits of main come from
 // different writers: a measure of how much the writers really interleaved.
 func sideSwitches(t testing.TB, dir string) int {
-	authors := strings.Split(strings.TrimSpace(runGit(t, dir, "log", "--first-parent", "--format=%an", "main")), "\n")
+	authors := strings.Split(strings.TrimSpace(fixtures.GitOutput(t, dir, "log", "--first-parent", "--format=%an", "main")), "\n")
 	n := 0
 	for i := 1; i < len(authors); i++ {
 		if authors[i] != authors[i-1] {

@@ -28,18 +28,6 @@ func runBinary(t *testing.T, binary string, args ...string) string {
 	return stdout.String()
 }
 
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 var (
 	generateLine = regexp.MustCompile(`^generate notes=(\d+) commits=(\d+) history=(\d+) took=[0-9.]+s dir=\S+$`)
 	catchupLine  = regexp.MustCompile(`^catchup history=(\d+) took=[0-9.]+s$`)
@@ -104,7 +92,7 @@ func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...
 		if ratioLine.FindStringSubmatch(ratio) == nil {
 			t.Errorf("ratio line %q", ratio)
 		}
-		if refs := gitOut(t, dir, "for-each-ref", "refs/bench"); refs != "" {
+		if refs := fixtures.Git(t, dir, "for-each-ref", "refs/bench"); refs != "" {
 			t.Errorf("the floor probe left refs behind:\n%s", refs)
 		}
 		if left := floorFiles(t, dir); len(left) > 0 {
@@ -144,9 +132,7 @@ func benchWriteRun(t *testing.T, dir string, procs, writes, notes int, extra ...
 // maintainers' measurement cannot rot, and checks the generated workspace
 // against blackboard-mcp's init and against fsstore's reading of it.
 func TestGenerateAndWrite(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs the git command")
-	}
+	fixtures.RequireGit(t)
 	dir := filepath.Join(t.TempDir(), "gen")
 	opts := fixtures.Options{Workspace: "acme", Notes: 200, Commits: 500, Seed: 3}
 	out := runBinary(t, benchBinary, "generate", dir, "--notes", "200", "--commits", "500", "--name", "acme", "--seed", "3")
@@ -164,13 +150,13 @@ func TestGenerateAndWrite(t *testing.T) {
 	if history != opts.Commits+1+50 {
 		t.Errorf("history %d, want %d", history, opts.Commits+1+50)
 	}
-	if got := strings.TrimSpace(gitOut(t, dir, "rev-list", "--count", "main")); got != strconv.Itoa(opts.Commits+1+50+60) {
+	if got := fixtures.Git(t, dir, "rev-list", "--count", "main"); got != strconv.Itoa(opts.Commits+1+50+60) {
 		t.Errorf("rev-list --count main = %s after 110 writes on %d commits", got, opts.Commits+1)
 	}
-	if got := gitOut(t, dir, "status", "--porcelain"); got != "" {
+	if got := fixtures.Git(t, dir, "status", "--porcelain"); got != "" {
 		t.Errorf("git status after the bench:\n%s", got)
 	}
-	if got := gitOut(t, dir, "fsck", "--no-progress", "--no-dangling"); got != "" { // the floor probe's commits dangle
+	if got := fixtures.Git(t, dir, "fsck", "--no-progress", "--no-dangling"); got != "" { // the floor probe's commits dangle
 		t.Errorf("git fsck after the bench:\n%s", got)
 	}
 	// On a workspace with fewer notes than asked for, the bench creates its
@@ -207,7 +193,7 @@ func checkLikeInit(t *testing.T, dir string) {
 		}
 	}
 	first := []string{"log", "--max-parents=0", "--format=%an <%ae>%n%B%n%cn", "--name-status", "main"}
-	if got, want := gitOut(t, dir, first...), gitOut(t, ref, first...); got != want {
+	if got, want := fixtures.Git(t, dir, first...), fixtures.Git(t, ref, first...); got != want {
 		t.Errorf("first commit:\n%s\ninit's:\n%s", got, want)
 	}
 }
@@ -319,9 +305,7 @@ func looseObjects(t *testing.T, dir string) int {
 // does not find them left by the last run (a floor that skipped them was
 // cheaper than any commit can be). Its note files lie beside the notes.
 func TestFloorProbeWritesEveryObject(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs the git command")
-	}
+	fixtures.RequireGit(t)
 	dir := filepath.Join(t.TempDir(), "acme")
 	if err := fsstore.Init(dir, ""); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // accessBoard is a board with three topics and two agents: alice reads and
@@ -58,10 +60,10 @@ func startAs(t *testing.T, dir, token string) *session {
 // note exists.
 func TestAccessScopesEveryTool(t *testing.T) {
 	dir, alice, bob := accessBoard(t)
-	if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+	if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status after token add: %s", st)
 	}
-	if got := gitCmd(t, dir, "log", "-2", "--format=%an %s"); !strings.Contains(got, "Ada Person token add bob") {
+	if got := fixtures.GitOutput(t, dir, "log", "-2", "--format=%an %s"); !strings.Contains(got, "Ada Person token add bob") {
 		t.Errorf("token add is not a commit by the person: %q", got)
 	}
 	a := startAs(t, dir, alice)
@@ -106,7 +108,7 @@ func TestAccessScopesEveryTool(t *testing.T) {
 		t.Errorf("a hidden link target should read as missing: %v", l.Warnings)
 	}
 	a.closeClean()
-	if got := gitCmd(t, dir, "log", "-1", "--format=%an"); strings.TrimSpace(got) != "alice" {
+	if got := fixtures.GitOutput(t, dir, "log", "-1", "--format=%an"); strings.TrimSpace(got) != "alice" {
 		t.Errorf("alice's link is authored by %q", got)
 	}
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // The tools through mcp-go's stdio client against the real binary. Each test
@@ -934,7 +936,7 @@ func TestMCPFilesAndGit(t *testing.T) {
 		t.Errorf("git log --format=%%an%%x09%%s:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The trailers say what the subject says.
-	msg := gitCmd(t, dir, "log", "-1", "--format=%B", "--", "notes/x.md")
+	msg := fixtures.GitOutput(t, dir, "log", "-1", "--format=%B", "--", "notes/x.md")
 	for _, want := range []string{"Blackboard-Uri: bb://acme/notes/x", "Blackboard-Version: 1", "Blackboard-Agent: bob"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("commit message lacks %q:\n%s", want, msg)
@@ -948,7 +950,7 @@ func TestMCPFilesAndGit(t *testing.T) {
 		t.Errorf("data/cpu.md: %v body %q", fm, body)
 	}
 	checkWorkspace(t, dir)
-	if out := gitCmd(t, dir, "fsck", "--no-progress", "--strict"); out != "" {
+	if out := fixtures.GitOutput(t, dir, "fsck", "--no-progress", "--strict"); out != "" {
 		t.Errorf("git fsck: %s", out)
 	}
 }
@@ -1032,7 +1034,7 @@ func TestMCPPeopleEdits(t *testing.T) {
 	if err := os.WriteFile(file, []byte(withKeys), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitCmd(t, dir, "commit", "-q", "-am", "plan: add the owner")
+	fixtures.Git(t, dir, "commit", "-q", "-am", "plan: add the owner")
 	l := parseEnvelope(t, s.ok("list_keys", map[string]any{"since": cursor}), 2000)
 	if !slices.Equal(l.uris(), []string{uri(key)}) || l.Items[0].Version != 3 {
 		t.Errorf("list_keys since %d after a person's commit = %+v; want %s at version 3", cursor, l.Items, key)

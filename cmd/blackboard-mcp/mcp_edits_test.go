@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // People edit notes in their editors while servers run (SPEC section 9):
@@ -217,8 +219,8 @@ func TestMCPEditorSaveStyles(t *testing.T) {
 		create(t, "ed/history", "iota")
 		s := s.on(t)
 		s.write(map[string]any{"uri": "ed/history", "digest": "second thoughts", "body": "agent text kappa\n", "expect_version": 1})
-		first := strings.Fields(gitCmd(t, dir, "log", "--format=%H", "--", "ed/history.md"))[1]
-		gitCmd(t, dir, "checkout", first, "--", "ed/history.md")
+		first := strings.Fields(fixtures.GitOutput(t, dir, "log", "--format=%H", "--", "ed/history.md"))[1]
+		fixtures.Git(t, dir, "checkout", first, "--", "ed/history.md")
 		edited(t, "ed/history", "by the agent", "iota", 3)
 		out := runCLI(t, dir, "log", "ed/history")
 		if !strings.Contains(out, "from v2, content of v1: by the agent") {
@@ -226,7 +228,7 @@ func TestMCPEditorSaveStyles(t *testing.T) {
 		}
 	})
 	// git blame works on the files as usual: the person's lines are theirs.
-	if blame := gitCmd(t, dir, "blame", "--line-porcelain", "ed/inplace.md"); !strings.Contains(blame, "author Ada Person") {
+	if blame := fixtures.GitOutput(t, dir, "blame", "--line-porcelain", "ed/inplace.md"); !strings.Contains(blame, "author Ada Person") {
 		t.Errorf("git blame does not credit the person:\n%s", blame)
 	}
 	s.closeClean()
@@ -335,9 +337,9 @@ func TestMCPPersonRacesAgents(t *testing.T) {
 				status, disk, final, strings.Join(gitLog(t, dir)[:10], "\n"), a.stderr.String(), b.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
-		status = gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all")
+		status = fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all")
 	}
-	if disk, head := readTree(t, dir, key+".md"), gitCmd(t, dir, "show", "HEAD:"+key+".md"); disk != head {
+	if disk, head := readTree(t, dir, key+".md"), fixtures.GitOutput(t, dir, "show", "HEAD:"+key+".md"); disk != head {
 		t.Errorf("the file on disk is not the last committed version:\n%s\nHEAD:\n%s", disk, head)
 	}
 	a.closeClean()
@@ -361,8 +363,8 @@ func TestMCPPersonRacesAgents(t *testing.T) {
 // inHistory reports whether some commit of the branch holds content at rel.
 func inHistory(t testing.TB, dir, rel, content string) bool {
 	t.Helper()
-	for _, c := range strings.Fields(gitCmd(t, dir, "log", "--format=%H", "--", rel)) {
-		if gitCmd(t, dir, "show", c+":"+rel) == content {
+	for _, c := range strings.Fields(fixtures.GitOutput(t, dir, "log", "--format=%H", "--", rel)) {
+		if fixtures.GitOutput(t, dir, "show", c+":"+rel) == content {
 			return true
 		}
 	}
@@ -404,7 +406,7 @@ func TestMCPTwoWatchersCommitOnce(t *testing.T) {
 	if got := gitLog(t, dir, "shared/new.md"); len(got) != 1 {
 		t.Errorf("the new note was committed %d times", len(got))
 	}
-	if got := gitCmd(t, dir, "log", "--format=%h %an: %s", "--author=Ada"); strings.Count(got, "\n") != edits+1 {
+	if got := fixtures.GitOutput(t, dir, "log", "--format=%h %an: %s", "--author=Ada"); strings.Count(got, "\n") != edits+1 {
 		t.Errorf("person commits:\n%s\nserver a:\n%s\nserver b:\n%s", got, a.stderr.String(), b.stderr.String())
 	}
 	checkWorkspace(t, dir)
@@ -424,7 +426,7 @@ func TestMCPEditsWhileNoServerRan(t *testing.T) {
 	if log := gitLog(t, dir); log[0] != "agent\tupdate off/a v2: a2" || log[1] != "agent\tupdate off/b v1: b" {
 		t.Errorf("history:\n%s", strings.Join(log, "\n"))
 	}
-	if st := gitCmd(t, dir, "status", "--porcelain"); st != " M off/b.md\n" {
+	if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != " M off/b.md\n" {
 		t.Errorf("git status after a CLI write of another note: %q; want the edit of off/b waiting", st)
 	}
 	writeTree(t, dir, "off/a.md", handNote("a by hand", "a edited\n"))
@@ -483,7 +485,7 @@ func TestMCPHostileEdits(t *testing.T) {
 		return strings.Contains(log, "bad/link.md is a symbolic link") && strings.Contains(log, "bad/fifo.md is not a regular file") &&
 			strings.Contains(log, "its blob file bad/big.blob.md was deleted")
 	})
-	if got := gitCmd(t, dir, "ls-files", "bad"); strings.Contains(got, "link.md") || strings.Contains(got, "fifo.md") {
+	if got := fixtures.GitOutput(t, dir, "ls-files", "bad"); strings.Contains(got, "link.md") || strings.Contains(got, "fifo.md") {
 		t.Errorf("committed a link or a FIFO:\n%s", got)
 	}
 	if it := s.itemOf("bad/link"); it.Error == "" {

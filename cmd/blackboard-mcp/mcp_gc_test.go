@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // TestMCPWritesDuringGC: git's own maintenance (`git gc`, which the server
@@ -32,9 +33,7 @@ func TestMCPWritesDuringGC(t *testing.T) {
 			// An incremental repack, then a whole one: it packs the
 			// packs of grouped writes again and removes them.
 			for _, args := range [][]string{{"repack", "-d", "-q"}, {"prune-packed", "-q"}, {"repack", "-a", "-d", "-q"}} {
-				cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-				cmd.Env = mcpEnv("")
-				_ = cmd.Run()
+				_ = fixtures.GitCmd(dir, args...).Run()
 			}
 			gcRuns++
 		}
@@ -62,13 +61,13 @@ func TestMCPWritesDuringGC(t *testing.T) {
 	wg.Wait()
 	a.closeClean()
 	b.closeClean()
-	reflog, _ := exec.Command("git", "-C", dir, "reflog", "--format=%gs").Output()
+	reflog, _ := fixtures.GitCmd(dir, "reflog", "--format=%gs").Output()
 	t.Logf("%d rounds of git repack -d, prune-packed and repack -a -d, %d failed writes, %d groups of writes committed together",
 		gcRuns, len(failures), strings.Count(string(reflog), " writes\n"))
 	checkWorkspace(t, dir)
 	// A whole repack drops packed objects nothing names: the branch must
 	// name none it dropped.
-	gitCmd(t, dir, "fsck", "--strict", "--no-dangling")
+	fixtures.Git(t, dir, "fsck", "--strict", "--no-dangling")
 	if len(failures) > 0 {
 		logs := a.stderr.String() + b.stderr.String()
 		if strings.Contains(logs, "tmp_obj_") {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // A person uses git beside the agents, in ways an editor never does:
@@ -30,9 +32,9 @@ func TestMCPBoardBranchWhateverIsCheckedOut(t *testing.T) {
 	if cfg := readTree(t, dir, ".blackboard/config.yaml"); !strings.Contains(cfg, "\nbranch: main\n") {
 		t.Fatalf("init did not record the board's branch:\n%s", cfg)
 	}
-	gitCmd(t, dir, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
 	a := startMCPGo(t, dir, "agent-a") // started while side is checked out
-	gitCmd(t, dir, "checkout", "-q", "main")
+	fixtures.Git(t, dir, "checkout", "-q", "main")
 
 	const key = "team/plan"
 	a.write(map[string]any{"uri": key, "digest": "plan one", "body": "one\n", "expect_version": 0})
@@ -43,7 +45,7 @@ func TestMCPBoardBranchWhateverIsCheckedOut(t *testing.T) {
 
 	// The person is on side again: the CLI and both servers still write to
 	// main, and read each other's writes.
-	gitCmd(t, dir, "checkout", "-q", "side")
+	fixtures.Git(t, dir, "checkout", "-q", "side")
 	runCLI(t, dir, "put", key, "--digest", "plan two", "--body", "two", "--expect", "1")
 	a.write(map[string]any{"uri": key, "digest": "plan three", "body": "three\n", "expect_version": 2})
 	if it := b.itemOf(key); it.Version != 3 || it.Digest != "plan three" {
@@ -52,12 +54,12 @@ func TestMCPBoardBranchWhateverIsCheckedOut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, key+".md")); err == nil {
 		t.Errorf("a write put its file into side's work tree")
 	}
-	if out := gitCmd(t, dir, "log", "--format=%s", "side", "--", key+".md"); out != "" {
+	if out := fixtures.GitOutput(t, dir, "log", "--format=%s", "side", "--", key+".md"); out != "" {
 		t.Errorf("writes landed on side:\n%s", out)
 	}
 
-	gitCmd(t, dir, "checkout", "-q", "main")
-	gitCmd(t, dir, "branch", "-q", "-D", "side")
+	fixtures.Git(t, dir, "checkout", "-q", "main")
+	fixtures.Git(t, dir, "branch", "-q", "-D", "side")
 	a.write(map[string]any{"uri": key, "digest": "plan four", "body": "four\n", "expect_version": 3})
 	if it := b.itemOf(key); it.Version != 4 || it.Body != "four\n" {
 		t.Fatalf("server b reads %+v, want version 4", it)
@@ -72,7 +74,7 @@ func TestMCPBoardBranchWhateverIsCheckedOut(t *testing.T) {
 			t.Errorf("version %d: %q, want %q", len(want)-i, history[i], w)
 		}
 	}
-	if roots := strings.Fields(gitCmd(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
+	if roots := strings.Fields(fixtures.GitOutput(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
 		t.Errorf("main has %d root commits, want 1", len(roots))
 	}
 	a.closeClean()
@@ -89,9 +91,9 @@ func TestMCPBoardBranchDeleted(t *testing.T) {
 	a := startMCPGo(t, dir, "agent-a")
 	const key = "team/plan"
 	a.write(map[string]any{"uri": key, "digest": "plan one", "body": "one\n", "expect_version": 0})
-	last := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
-	gitCmd(t, dir, "checkout", "-q", "-b", "side")
-	gitCmd(t, dir, "branch", "-q", "-D", "main")
+	last := strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-parse", "main"))
+	fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, dir, "branch", "-q", "-D", "main")
 
 	msg := a.fail("update_state", map[string]any{"uri": key, "digest": "plan two", "body": "two\n", "expect_version": 1}, "conflict")
 	if !strings.Contains(msg, "git branch main "+last) {
@@ -105,14 +107,14 @@ func TestMCPBoardBranchDeleted(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "git branch main "+last) {
 		t.Errorf("health with main deleted (%v):\n%s", err, out)
 	}
-	if refs := gitCmd(t, dir, "for-each-ref", "--format=%(refname)", "refs/heads/"); strings.TrimSpace(refs) != "refs/heads/side" {
+	if refs := fixtures.GitOutput(t, dir, "for-each-ref", "--format=%(refname)", "refs/heads/"); strings.TrimSpace(refs) != "refs/heads/side" {
 		t.Errorf("branches after the refused write:\n%s", refs)
 	}
 
-	gitCmd(t, dir, "branch", "main", last)
-	gitCmd(t, dir, "checkout", "-q", "main")
+	fixtures.Git(t, dir, "branch", "main", last)
+	fixtures.Git(t, dir, "checkout", "-q", "main")
 	a.write(map[string]any{"uri": key, "digest": "plan two", "body": "two\n", "expect_version": 1})
-	if roots := strings.Fields(gitCmd(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
+	if roots := strings.Fields(fixtures.GitOutput(t, dir, "rev-list", "--max-parents=0", "main")); len(roots) != 1 {
 		t.Errorf("main has %d root commits, want 1", len(roots))
 	}
 	a.closeClean()
@@ -160,18 +162,18 @@ func TestMCPTemporaryFilesNeverInGit(t *testing.T) {
 	if commits == 0 {
 		t.Fatal("the person never committed: the race did not happen")
 	}
-	if files := gitCmd(t, dir, "log", "--all", "--format=", "--name-only"); strings.Contains(files, tempMarkerOnDisk) {
+	if files := fixtures.GitOutput(t, dir, "log", "--all", "--format=", "--name-only"); strings.Contains(files, tempMarkerOnDisk) {
 		t.Errorf("a commit holds the program's temporary files:\n%s", grepLines(files, tempMarkerOnDisk))
 	}
 
 	// A killed writer's leftover, as recovery would find it.
 	writeTree(t, dir, "team/.agent-0-1.md"+tempMarkerOnDisk+"0123456789ab", "half a note")
-	gitCmd(t, dir, "add", "-A")
-	if staged := gitCmd(t, dir, "diff", "--cached", "--name-only"); strings.Contains(staged, tempMarkerOnDisk) {
+	fixtures.Git(t, dir, "add", "-A")
+	if staged := fixtures.GitOutput(t, dir, "diff", "--cached", "--name-only"); strings.Contains(staged, tempMarkerOnDisk) {
 		t.Errorf("git add -A staged a temporary file:\n%s", staged)
 	}
 	eventually(t, "git status is clean", func() bool {
-		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+		return fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
 	})
 	for _, s := range servers {
 		s.closeClean()
@@ -324,7 +326,7 @@ func TestMCPWritePastItsCommitPointIsAcknowledged(t *testing.T) {
 	eventually(t, "the server's log says what did not finish", func() bool {
 		return strings.Contains(s.stderr.String(), "write committed, not finished")
 	})
-	if got := gitCmd(t, dir, "show", "main:"+key+".md"); !strings.HasSuffix(got, "one\ntwo\n") {
+	if got := fixtures.GitOutput(t, dir, "show", "main:"+key+".md"); !strings.HasSuffix(got, "one\ntwo\n") {
 		t.Errorf("the acknowledged append is not in git:\n%s", got)
 	}
 
@@ -332,7 +334,7 @@ func TestMCPWritePastItsCommitPointIsAcknowledged(t *testing.T) {
 	if err := os.RemoveAll(index); err != nil {
 		t.Fatal(err)
 	}
-	gitCmd(t, dir, "reset", "-q")
+	fixtures.Git(t, dir, "reset", "-q")
 	s.write(map[string]any{"uri": key, "digest": "the team's log", "append": "three\n"})
 	if it := s.itemOf(key); it.Version != 3 || it.Body != "one\ntwo\nthree\n" {
 		t.Errorf("after the repair: %+v", it)
@@ -428,7 +430,7 @@ func TestMCPDiskFull(t *testing.T) {
 	}
 	s.closeClean()
 	checkWorkspace(t, dir)
-	if out := gitCmd(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
+	if out := fixtures.GitOutput(t, dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
 		t.Errorf("git fsck: %s", out)
 	}
 }
@@ -445,15 +447,15 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the branch's reflog:\n%s\nHEAD's reflog:\n%s\nthe branch's last commits (commit, parents):\n%s\nthe servers' logs:\n%s\n%s",
-				gitCmd(t, dir, "reflog", "-40", "--format=%h %gs", "main"), gitCmd(t, dir, "reflog", "-40", "--format=%h %gs", "HEAD"),
-				gitCmd(t, dir, "log", "-40", "--format=%h %p %s", "main"), servers[0].stderr.String(), servers[1].stderr.String())
+				fixtures.Git(t, dir, "reflog", "-40", "--format=%h %gs", "main"), fixtures.GitOutput(t, dir, "reflog", "-40", "--format=%h %gs", "HEAD"),
+				fixtures.Git(t, dir, "log", "-40", "--format=%h %p %s", "main"), servers[0].stderr.String(), servers[1].stderr.String())
 		}
 	})
 	const key = "team/counter"
 	servers[0].write(map[string]any{"uri": key, "digest": "count 0", "body": "0\n", "expect_version": 0})
 	writeTree(t, dir, "scratch.txt", "the person's scratch file\n")
-	gitCmd(t, dir, "add", "scratch.txt")
-	gitCmd(t, dir, "commit", "-q", "-m", "a scratch file of the person's")
+	fixtures.Git(t, dir, "add", "scratch.txt")
+	fixtures.Git(t, dir, "commit", "-q", "-m", "a scratch file of the person's")
 
 	const perAgent = 20
 	counting := startCounting(t, servers, key, perAgent)
@@ -499,11 +501,9 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	// The person's last change is thrown away for good (their last reset
 	// may have met a write's index lock and failed).
 	eventually(t, "the person's scratch file is back", func() bool {
-		cmd := exec.Command("git", "checkout", "-q", "--", "scratch.txt")
-		cmd.Dir, cmd.Env = dir, mcpEnv("")
-		return cmd.Run() == nil
+		return fixtures.GitCmd(dir, "checkout", "-q", "--", "scratch.txt").Run() == nil
 	})
-	restored := strings.Count(gitCmd(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
+	restored := strings.Count(fixtures.GitOutput(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
 	acked := counting.acked
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
 	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back; %d stale files committed as the person's",
@@ -522,7 +522,7 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 		t.Errorf("the counter on disk: %q", disk)
 	}
 	eventually(t, "git status is clean", func() bool {
-		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+		return fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
 	})
 	for _, s := range servers {
 		s.closeClean()
@@ -543,7 +543,7 @@ func TestMCPDeliberateRewindGivesNewVersions(t *testing.T) {
 	for v := range 3 {
 		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})
 	}
-	gitCmd(t, dir, "reset", "-q", "--hard", "HEAD~2")
+	fixtures.Git(t, dir, "reset", "-q", "--hard", "HEAD~2")
 	it := s.waitVersion(key, 4)
 	if strings.TrimSpace(it.Body) != "1" || it.Digest != "plan 1" {
 		t.Errorf("after the rewind the note reads %q (%q) at version %d, want the rewound 1 (plan 1)", it.Body, it.Digest, it.Version)
@@ -563,11 +563,11 @@ func TestMCPDeliberateRewindGivesNewVersions(t *testing.T) {
 			t.Errorf("commit %d of the note's history is %q, want %q", i, history[i], w)
 		}
 	}
-	if gitCmd(t, dir, "rev-list", "--merges", "main") != "" {
+	if fixtures.GitOutput(t, dir, "rev-list", "--merges", "main") != "" {
 		t.Error("the history is no longer linear")
 	}
 	eventually(t, "the server's log tells of the rewind", func() bool { return strings.Contains(s.stderr.String(), "rewound main past 2") })
-	if refs := gitCmd(t, dir, "for-each-ref", "refs/blackboard/rescued/"); refs != "" {
+	if refs := fixtures.GitOutput(t, dir, "for-each-ref", "refs/blackboard/rescued/"); refs != "" {
 		t.Errorf("a rescue ref for commits still in the history:\n%s", refs)
 	}
 	s.closeClean()
@@ -587,25 +587,25 @@ func TestRewindThenPersonsCommitsAreKept(t *testing.T) {
 	for v := range 3 {
 		runCLI(t, dir, "put", "team/plan", "--digest", fmt.Sprintf("plan %d", v+1), "--body", fmt.Sprintf("%d", v+1), "--expect", strconv.Itoa(v))
 	}
-	gitCmd(t, dir, "reset", "-q", "--hard", "HEAD~2")
+	fixtures.Git(t, dir, "reset", "-q", "--hard", "HEAD~2")
 	if err := os.WriteFile(filepath.Join(dir, "team", "idea.md"), []byte("---\ndigest: my idea\n---\nan idea\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitCmd(t, dir, "add", "team/idea.md")
-	gitCmd(t, dir, "commit", "-q", "-m", "my idea")
+	fixtures.Git(t, dir, "add", "team/idea.md")
+	fixtures.Git(t, dir, "commit", "-q", "-m", "my idea")
 	const format = "--format=%T %an <%ae> %ad %cn <%ce> %cd %s"
-	idea := gitCmd(t, dir, "log", "-1", format, "HEAD")
+	idea := fixtures.GitOutput(t, dir, "log", "-1", format, "HEAD")
 
 	runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
 
-	subjects := strings.Split(strings.TrimSpace(gitCmd(t, dir, "log", "--format=%an%x09%s", "-6", "main")), "\n")
+	subjects := strings.Split(strings.TrimSpace(fixtures.GitOutput(t, dir, "log", "--format=%an%x09%s", "-6", "main")), "\n")
 	want := []string{"\tupdate team/other v1", "\tmy idea", "\trewind main to ", "\tupdate team/plan v3", "\tupdate team/plan v2", "\tupdate team/plan v1"}
 	for i, w := range want {
 		if i >= len(subjects) || !strings.Contains(subjects[i], w) {
 			t.Fatalf("the branch's history:\n%s\nwant, in order: %q", strings.Join(subjects, "\n"), want)
 		}
 	}
-	if got := gitCmd(t, dir, "log", "-1", format, "HEAD~1"); got != idea {
+	if got := fixtures.GitOutput(t, dir, "log", "-1", format, "HEAD~1"); got != idea {
 		t.Errorf("the person's commit was changed:\n%s, was\n%s", got, idea)
 	}
 	if out := runCLI(t, dir, "get", "team/plan"); !strings.Contains(out, "/team/plan v4\ndigest: plan 1\n") {
@@ -629,15 +629,15 @@ func TestMCPResetElsewhereKeepsARescueRef(t *testing.T) {
 	for v := range 2 {
 		s.write(map[string]any{"uri": key, "digest": fmt.Sprintf("plan %d", v+1), "body": fmt.Sprintf("%d\n", v+1), "expect_version": v})
 	}
-	dropped := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "main"))
-	side := strings.TrimSpace(gitCmd(t, dir, "commit-tree", "-p", "main~2", "-m", "a person's side line", "main~2^{tree}"))
-	gitCmd(t, dir, "branch", "side", side)
-	gitCmd(t, dir, "reset", "-q", "--hard", "side")
+	dropped := strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-parse", "main"))
+	side := strings.TrimSpace(fixtures.GitOutput(t, dir, "commit-tree", "-p", "main~2", "-m", "a person's side line", "main~2^{tree}"))
+	fixtures.Git(t, dir, "branch", "side", side)
+	fixtures.Git(t, dir, "reset", "-q", "--hard", "side")
 	s.waitGone(key)
 
 	ref := "refs/blackboard/rescued/" + dropped
 	eventually(t, "the server's log tells of the rescue", func() bool { return strings.Contains(s.stderr.String(), ref) })
-	if subjects := gitCmd(t, dir, "log", "--format=%s", "main.."+ref); !strings.Contains(subjects, "plan 2") || !strings.Contains(subjects, "plan 1") {
+	if subjects := fixtures.GitOutput(t, dir, "log", "--format=%s", "main.."+ref); !strings.Contains(subjects, "plan 2") || !strings.Contains(subjects, "plan 1") {
 		t.Errorf("the rescue ref holds:\n%s", subjects)
 	}
 	out, err := cliCommand(dir, "health").CombinedOutput()
@@ -660,12 +660,12 @@ func TestMCPResetRaceBringsWritesBack(t *testing.T) {
 	s := startMCPGo(t, dir, "agent")
 	s.write(map[string]any{"uri": "team/a", "digest": "a one", "body": "a1\n", "expect_version": 0})
 	s.write(map[string]any{"uri": "team/b", "digest": "b one", "body": "b1\n", "expect_version": 0})
-	resolved := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "HEAD"))
+	resolved := strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-parse", "HEAD"))
 
 	s.write(map[string]any{"uri": "team/a", "digest": "a two", "body": "a2\n", "expect_version": 1})
 	s.write(map[string]any{"uri": "team/b", "digest": "b two", "body": "b2\n", "expect_version": 1})
-	gitCmd(t, dir, "read-tree", "-u", "--reset", resolved)
-	gitCmd(t, dir, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", resolved)
+	fixtures.Git(t, dir, "read-tree", "-u", "--reset", resolved)
+	fixtures.Git(t, dir, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", resolved)
 	if got := readTree(t, dir, "team/a.md"); !strings.HasSuffix(got, "a1\n") {
 		t.Fatalf("the reset did not revert the files: %q", got)
 	}
@@ -715,21 +715,21 @@ func TestOlderFileCarriedOntoANewBranchIsGivenBack(t *testing.T) {
 		runCLI(t, dir, "put", key, "--digest", fmt.Sprintf("count %d", v), "--body", strconv.Itoa(v), "--expect", strconv.Itoa(v-1))
 	}
 	put(1)
-	gitCmd(t, dir, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
 	put(2) // to main only: side is checked out
 	// `git checkout main` that read main before that write: version 1's
 	// files, HEAD on main.
-	gitCmd(t, dir, "symbolic-ref", "HEAD", "refs/heads/main")
-	gitCmd(t, dir, "checkout", "-q", "-b", "side2")
-	if st := gitCmd(t, dir, "status", "--porcelain"); st != "M  "+key+".md\n" {
+	fixtures.Git(t, dir, "symbolic-ref", "HEAD", "refs/heads/main")
+	fixtures.Git(t, dir, "checkout", "-q", "-b", "side2")
+	if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != "M  "+key+".md\n" {
 		t.Fatalf("the new branch should start with the older file staged, git status says %q", st)
 	}
 	put(3) // to main only
 	runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
-	if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+	if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("the person's new branch is left with changes they did not make:\n%s", st)
 	}
-	gitCmd(t, dir, "checkout", "-q", "main")
+	fixtures.Git(t, dir, "checkout", "-q", "main")
 	runCLI(t, dir, "put", "team/third", "--digest", "third", "--body", "t", "--expect", "0")
 	if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n3") {
 		t.Errorf("the counter on main holds %q, want version 3's", got)
@@ -757,16 +757,16 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 			runCLI(t, dir, "put", key, "--digest", fmt.Sprintf("count %d", v), "--body", strconv.Itoa(v), "--expect", strconv.Itoa(v-1))
 		}
 		// The person's command before: their checkout began after it.
-		gitCmd(t, dir, "checkout", "-q", "-b", "side")
-		gitCmd(t, dir, "checkout", "-q", "main")
+		fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
+		fixtures.Git(t, dir, "checkout", "-q", "main")
 		return dir
 	}
 	// What the racing checkout leaves: version 1's file and index entry
 	// over version 3's, and then its line in HEAD's reflog.
 	staleCheckout := func(t *testing.T, dir string) {
 		runCLI(t, dir, "put", key, "--digest", "count 3", "--body", "3", "--expect", "2")
-		gitCmd(t, dir, "checkout", "main~1", "--", key+".md")
-		gitCmd(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
+		fixtures.Git(t, dir, "checkout", "main~1", "--", key+".md")
+		fixtures.Git(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
 	}
 	wantVersion := func(t *testing.T, dir string, v int) {
 		t.Helper()
@@ -783,7 +783,7 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 		staleCheckout(t, dir)
 		writeByServer(t, dir, "team/other")
 		wantVersion(t, dir, 3)
-		if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+		if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != "" {
 			t.Errorf("git status: %q, want clean", st)
 		}
 		checkWorkspace(t, dir)
@@ -791,13 +791,13 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 	t.Run("carried onto a new branch", func(t *testing.T) {
 		dir := setup(t)
 		staleCheckout(t, dir)
-		gitCmd(t, dir, "checkout", "-q", "-b", "side2")
+		fixtures.Git(t, dir, "checkout", "-q", "-b", "side2")
 		runCLI(t, dir, "put", key, "--digest", "count 4", "--body", "4", "--expect", "3") // to main only
 		runCLI(t, dir, "put", "team/another", "--digest", "another", "--body", "a", "--expect", "0")
-		if st := gitCmd(t, dir, "status", "--porcelain"); st != "" {
+		if st := fixtures.GitOutput(t, dir, "status", "--porcelain"); st != "" {
 			t.Errorf("the person's new branch is left with changes they did not make: %q", st)
 		}
-		gitCmd(t, dir, "checkout", "-q", "main")
+		fixtures.Git(t, dir, "checkout", "-q", "main")
 		runCLI(t, dir, "put", "team/other", "--digest", "other", "--body", "o", "--expect", "0")
 		wantVersion(t, dir, 4)
 		checkWorkspace(t, dir)
@@ -805,9 +805,9 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 	t.Run("brought back on purpose after the checkout", func(t *testing.T) {
 		dir := setup(t)
 		runCLI(t, dir, "put", key, "--digest", "count 3", "--body", "3", "--expect", "2")
-		gitCmd(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
+		fixtures.Git(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
 		time.Sleep(1100 * time.Millisecond) // past the checkout's second
-		gitCmd(t, dir, "checkout", "main~1", "--", key+".md")
+		fixtures.Git(t, dir, "checkout", "main~1", "--", key+".md")
 		time.Sleep(600 * time.Millisecond) // past a file git wrote a moment ago
 		writeByServer(t, dir, "team/other")
 		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n2") {
@@ -874,9 +874,7 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 				// carried-over change right within a second; a loaded
 				// machine may take a few).
 				for range 80 {
-					back := exec.Command("git", "checkout", "-q", "main")
-					back.Dir, back.Env = dir, mcpEnv("")
-					out, err := back.CombinedOutput()
+					out, err := fixtures.GitCmd(dir, "checkout", "-q", "main").CombinedOutput()
 					if err == nil {
 						break
 					}
@@ -891,18 +889,18 @@ func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	acked := counting.acked
 	t.Logf("%d acknowledged increments; the person went to a branch and back %d times (%d attempts failed; last: %s)",
 		len(acked), trips, failed, strings.TrimSpace(lastErr))
-	if head := strings.TrimSpace(gitCmd(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+	if head := strings.TrimSpace(fixtures.GitOutput(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
 		t.Fatalf("the person is left on %s: git checkout main said %s\ngit status:\n%s\nHEAD's reflog:\n%s", head,
-			strings.TrimSpace(lastBack), gitCmd(t, dir, "status", "--porcelain"), gitCmd(t, dir, "reflog", "-n", "40", "--format=%h %gs", "HEAD")+"\ngit diff:\n"+gitCmd(t, dir, "diff")+"\nmain: "+gitCmd(t, dir, "rev-parse", "main")+"side HEAD: "+gitCmd(t, dir, "rev-parse", "HEAD"))
+			strings.TrimSpace(lastBack), fixtures.GitOutput(t, dir, "status", "--porcelain"), fixtures.GitOutput(t, dir, "reflog", "-n", "40", "--format=%h %gs", "HEAD")+"\ngit diff:\n"+fixtures.GitOutput(t, dir, "diff")+"\nmain: "+fixtures.GitOutput(t, dir, "rev-parse", "main")+"side HEAD: "+fixtures.GitOutput(t, dir, "rev-parse", "HEAD"))
 	}
 	eventually(t, "git status is clean", func() bool {
-		return gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+		return fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
 	})
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
 	counting.onBranch(t, history, key)
 	if strings.Contains(history, "by hand") {
 		t.Errorf("stale files were committed as the person's edit:\n%s\nHEAD's reflog:\n%s", grepLines(history, "by hand"),
-			gitCmd(t, dir, "reflog", "--format=%h %gs", "HEAD"))
+			fixtures.Git(t, dir, "reflog", "--format=%h %gs", "HEAD"))
 	}
 	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) {
 		t.Errorf("the counter reads %q at version %d, want %d", it.Body, it.Version, 2*perAgent)
@@ -1037,8 +1035,8 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 	person.Wait()
 	eventually(t, "every line is in a version", func() bool {
 		all := ""
-		for _, c := range strings.Fields(gitCmd(t, dir, "log", "--format=%H", "--", key+".md")) {
-			all += gitCmd(t, dir, "show", c+":"+key+".md")
+		for _, c := range strings.Fields(fixtures.GitOutput(t, dir, "log", "--format=%H", "--", key+".md")) {
+			all += fixtures.GitOutput(t, dir, "show", c+":"+key+".md")
 		}
 		for i := range lines {
 			for _, who := range []string{"person", "agent"} {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,9 +40,10 @@ const callTimeout = 30 * time.Second
 // toolNames are the five tools, sorted.
 var toolNames = []string{"get_state", "link_state", "list_keys", "search_keys", "update_state"}
 
-// mcpEnv is the environment of a server process and of the git commands the
-// tests run: no user or system git configuration, a fixed person for
-// commits a person makes, and the agent name the server writes as. Variables
+// mcpEnv is the environment of a server process: no user or system git
+// configuration, a fixed person for commits a person makes (the same as
+// fixtures.PersonEnv, the environment of the tests' own git commands), and
+// the agent name the server writes as. Variables
 // of ours inherited from the caller (a token, a workspace, no-sync) are
 // dropped so that each test says what it means.
 func mcpEnv(agent string) []string {
@@ -585,17 +587,11 @@ func (s *session) get(uris []string, mode string, budget int, fields ...string) 
 	return parseEnvelope(s.t, s.ok("get_state", args), budget)
 }
 
-// gitCmd runs git in dir with the test environment and returns its output.
+// gitCmd is fixtures.GitOutput under the name versions_check_test.go and
+// versions_property_test.go use; other tests call fixtures directly.
 func gitCmd(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = mcpEnv("")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
+	return fixtures.GitOutput(t, dir, args...)
 }
 
 // gitLog returns `git log --format=%an%x09%s` as lines, newest first, for
@@ -606,7 +602,7 @@ func gitLog(t testing.TB, dir string, paths ...string) []string {
 	if len(paths) > 0 {
 		args = append(append(args, "--"), paths...)
 	}
-	out := strings.TrimRight(gitCmd(t, dir, args...), "\n")
+	out := strings.TrimRight(fixtures.GitOutput(t, dir, args...), "\n")
 	if out == "" {
 		return nil
 	}
@@ -619,7 +615,7 @@ func gitLog(t testing.TB, dir string, paths ...string) []string {
 // one-line digest).
 func checkWorkspace(t testing.TB, dir string) {
 	t.Helper()
-	if got := gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all"); got != "" {
+	if got := fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all"); got != "" {
 		t.Errorf("git status --porcelain is not empty:\n%s", got)
 	}
 	if j, err := os.ReadFile(filepath.Join(dir, ".blackboard", "journal")); err == nil && len(j) > 0 {

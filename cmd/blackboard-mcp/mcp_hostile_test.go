@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // Hostile inputs through the real binary (issue 5, SPEC sections 2, 3, 5
@@ -127,7 +129,7 @@ func TestMCPHostileInputs(t *testing.T) {
 	// A hostile write refused after its objects were written (its file could
 	// not be staged) leaves them dangling until git gc: unreachable, never
 	// on the branch, and no damage. Anything else fsck says is.
-	if out := gitCmd(t, b.dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
+	if out := fixtures.GitOutput(t, b.dir, "fsck", "--strict", "--no-dangling", "--no-progress"); strings.TrimSpace(out) != "" {
 		t.Errorf("git fsck --strict: %s", out)
 	}
 }
@@ -498,7 +500,7 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if files[p] == "" {
-			gitCmd(t, dir, "rm", "-q", "--", p)
+			fixtures.Git(t, dir, "rm", "-q", "--", p)
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -507,9 +509,9 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 		if err := os.WriteFile(full, []byte(files[p]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		gitCmd(t, dir, "add", "--", p)
+		fixtures.Git(t, dir, "add", "--", p)
 	}
-	gitCmd(t, dir, "commit", "-q", "-m", msg)
+	fixtures.Git(t, dir, "commit", "-q", "-m", msg)
 }
 
 // symlinkCases: links planted in the workspace. The board never follows a
@@ -585,8 +587,8 @@ func (b *hostileBoard) symlinkCases() []hostileCase {
 				if err := os.Symlink(secret, link); err != nil {
 					t.Fatal(err)
 				}
-				gitCmd(t, b.dir, "add", "--", "links/committed.md")
-				gitCmd(t, b.dir, "commit", "-q", "-m", "a person commits a symbolic link")
+				fixtures.Git(t, b.dir, "add", "--", "links/committed.md")
+				fixtures.Git(t, b.dir, "commit", "-q", "-m", "a person commits a symbolic link")
 				t.Cleanup(func() { handCommit(t, b.dir, "remove the link", map[string]string{"links/committed.md": ""}) })
 			},
 			check: func(t *testing.T, s *session, res toolResult) {
@@ -1107,7 +1109,7 @@ func dotdot(base, target string) string {
 // commitCount is the number of commits on the workspace's branch.
 func commitCount(t testing.TB, dir string) int {
 	t.Helper()
-	n, err := strconv.Atoi(strings.TrimSpace(gitCmd(t, dir, "rev-list", "--count", "HEAD")))
+	n, err := strconv.Atoi(strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-list", "--count", "HEAD")))
 	if err != nil {
 		t.Fatal(err)
 	}

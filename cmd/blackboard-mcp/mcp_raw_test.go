@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // Raw JSON-RPC over the server's stdin and stdout, as a host's transport
@@ -502,7 +504,7 @@ func TestMCPRawDisconnect(t *testing.T) {
 				if j, err := os.ReadFile(filepath.Join(dir, ".blackboard", "journal")); err == nil && len(j) > 0 {
 					seen = append(seen, "an unfinished write journal")
 				}
-				if out := gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all"); out != "" {
+				if out := fixtures.GitOutput(t, dir, "status", "--porcelain", "--untracked-files=all"); out != "" {
 					seen = append(seen, "git status "+strings.TrimSpace(out))
 				}
 				runBinaryEnv(t, "ls", "--dir", dir, "--no-sync")

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // Regression tests for faults the end-to-end suite found: each checks a
@@ -81,10 +82,8 @@ func TestMCPDigestControlCharacters(t *testing.T) {
 		}
 		return
 	}
-	subject := strings.TrimSpace(gitCmd(t, dir, "log", "-1", "--format=%s"))
-	cmd := exec.Command("git", "-C", dir, "fsck", "--strict", "--no-progress")
-	cmd.Env = mcpEnv("")
-	fsck, err := cmd.CombinedOutput()
+	subject := strings.TrimSpace(fixtures.GitOutput(t, dir, "log", "-1", "--format=%s"))
+	fsck, err := fixtures.GitCmd(dir, "fsck", "--strict", "--no-progress").CombinedOutput()
 	checkWorkspace(t, dir)
 	if err != nil || !strings.Contains(subject, "after") {
 		t.Errorf("regression: fsstore/write.go cleanDigest accepts control characters: the digest %q was committed with a NUL "+

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // boardWithRemote makes a bare repository, the remote all of a test's
@@ -33,10 +34,10 @@ func boardWithRemoteOver(t *testing.T, transport string) (url, bare, first strin
 	t.Helper()
 	root := t.TempDir()
 	bare = filepath.Join(root, "board.git")
-	gitCmd(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	fixtures.Git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
 	url = "file://" + bare
 	if transport == "http" {
-		gitCmd(t, bare, "config", "http.receivepack", "true")
+		fixtures.Git(t, bare, "config", "http.receivepack", "true")
 		url = smartHTTP(t, root) + "/board.git"
 	}
 	first = filepath.Join(root, "acme")
@@ -51,7 +52,7 @@ func boardWithRemoteOver(t *testing.T, transport string) (url, bare, first strin
 // protocol, through git's own CGI program, and returns the server's URL.
 func smartHTTP(t *testing.T, root string) string {
 	t.Helper()
-	execPath := strings.TrimSpace(gitCmd(t, root, "--exec-path"))
+	execPath := strings.TrimSpace(fixtures.GitOutput(t, root, "--exec-path"))
 	backend := &cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
@@ -127,11 +128,11 @@ func putCmd(dir, key, digest, body string, expect int) *exec.Cmd {
 // remoteLog is the remote branch's history, oldest first: "subject" lines.
 func remoteLog(t *testing.T, bare string) []string {
 	t.Helper()
-	branch := strings.TrimSpace(gitCmd(t, bare, "symbolic-ref", "--short", "HEAD"))
-	if gitCmd(t, bare, "for-each-ref", "refs/heads/"+branch) == "" {
+	branch := strings.TrimSpace(fixtures.GitOutput(t, bare, "symbolic-ref", "--short", "HEAD"))
+	if fixtures.GitOutput(t, bare, "for-each-ref", "refs/heads/"+branch) == "" {
 		branch = "main"
 	}
-	return strings.Split(strings.TrimSpace(gitCmd(t, bare, "log", "--reverse", "--format=%s", branch)), "\n")
+	return strings.Split(strings.TrimSpace(fixtures.GitOutput(t, bare, "log", "--reverse", "--format=%s", branch)), "\n")
 }
 
 // Three clones write at once, each its own notes, through separate CLI
@@ -172,7 +173,7 @@ func clonesShareOneBoard(t *testing.T, transport string) {
 	if got, want := len(history), 1+len(clones)*perClone; got != want {
 		t.Fatalf("the remote has %d commits, want %d:\n%s", got, want, strings.Join(history, "\n"))
 	}
-	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+	if merges := fixtures.GitOutput(t, bare, "rev-list", "--merges", "--all"); merges != "" {
 		t.Errorf("the remote's history has merges:\n%s", merges)
 	}
 	fresh := filepath.Join(t.TempDir(), "fresh")
@@ -294,9 +295,9 @@ func TestRemotePersonsCommitContradicted(t *testing.T) {
 
 	writeTree(t, first, "team/plan.md", handNote("the person's plan", "mine\n"))
 	writeTree(t, first, "team/other.md", handNote("another note of theirs", "other\n"))
-	gitCmd(t, first, "add", "team")
-	gitCmd(t, first, "commit", "-q", "-m", "my plan")
-	person := strings.TrimSpace(gitCmd(t, first, "rev-parse", "--short=7", "HEAD"))
+	fixtures.Git(t, first, "add", "team")
+	fixtures.Git(t, first, "commit", "-q", "-m", "my plan")
+	person := strings.TrimSpace(fixtures.GitOutput(t, first, "rev-parse", "--short=7", "HEAD"))
 
 	runCLI(t, second, "put", "team/plan", "--digest", "the agent's plan", "--body", "2", "--expect", "1")
 	runCLI(t, first, "put", "team/third", "--digest", "third", "--body", "3", "--expect", "0")
@@ -311,10 +312,10 @@ func TestRemotePersonsCommitContradicted(t *testing.T) {
 	if got := runCLI(t, second, "get", "team/other"); !strings.Contains(got, "another note of theirs") {
 		t.Errorf("the person's other note on the other clone:\n%s", got)
 	}
-	if refs := gitCmd(t, first, "for-each-ref", "--format=%(refname)", "refs/blackboard/rescued/"); refs == "" {
+	if refs := fixtures.GitOutput(t, first, "for-each-ref", "--format=%(refname)", "refs/blackboard/rescued/"); refs == "" {
 		t.Error("no rescue ref keeps the person's commit as it was")
 	}
-	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+	if merges := fixtures.GitOutput(t, bare, "rev-list", "--merges", "--all"); merges != "" {
 		t.Errorf("the remote's history has merges:\n%s", merges)
 	}
 	checkWorkspace(t, first)
@@ -331,9 +332,9 @@ func TestRemoteForcePushRepaired(t *testing.T) {
 	}
 	// A person's plain git clone, rewound and force-pushed.
 	plain := filepath.Join(t.TempDir(), "plain")
-	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
-	gitCmd(t, plain, "reset", "--quiet", "--hard", "HEAD~2")
-	gitCmd(t, plain, "push", "--quiet", "--force", "origin", "HEAD")
+	fixtures.Git(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+	fixtures.Git(t, plain, "reset", "--quiet", "--hard", "HEAD~2")
+	fixtures.Git(t, plain, "push", "--quiet", "--force", "origin", "HEAD")
 
 	out, err := putCmd(first, "team/plan", "plan 4", "4", 3).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "was rewritten") || !strings.Contains(string(out), "remote repair") {
@@ -345,7 +346,7 @@ func TestRemoteForcePushRepaired(t *testing.T) {
 	if out := runCLI(t, first, "remote", "repair"); !strings.Contains(out, "a merge") {
 		t.Errorf("remote repair: %s", out)
 	}
-	if got := gitCmd(t, bare, "rev-list", "--count", "--merges", "main"); strings.TrimSpace(got) != "1" {
+	if got := fixtures.GitOutput(t, bare, "rev-list", "--count", "--merges", "main"); strings.TrimSpace(got) != "1" {
 		t.Errorf("the remote has %s merges after the repair, want 1", got)
 	}
 	// The merge differs from the rewritten side's content: it counts, so
@@ -385,7 +386,7 @@ func TestRemoteWriterKilledDuringPush(t *testing.T) {
 			_ = cmd.Wait()
 			released() // the push goes on without the writer, and ends
 
-			remoteHead := strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main"))
+			remoteHead := strings.TrimSpace(fixtures.GitOutput(t, bare, "rev-parse", "main"))
 			counted := strings.HasSuffix(remoteLog(t, bare)[len(remoteLog(t, bare))-1], "plan 2")
 			want := "v1\ndigest: plan 1"
 			if counted {
@@ -394,7 +395,7 @@ func TestRemoteWriterKilledDuringPush(t *testing.T) {
 			if got := runCLI(t, first, "get", "team/plan"); !strings.Contains(got, want) {
 				t.Errorf("the killed writer's clone reads (the remote counted the write: %v):\n%s", counted, got)
 			}
-			if local := strings.TrimSpace(gitCmd(t, first, "rev-parse", "main")); local != remoteHead {
+			if local := strings.TrimSpace(fixtures.GitOutput(t, first, "rev-parse", "main")); local != remoteHead {
 				t.Errorf("the clone is at %s, the remote at %s", local, remoteHead)
 			}
 			checkWorkspace(t, first)
@@ -418,7 +419,7 @@ func TestRemotePersonPullsAndPushes(t *testing.T) {
 	url, _, first := boardWithRemote(t)
 	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
 	plain := filepath.Join(t.TempDir(), "plain")
-	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+	fixtures.Git(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
 
 	seen := map[string]map[int]string{} // note -> version -> digest
 	look := func(dir string) {
@@ -450,10 +451,10 @@ func TestRemotePersonPullsAndPushes(t *testing.T) {
 		v, _ := strconv.Atoi(strings.TrimSpace(out[strings.Index(out, " v")+2 : strings.Index(out, "\n")]))
 		runCLI(t, first, "put", "team/plan", "--digest", fmt.Sprintf("agent round %d", round), "--body", "x", "--expect", strconv.Itoa(v))
 		writeTree(t, plain, "team/mine.md", handNote(fmt.Sprintf("person round %d", round), "y\n"))
-		gitCmd(t, plain, "add", "team/mine.md")
-		gitCmd(t, plain, "commit", "-q", "-m", fmt.Sprintf("person round %d", round))
-		gitCmd(t, plain, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
-		gitCmd(t, plain, "push", "--quiet", "origin", "HEAD:main")
+		fixtures.Git(t, plain, "add", "team/mine.md")
+		fixtures.Git(t, plain, "commit", "-q", "-m", fmt.Sprintf("person round %d", round))
+		fixtures.Git(t, plain, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+		fixtures.Git(t, plain, "push", "--quiet", "origin", "HEAD:main")
 		look(first)
 	}
 	for round := range 4 {
@@ -473,8 +474,8 @@ func TestRemotePersonPullsAndPushes(t *testing.T) {
 // remoteLogAll is every subject of a repository's history.
 func remoteLogAll(t *testing.T, dir string) []string {
 	t.Helper()
-	gitCmd(t, dir, "fetch", "--quiet", "origin")
-	return strings.Split(gitCmd(t, dir, "log", "--format=%s", "origin/main"), "\n")
+	fixtures.Git(t, dir, "fetch", "--quiet", "origin")
+	return strings.Split(fixtures.GitOutput(t, dir, "log", "--format=%s", "origin/main"), "\n")
 }
 
 // `remote check` protects a bare repository it can reach: a force-push is
@@ -486,10 +487,9 @@ func TestRemoteCheckProtectsABareRepository(t *testing.T) {
 		t.Fatalf("remote check: %s", out)
 	}
 	plain := filepath.Join(t.TempDir(), "plain")
-	gitCmd(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
-	gitCmd(t, plain, "reset", "--quiet", "--hard", "HEAD~1")
-	cmd := exec.Command("git", "-C", plain, "push", "--quiet", "--force", "origin", "HEAD:main")
-	cmd.Env = mcpEnv("")
+	fixtures.Git(t, filepath.Dir(plain), "clone", "--quiet", url, plain)
+	fixtures.Git(t, plain, "reset", "--quiet", "--hard", "HEAD~1")
+	cmd := fixtures.GitCmd(plain, "push", "--quiet", "--force", "origin", "HEAD:main")
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("a force-push went through after remote check:\n%s", out)
 	}
@@ -510,14 +510,14 @@ func TestRemoteSetRefusesAnotherHistory(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "another history") {
 		t.Fatalf("remote set to another board's remote: %v\n%s", err, out)
 	}
-	if remotes := gitCmd(t, other, "remote"); remotes != "" {
+	if remotes := fixtures.GitOutput(t, other, "remote"); remotes != "" {
 		t.Errorf("the refused remote stayed: %q", remotes)
 	}
 	if got := runCLI(t, other, "remote"); !strings.Contains(got, "no remote") {
 		t.Errorf("remote after the refusal: %s", got)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.git")
-	gitCmd(t, filepath.Dir(empty), "init", "--quiet", "--bare", empty)
+	fixtures.Git(t, filepath.Dir(empty), "init", "--quiet", "--bare", empty)
 	cmd := exec.Command(testBinary, "clone", "file://"+empty, filepath.Join(t.TempDir(), "c"))
 	cmd.Env = mcpEnv("")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "is empty") {
@@ -634,7 +634,7 @@ func TestRemoteCompareAndSwapIsLinearizable(t *testing.T) {
 func TestRemoteWriteWhileAnotherBranchIsCheckedOut(t *testing.T) {
 	url, _, first := boardWithRemote(t)
 	runCLI(t, first, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
-	gitCmd(t, first, "checkout", "-q", "-b", "side")
+	fixtures.Git(t, first, "checkout", "-q", "-b", "side")
 	runCLI(t, first, "put", "team/plan", "--digest", "plan 2", "--body", "2", "--expect", "1")
 	if got := readTree(t, first, "team/plan.md"); strings.Contains(got, "plan 2") {
 		t.Errorf("the write reached the other branch's checkout: %q", got)
@@ -644,7 +644,7 @@ func TestRemoteWriteWhileAnotherBranchIsCheckedOut(t *testing.T) {
 	if got := runCLI(t, other, "get", "team/plan"); !strings.Contains(got, "v2\ndigest: plan 2") {
 		t.Errorf("another clone reads:\n%s", got)
 	}
-	gitCmd(t, first, "checkout", "-q", "main")
+	fixtures.Git(t, first, "checkout", "-q", "main")
 	if got := readTree(t, first, "team/plan.md"); !strings.Contains(got, "plan 2") {
 		t.Errorf("the board's branch checked out again holds: %q", got)
 	}
@@ -675,7 +675,7 @@ func TestRemoteTwoServersTwoHundredWritesEach(t *testing.T) {
 	if got, want := len(remoteLog(t, bare)), 1+2*perClone; got != want {
 		t.Errorf("the remote has %d commits, want %d", got, want)
 	}
-	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+	if merges := fixtures.GitOutput(t, bare, "rev-list", "--merges", "--all"); merges != "" {
 		t.Errorf("the remote's history has merges:\n%s", merges)
 	}
 	for _, s := range servers {
@@ -701,8 +701,8 @@ func TestRemoteStatus(t *testing.T) {
 	cloneBoard(t, url, second)
 	runCLI(t, second, "put", "team/plan", "--digest", "plan 1", "--body", "1", "--expect", "0")
 	writeTree(t, first, "team/mine.md", handNote("mine", "m\n"))
-	gitCmd(t, first, "add", "team/mine.md")
-	gitCmd(t, first, "commit", "-q", "-m", "my note")
+	fixtures.Git(t, first, "add", "team/mine.md")
+	fixtures.Git(t, first, "commit", "-q", "-m", "my note")
 	out := runCLI(t, first, "remote")
 	for _, want := range []string{"remote origin " + url, "last sync 0s ago", "behind by 1 commit:", "waiting to go: 1 commit", "my note"} {
 		if !strings.Contains(out, want) {
@@ -786,7 +786,7 @@ func TestRemoteBatchesWrites(t *testing.T) {
 		}
 		last[key] = v
 	}
-	if merges := gitCmd(t, bare, "rev-list", "--merges", "--all"); merges != "" {
+	if merges := fixtures.GitOutput(t, bare, "rev-list", "--merges", "--all"); merges != "" {
 		t.Errorf("the remote's history has merges:\n%s", merges)
 	}
 	a.closeClean()
@@ -809,7 +809,7 @@ func TestRemoteBatchesWrites(t *testing.T) {
 // pushes come closer than the interval.
 func TestRemotePushesArePaced(t *testing.T) {
 	_, bare, first := boardWithRemote(t)
-	gitCmd(t, first, "config", "blackboard.pushInterval", "1s")
+	fixtures.Git(t, first, "config", "blackboard.pushInterval", "1s")
 	pushes := recordPushes(t, bare)
 	s := startMCPGo(t, first, "agent-a")
 	const writers, perWriter = 4, 5
@@ -877,7 +877,7 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 			if got := strings.Count(listed, "batch/"); got != onRemote {
 				t.Errorf("the killed server's clone lists %d of the writes, the remote holds %d:\n%s", got, onRemote, listed)
 			}
-			if local, remote := strings.TrimSpace(gitCmd(t, first, "rev-parse", "main")), strings.TrimSpace(gitCmd(t, bare, "rev-parse", "main")); local != remote {
+			if local, remote := strings.TrimSpace(fixtures.GitOutput(t, first, "rev-parse", "main")), strings.TrimSpace(fixtures.GitOutput(t, bare, "rev-parse", "main")); local != remote {
 				t.Errorf("the clone is at %s, the remote at %s", local, remote)
 			}
 			checkWorkspace(t, first)
@@ -896,7 +896,7 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 // closer than the interval.
 func TestRemoteProcessesOfOneCloneSharePushes(t *testing.T) {
 	_, bare, first := boardWithRemote(t)
-	gitCmd(t, first, "config", "blackboard.pushInterval", "500ms")
+	fixtures.Git(t, first, "config", "blackboard.pushInterval", "500ms")
 	pushes := recordPushes(t, bare)
 	const processes, perProcess = 4, 5
 	var servers []*session

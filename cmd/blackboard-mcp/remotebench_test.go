@@ -112,7 +112,7 @@ func TestRemoteBench(t *testing.T) {
 		const notes = 10000
 		root := t.TempDir()
 		bare := filepath.Join(root, "board.git")
-		gitCmd(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+		fixtures.Git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
 		dir := filepath.Join(root, "acme")
 		if err := fixtures.Generate(dir, fixtures.Options{Workspace: "acme", Notes: notes, Seed: 7}); err != nil {
 			t.Fatal(err)

@@ -78,8 +78,8 @@ func commitByHand(t *testing.T, dir string, files map[string]string) {
 	for rel, content := range files {
 		putFile(t, dir, rel, content)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-qm", "by hand")
+	fixtures.Git(t, dir, "add", "-A")
+	fixtures.Git(t, dir, "commit", "-qm", "by hand")
 	catchUpIndex(t, dir)
 }
 
@@ -102,7 +102,7 @@ func describe(r *Report) string {
 const validHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestHealthCleanWorkspace(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel()
 	// A fresh workspace, and one with notes, an out-of-line body, a table,
 	// a person's commit and a valid access file: all sound.
@@ -141,7 +141,7 @@ func TestHealthCleanWorkspace(t *testing.T) {
 }
 
 func TestHealthFindings(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
@@ -156,7 +156,7 @@ func TestHealthFindings(t *testing.T) {
 		}, "uncommitted", "research/a.md", "differs from the last commit", ""},
 		{"staged, not committed", func(t *testing.T, dir string) {
 			putFile(t, dir, "research/a.md", "---\ndigest: staged by hand\n---\n")
-			git(t, dir, "add", "research/a.md")
+			fixtures.Git(t, dir, "add", "research/a.md")
 			putFile(t, dir, "research/a.md", "---\ndigest: edited again\n---\n")
 		}, "uncommitted", "research/a.md", "staged in git's index", ""},
 		{"new file not committed", func(t *testing.T, dir string) {
@@ -189,8 +189,8 @@ func TestHealthFindings(t *testing.T) {
 			commitByHand(t, dir, map[string]string{"research/a.blob.tsv": "k\tv\n"})
 		}, "blob", "research/a.blob.tsv", "no note uses", ""},
 		{"missing blob", func(t *testing.T, dir string) {
-			git(t, dir, "rm", "-q", "research/big.blob.md")
-			git(t, dir, "commit", "-qm", "lose the blob")
+			fixtures.Git(t, dir, "rm", "-q", "research/big.blob.md")
+			fixtures.Git(t, dir, "commit", "-qm", "lose the blob")
 			catchUpIndex(t, dir)
 		}, "blob", "research/big.md", "research/big.blob.md, which is missing", ""},
 		{"blob outside the note's own names", func(t *testing.T, dir string) {
@@ -203,7 +203,7 @@ func TestHealthFindings(t *testing.T) {
 			ageFile(t, filepath.Join(dir, ".git", "refs", "heads", "main.lock"), time.Hour)
 		}, "locks", ".git/refs/heads/main.lock", "writes of the board and of git fail", ""},
 		{"interrupted write", func(t *testing.T, dir string) {
-			head := git(t, dir, "rev-parse", "HEAD")
+			head := fixtures.Git(t, dir, "rev-parse", "HEAD")
 			// The journal of a writer killed before its commit point: the
 			// branch never reached the commit it names.
 			j := `{"old":"` + head + `","new":"1111111111111111111111111111111111111111","time":"2026-01-01T00:00:00Z",` +
@@ -212,7 +212,7 @@ func TestHealthFindings(t *testing.T) {
 		}, "journal", note.JournalFile, "commit 1111111 of research/a.md", ""},
 		{"stale derived index", func(t *testing.T, dir string) {
 			putFile(t, dir, "research/a.md", "---\ndigest: a person's commit\n---\nbody\n")
-			git(t, dir, "commit", "-qam", "by hand, while no server runs")
+			fixtures.Git(t, dir, "commit", "-qam", "by hand, while no server runs")
 		}, "index", note.IndexFile, "the derived index is stale", ""},
 		{"index disagrees with git", func(t *testing.T, dir string) {
 			db, err := sql.Open("sqlite", filepath.Join(dir, note.IndexFile))
@@ -225,16 +225,16 @@ func TestHealthFindings(t *testing.T) {
 			}
 		}, "index", "research/a.md", "says version 7; 2 commits changed", ""},
 		{"corrupt loose blob", func(t *testing.T, dir string) {
-			corruptObject(t, dir, git(t, dir, "rev-parse", "HEAD:research/a.md"))
+			corruptObject(t, dir, fixtures.Git(t, dir, "rev-parse", "HEAD:research/a.md"))
 		}, "objects", "research/a.md", "cannot be read", ""},
 		{"corrupt blob of a note with its content out of line", func(t *testing.T, dir string) {
-			corruptObject(t, dir, git(t, dir, "rev-parse", "HEAD:research/big.md"))
+			corruptObject(t, dir, fixtures.Git(t, dir, "rev-parse", "HEAD:research/big.md"))
 		}, "objects", "research/big.md", "cannot be read", ""},
 		{"corrupt tree", func(t *testing.T, dir string) {
-			corruptObject(t, dir, git(t, dir, "rev-parse", "HEAD:research"))
+			corruptObject(t, dir, fixtures.Git(t, dir, "rev-parse", "HEAD:research"))
 		}, "repository", "", "the tree of the last commit", "objects"},
 		{"corrupt old commit", func(t *testing.T, dir string) {
-			corruptObject(t, dir, git(t, dir, "rev-parse", "HEAD~2"))
+			corruptObject(t, dir, fixtures.Git(t, dir, "rev-parse", "HEAD~2"))
 		}, "objects", "", "2 commits back on the branch, cannot be read", ""},
 		{"symbolic link as a note", func(t *testing.T, dir string) {
 			if err := os.Symlink("a.md", filepath.Join(dir, "research", "link.md")); err != nil {
@@ -242,14 +242,14 @@ func TestHealthFindings(t *testing.T) {
 			}
 		}, "files", "research/link.md", "symbolic link", ""},
 		{"detached HEAD", func(t *testing.T, dir string) {
-			git(t, dir, "checkout", "-q", "--detach")
+			fixtures.Git(t, dir, "checkout", "-q", "--detach")
 		}, "repository", "", "HEAD is detached (not on main): agents write to main", ""},
 		{"another branch checked out", func(t *testing.T, dir string) {
-			git(t, dir, "checkout", "-q", "-b", "side")
+			fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
 		}, "repository", "", "side is checked out, not main: agents write to main", ""},
 		{"the board's branch deleted", func(t *testing.T, dir string) {
-			git(t, dir, "checkout", "-q", "-b", "side")
-			git(t, dir, "branch", "-q", "-D", "main")
+			fixtures.Git(t, dir, "checkout", "-q", "-b", "side")
+			fixtures.Git(t, dir, "branch", "-q", "-D", "main")
 		}, "repository", "", "the board's branch main does not exist", ""},
 		{"access file not YAML", func(t *testing.T, dir string) {
 			putFile(t, dir, ".blackboard/access.yaml", "agents: [\n")
@@ -305,7 +305,7 @@ func TestHealthFindings(t *testing.T) {
 // TestHealthJournalFinished: health reports the interrupted write it found,
 // and opening the workspace finished it, so a second run is clean.
 func TestHealthJournalFinished(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel()
 	dir := healthBoard(t)
 	putFile(t, dir, note.JournalFile, "{torn")
@@ -321,7 +321,7 @@ func TestHealthJournalFinished(t *testing.T) {
 // TestHealthLiveLocks: a lock a git command holds right now, and the journal
 // of a write in progress (its writer holds the write lock), are no findings.
 func TestHealthLiveLocks(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	t.Parallel()
 	dir := healthBoard(t)
 	putFile(t, dir, ".git/index.lock", "")
@@ -376,13 +376,6 @@ func corruptObject(t *testing.T, dir, hash string) {
 		t.Fatal(err)
 	}
 }
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	return fixtures.Git(t, dir, args...)
-}
-
-func requireGit(t testing.TB) { fixtures.RequireGit(t) }
 
 func openWorkspace(t testing.TB, dir string) *fsstore.Workspace {
 	t.Helper()

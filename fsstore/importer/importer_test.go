@@ -2,12 +2,12 @@ package importer_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/importer"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -157,12 +157,8 @@ func TestApplyTwiceChangesNothing(t *testing.T) {
 	}
 	v := w.As(fsstore.OpenCaller("importer"))
 	commits := func() int {
-		out, err := exec.Command("git", "-C", dir, "rev-list", "--count", "HEAD").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
-		for _, c := range strings.TrimSpace(string(out)) {
+		for _, c := range fixtures.Git(t, dir, "rev-list", "--count", "HEAD") {
 			n = n*10 + int(c-'0')
 		}
 		return n

@@ -20,7 +20,7 @@ func TestHTTPWriteBench(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "acme")
 	runCLI(t, dir, "init")
-	s := startHTTPArgs(t, dir, mcpEnv("bench"), []string{"serve", "--dir", dir, "--http", "127.0.0.1:0"}) // durable
+	s := startHTTP(t, serverOpts{dir: dir, agent: "bench", durable: true})
 	rate := func(agents, writes int, round string) (float64, callLatencies) {
 		clients := make([]*session, agents)
 		for i := range clients {

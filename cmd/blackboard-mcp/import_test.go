@@ -18,7 +18,7 @@ func TestImportReferenceMemory(t *testing.T) {
 	t.Parallel()
 	npmDir := installReferenceServer(t)
 	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
-	ref := startReferenceServerAt(t, npmDir, memoryFile)
+	ref := startReferenceServer(t, npmDir, memoryFile)
 	type entity struct {
 		name, typ string
 		obs       []string

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -50,11 +49,6 @@ func tokenAdd(t *testing.T, dir, name string, args ...string) string {
 	return token
 }
 
-func startAs(t *testing.T, dir, token string) *session {
-	t.Helper()
-	return startMCPGoEnv(t, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+token), serveArgs(dir))
-}
-
 // TestAccessScopesEveryTool: each tool sees only the caller's topics, and
 // nothing (results, counts, links, backlinks, errors) tells that a hidden
 // note exists.
@@ -66,7 +60,7 @@ func TestAccessScopesEveryTool(t *testing.T) {
 	if got := fixtures.GitOutput(t, dir, "log", "-2", "--format=%an %s"); !strings.Contains(got, "Ada Person token add bob") {
 		t.Errorf("token add is not a commit by the person: %q", got)
 	}
-	a := startAs(t, dir, alice)
+	a := startServer(t, serverOpts{dir: dir, token: alice})
 
 	// get_state: the hidden note looks exactly like a missing one.
 	env := a.get([]string{"secret/plan", "secret/none", "research/cache", "ops/deploy"}, "", 0)
@@ -112,7 +106,7 @@ func TestAccessScopesEveryTool(t *testing.T) {
 		t.Errorf("alice's link is authored by %q", got)
 	}
 
-	b := startAs(t, dir, bob)
+	b := startServer(t, serverOpts{dir: dir, token: bob})
 	if env := b.get([]string{"research/cache"}, "", 0); env.Items[0].Error != "not_found" {
 		t.Errorf("bob reads research: %+v", env.Items[0])
 	}
@@ -150,24 +144,10 @@ func TestAccessRefusesBadTokens(t *testing.T) {
 // is 401; with one, the agent's scope applies.
 func TestAccessHTTPBearer(t *testing.T) {
 	dir, alice, _ := accessBoard(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(testBinary, "serve", "--dir", dir, "--no-sync", "--http", addr)
-	cmd.Env = mcpEnv("")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	s := startHTTP(t, serverOpts{dir: dir})
 	post := func(token string) int {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, s.url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {

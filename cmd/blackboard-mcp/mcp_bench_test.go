@@ -52,7 +52,7 @@ func TestMCPBench(t *testing.T) {
 		report("mcp-bench reindex took %s", time.Since(start).Round(time.Millisecond))
 
 		start = time.Now()
-		s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir}) // durable: no --no-sync
+		s := startServer(t, serverOpts{dir: dir, agent: "bench", durable: true}) // durable: no --no-sync
 		report("mcp-bench start+initialize took %s", time.Since(start).Round(time.Millisecond))
 		start = time.Now()
 		ctx, cancel := contextWithTimeout()
@@ -126,7 +126,7 @@ func TestMCPBench(t *testing.T) {
 
 	t.Run("catch-up tokens", func(t *testing.T) {
 		dir, _, ident, topic, twenty := catchUpBoard(t, 200)
-		s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir})
+		s := startServer(t, serverOpts{dir: dir, agent: "bench", durable: true})
 
 		type step struct{ name, text string }
 		var steps []step

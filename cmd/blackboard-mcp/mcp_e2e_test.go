@@ -327,7 +327,7 @@ func TestMCPConcurrentAppends(t *testing.T) {
 	a := startMCPGo(t, dir, "agent-a")
 	const key = "run/journal"
 	a.write(map[string]any{"uri": key, "digest": "Shared journal", "body": "# Journal\n", "expect_version": 0})
-	b := startGoSDK(t, dir, "agent-b")
+	b := startServer(t, serverOpts{dir: dir, agent: "agent-b", client: goSDK})
 
 	const fromA, fromB = 20, 8
 	type ack struct {

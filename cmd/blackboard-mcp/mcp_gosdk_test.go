@@ -26,7 +26,7 @@ var wantAnnotations = map[string]map[string]bool{
 func TestMCPToolsList(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
-	sessions := []*session{startMCPGo(t, dir, "lister"), startGoSDK(t, dir, "lister")}
+	sessions := []*session{startMCPGo(t, dir, "lister"), startServer(t, serverOpts{dir: dir, agent: "lister", client: goSDK})}
 	views := map[string]map[string]string{} // client -> tool -> canonical JSON
 	for _, s := range sessions {
 		ctx, cancel := contextWithTimeout()
@@ -90,7 +90,7 @@ func TestMCPToolsList(t *testing.T) {
 func TestMCPGoSDKSession(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
-	s := startGoSDK(t, dir, "sdk-agent")
+	s := startServer(t, serverOpts{dir: dir, agent: "sdk-agent", client: goSDK})
 	var log ledger
 
 	w := s.write(map[string]any{"uri": "research/cache", "digest": "Cache hit rate fell to 71%", "body": "After deploy-v2.4.7-hotfix.\n", "expect_version": 0, "kind": "finding", "confidence": 0.7})

@@ -149,23 +149,71 @@ func (s *session) closeClean() {
 	}
 }
 
-// startMCPGo starts `serve` and connects mcp-go's stdio client to it,
-// initialized with the pinned protocol version.
-func startMCPGo(t testing.TB, dir, agent string, extra ...string) *session {
-	t.Helper()
-	return startMCPGoArgs(t, dir, agent, serveArgs(dir, extra...))
+// serverOpts say how a test starts `serve`. Every starter takes them:
+// startServer (a stdio server driven by an MCP client), startRaw (a stdio
+// server driven by raw JSON-RPC lines), startHTTP (`serve --http`) and
+// connectGoSDK (a stdio server and a Go SDK client of the test's own).
+// Only dir is required; the zero value of every other field is what most
+// tests want.
+type serverOpts struct {
+	dir     string     // the workspace; serve initializes it if it does not exist
+	agent   string     // BLACKBOARD_AGENT; "" leaves it unset
+	token   string     // BLACKBOARD_TOKEN; "" leaves it unset
+	flags   []string   // serve's flags, after --dir and --no-sync
+	durable bool       // leave out --no-sync: the server fsyncs, as a benchmark measures it
+	client  clientKind // startServer's client: mcp-go's (the zero value) or the Go SDK's
 }
 
-// startMCPGoArgs is startMCPGo with the server's whole command line.
-func startMCPGoArgs(t testing.TB, dir, agent string, args []string) *session {
+// clientKind is the MCP client startServer drives a stdio server with.
+type clientKind int
+
+const (
+	mcpGo clientKind = iota // mcp-go's stdio client
+	goSDK                   // the official Go SDK's client over its CommandTransport
+)
+
+// launch registers the version check of o.dir at the end of t (once per
+// board, however many servers t starts on it; before the starter registers
+// the cleanup that stops its server) and returns serve's command line and
+// environment. Every starter calls it first.
+func (o serverOpts) launch(t testing.TB) (args, env []string) {
 	t.Helper()
-	return startMCPGoEnv(t, dir, mcpEnv(agent), args)
+	checkVersionsAtEnd(t, o.dir)
+	args = []string{"serve", "--dir", o.dir}
+	if !o.durable {
+		args = append(args, "--no-sync")
+	}
+	args = append(args, o.flags...)
+	env = mcpEnv(o.agent)
+	if o.token != "" {
+		env = append(env, "BLACKBOARD_TOKEN="+o.token)
+	}
+	return args, env
 }
 
-// startMCPGoEnv is startMCPGoArgs with the server's whole environment.
-func startMCPGoEnv(t testing.TB, dir string, env []string, args []string) *session {
+// startServer starts `serve` as o says and connects o.client to it over
+// stdio, initialized with the pinned protocol version; the session ends
+// with the test.
+func startServer(t testing.TB, o serverOpts) *session {
 	t.Helper()
-	checkVersionsAtEnd(t, dir)
+	if o.client == goSDK {
+		return startGoSDKClient(t, o)
+	}
+	return startMCPGoClient(t, o)
+}
+
+// startMCPGo is startServer with mcp-go's client for agent on dir, and
+// serve's flags after --no-sync: what most tests start.
+func startMCPGo(t testing.TB, dir, agent string, flags ...string) *session {
+	t.Helper()
+	return startServer(t, serverOpts{dir: dir, agent: agent, flags: flags})
+}
+
+// startMCPGoClient is startServer's mcp-go half.
+func startMCPGoClient(t testing.TB, o serverOpts) *session {
+	t.Helper()
+	args, env := o.launch(t)
+	dir := o.dir
 	stderr := &lockedBuffer{}
 	var proc *exec.Cmd // set by Start, which runs the command function before it returns
 	tr := transport.NewStdioWithOptions(testBinary, nil, args,
@@ -240,23 +288,13 @@ func bindMCPGo(s *session, c *client.Client) {
 	}
 }
 
-// startGoSDK starts `serve` through the official Go SDK's CommandTransport
-// and connects its client, pinned to the same protocol version.
-func startGoSDK(t testing.TB, dir, agent string, extra ...string) *session {
+// startGoSDKClient is startServer's Go SDK half.
+func startGoSDKClient(t testing.TB, o serverOpts) *session {
 	t.Helper()
-	checkVersionsAtEnd(t, dir)
 	stderr := &lockedBuffer{}
-	cmd := exec.Command(testBinary, serveArgs(dir, extra...)...)
-	cmd.Env = mcpEnv(agent)
-	cmd.Stderr = stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "e2e-go-sdk", Version: "1.0.0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	if err != nil {
-		t.Fatalf("go-sdk connect: %v\nserver log:\n%s", err, stderr.String())
-	}
-	s := &session{t: t, conn: &conn{dir: dir, client: "go-sdk", stderr: stderr}}
+	cs, cmd := connectGoSDK(t, o, c, stderr)
+	s := &session{t: t, conn: &conn{dir: o.dir, client: "go-sdk", stderr: stderr}}
 	s.stop = func() error {
 		err := cs.Close()
 		if cmd.ProcessState == nil {
@@ -274,6 +312,26 @@ func startGoSDK(t testing.TB, dir, agent string, extra ...string) *session {
 	}
 	bindGoSDK(s, cs)
 	return s
+}
+
+// connectGoSDK starts `serve` as o says, its log into stderr, and connects
+// the Go SDK's client c to it through the SDK's CommandTransport, pinned to
+// the same protocol version. The caller closes the session (which ends the
+// server) in a cleanup registered after this returns; cmd is the server
+// process.
+func connectGoSDK(t testing.TB, o serverOpts, c *sdk.Client, stderr *lockedBuffer) (cs *sdk.ClientSession, cmd *exec.Cmd) {
+	t.Helper()
+	args, env := o.launch(t)
+	cmd = exec.Command(testBinary, args...)
+	cmd.Env = env
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		t.Fatalf("go-sdk connect: %v\nserver log:\n%s", err, stderr.String())
+	}
+	return cs, cmd
 }
 
 // bindGoSDK makes the official Go SDK's client session cs the tool calls of

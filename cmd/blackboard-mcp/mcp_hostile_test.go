@@ -931,7 +931,7 @@ func TestMCPHostileUnknownTool(t *testing.T) {
 func TestMCPHostileRawLines(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
-	r := startRaw(t, dir, "raw-hostile")
+	r := startRaw(t, serverOpts{dir: dir, agent: "raw-hostile"})
 	r.initialize()
 
 	notJSON := []string{

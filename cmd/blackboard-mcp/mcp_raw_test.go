@@ -41,13 +41,16 @@ type rawServer struct {
 	calls map[string]map[string]any
 }
 
-func startRaw(t *testing.T, dir, agent string) *rawServer {
+// startRaw starts `serve` as o says, its stdin and stdout in the test's
+// hands; the server is stopped (stdin closed, killed after 10 s) when the
+// test ends.
+func startRaw(t *testing.T, o serverOpts) *rawServer {
 	t.Helper()
-	checkVersionsAtEnd(t, dir)
-	r := &rawServer{t: t, dir: dir, stderr: &lockedBuffer{}, lines: make(chan string, 1024), exited: make(chan struct{}),
+	args, env := o.launch(t)
+	r := &rawServer{t: t, dir: o.dir, stderr: &lockedBuffer{}, lines: make(chan string, 1024), exited: make(chan struct{}),
 		calls: map[string]map[string]any{}}
-	r.cmd = exec.Command(testBinary, serveArgs(dir)...)
-	r.cmd.Env = mcpEnv(agent)
+	r.cmd = exec.Command(testBinary, args...)
+	r.cmd.Env = env
 	r.cmd.Stderr = r.stderr
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
@@ -306,7 +309,7 @@ func (r *rawServer) initialize() {
 func TestMCPRawResponsesByID(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
-	r := startRaw(t, dir, "raw-agent")
+	r := startRaw(t, serverOpts{dir: dir, agent: "raw-agent"})
 	r.initialize()
 
 	// One write of many requests: a slow write first, then quick ones,
@@ -468,7 +471,7 @@ func TestMCPRawDisconnect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := newWorkspaceDir(t)
-			r := startRaw(t, dir, "leaver")
+			r := startRaw(t, serverOpts{dir: dir, agent: "leaver"})
 			r.initialize()
 			const key = "run/log"
 			r.send(toolCall("create", "update_state", map[string]any{"uri": key, "digest": "Log", "body": "# Log\n", "expect_version": 0}))

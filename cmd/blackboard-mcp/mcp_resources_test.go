@@ -59,30 +59,14 @@ func newResourceClient(t *testing.T) (*resourceClient, *sdk.Client) {
 	return rc, c
 }
 
-// resourcesOverStdio starts `serve` with env and connects the Go SDK.
-func resourcesOverStdio(t *testing.T, dir string, env []string) *resourceClient {
+// resourcesOverStdio starts `serve` as o says and connects the Go SDK; the
+// session ends with the test.
+func resourcesOverStdio(t *testing.T, o serverOpts) *resourceClient {
 	t.Helper()
 	rc, c := newResourceClient(t)
-	rc.cs = connectGoSDKStdio(t, c, dir, env, &lockedBuffer{})
+	rc.cs, _ = connectGoSDK(t, o, c, &lockedBuffer{})
+	t.Cleanup(func() { _ = rc.cs.Close() })
 	return rc
-}
-
-// connectGoSDKStdio starts `serve` on dir with env, its log into stderr,
-// and connects the Go SDK's client c to it; the session ends with the test.
-func connectGoSDKStdio(t *testing.T, c *sdk.Client, dir string, env []string, stderr *lockedBuffer) *sdk.ClientSession {
-	t.Helper()
-	checkVersionsAtEnd(t, dir)
-	cmd := exec.Command(testBinary, serveArgs(dir)...)
-	cmd.Env = env
-	cmd.Stderr = stderr
-	ctx, cancel := contextWithTimeout()
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, stderr.String())
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
 }
 
 // resourcesOverHTTP connects the Go SDK to a `serve --http`, with a bearer
@@ -230,7 +214,7 @@ func TestResourcesListReadComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCLI(t, dir, "put", "data/latency-table", "--digest", "Latency by service", "--body", "x")
-	rc := resourcesOverStdio(t, dir, mcpEnv("reader"))
+	rc := resourcesOverStdio(t, serverOpts{dir: dir, agent: "reader"})
 
 	var all []*sdk.Resource
 	cursor, pages := "", 0
@@ -338,9 +322,11 @@ func TestResourcesSubscribe(t *testing.T) {
 		runCLI(t, dir, "put", "run/state/current", "--digest", "Day 3", "--body", "later")
 		rc.quiet(600*time.Millisecond, "after unsubscribing")
 	}
-	t.Run("stdio", func(t *testing.T) { check(t, resourcesOverStdio(t, dir, mcpEnv("orchestrator")), "run/new-1") })
+	t.Run("stdio", func(t *testing.T) {
+		check(t, resourcesOverStdio(t, serverOpts{dir: dir, agent: "orchestrator"}), "run/new-1")
+	})
 	t.Run("http", func(t *testing.T) {
-		s := startHTTP(t, dir, mcpEnv(""))
+		s := startHTTP(t, serverOpts{dir: dir})
 		check(t, resourcesOverHTTP(t, s, ""), "run/new-2")
 	})
 }
@@ -401,10 +387,10 @@ func TestResourcesScopedByToken(t *testing.T) {
 		}
 	}
 	t.Run("stdio", func(t *testing.T) {
-		check(t, resourcesOverStdio(t, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+alice)), "stdio")
+		check(t, resourcesOverStdio(t, serverOpts{dir: dir, token: alice}), "stdio")
 	})
 	t.Run("http", func(t *testing.T) {
-		s := startHTTP(t, dir, mcpEnv(""))
+		s := startHTTP(t, serverOpts{dir: dir})
 		check(t, resourcesOverHTTP(t, s, alice), "http")
 	})
 }
@@ -435,7 +421,8 @@ func TestLogNotifications(t *testing.T) {
 				got.mu.Unlock()
 			},
 		})
-		cs := connectGoSDKStdio(t, c, dir, append(mcpEnv(""), "BLACKBOARD_TOKEN="+token), stderr)
+		cs, _ := connectGoSDK(t, serverOpts{dir: dir, token: token}, c, stderr)
+		t.Cleanup(func() { _ = cs.Close() })
 		ctx, cancel := contextWithTimeout()
 		defer cancel()
 		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // as above
@@ -507,7 +494,8 @@ func TestProgressWhileTheWorkspaceIsBusy(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cs := connectGoSDKStdio(t, c, dir, mcpEnv("writer"), &lockedBuffer{})
+	cs, _ := connectGoSDK(t, serverOpts{dir: dir, agent: "writer"}, c, &lockedBuffer{})
+	t.Cleanup(func() { _ = cs.Close() })
 	ctx, cancel := contextWithTimeout()
 	defer cancel()
 

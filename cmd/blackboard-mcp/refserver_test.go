@@ -50,7 +50,7 @@ func catchUpAgainstReference(t *testing.T, npmDir string, notes, target int, flo
 	// blackboard-mcp: digests first, bodies only for the two notes read;
 	// once with the default JSON, once with mode=table for the listing and
 	// the 20 digests, as the tool descriptions advise for 3+ notes.
-	s := startMCPGoArgs(t, dir, "bench", []string{"serve", "--dir", dir})
+	s := startServer(t, serverOpts{dir: dir, agent: "bench", durable: true})
 	search := s.ok("search_keys", map[string]any{"q": ident})
 	hits := parseEnvelope(t, search, 2000).Items
 	full := []string{twenty[0], twenty[1]}
@@ -75,7 +75,7 @@ func catchUpAgainstReference(t *testing.T, npmDir string, notes, target int, flo
 	// The reference server: a note is an entity whose observations are its
 	// digest and its content. It has no listing or digest mode: a topic is
 	// found by searching its name, and opening a node returns it whole.
-	ref := startReferenceServer(t, npmDir)
+	ref := startReferenceServer(t, npmDir, "")
 	var entities []map[string]any
 	inTopic := 0
 	for _, n := range manifest {
@@ -174,15 +174,14 @@ func installReferenceServer(t *testing.T) string {
 	return npmDir
 }
 
-func startReferenceServer(t *testing.T, npmDir string) *referenceServer {
+// startReferenceServer starts the reference memory server installed in
+// npmDir, keeping its graph in memoryFile ("": a fresh file of the test's
+// own); it stops when the test ends.
+func startReferenceServer(t *testing.T, npmDir, memoryFile string) *referenceServer {
 	t.Helper()
-	return startReferenceServerAt(t, npmDir, filepath.Join(t.TempDir(), "memory.jsonl"))
-}
-
-// startReferenceServerAt starts the reference memory server keeping its
-// graph in memoryFile.
-func startReferenceServerAt(t *testing.T, npmDir, memoryFile string) *referenceServer {
-	t.Helper()
+	if memoryFile == "" {
+		memoryFile = filepath.Join(t.TempDir(), "memory.jsonl")
+	}
 	script := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
 	env := append(os.Environ(), "MEMORY_FILE_PATH="+memoryFile)
 	c, err := client.NewStdioMCPClient("node", env, script)

@@ -844,7 +844,7 @@ func TestRemoteServerKilledDuringABatch(t *testing.T) {
 	for _, tt := range pushMoments {
 		t.Run(tt.name, func(t *testing.T) {
 			url, bare, first := boardWithRemote(t)
-			r := startRaw(t, first, "agent-a")
+			r := startRaw(t, serverOpts{dir: first, agent: "agent-a"})
 			r.initialize()
 			// The hook holds a push of several commits (a batch) for a
 			// second; pushes of one commit go through.

@@ -32,7 +32,7 @@ func TestRemoteBench(t *testing.T) {
 		fmt.Println(line)
 	}
 	serve := func(t *testing.T, dir, agent string) *session {
-		return startMCPGoArgs(t, dir, agent, []string{"serve", "--dir", dir}) // durable: no --no-sync
+		return startServer(t, serverOpts{dir: dir, agent: agent, durable: true}) // durable: no --no-sync
 	}
 	writes := func(t *testing.T, s *session, prefix string, n int) callLatencies {
 		return measure(t, n, func(i int) {

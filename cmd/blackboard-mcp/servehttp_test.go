@@ -55,22 +55,17 @@ type httpServe struct {
 // servingURL finds the endpoint in the server's "serving" log line.
 var servingURL = regexp.MustCompile(`msg="serving over streamable HTTP".* url=(\S+)`)
 
-// startHTTP starts `serve` with flags (--http 127.0.0.1:0 unless they name
-// an address) and waits for it to say where it serves.
-func startHTTP(t *testing.T, dir string, env []string, flags ...string) *httpServe {
+// startHTTP starts `serve` as o says, over HTTP (--http 127.0.0.1:0 unless
+// o.flags name an address), and waits for it to say where it serves; the
+// server is sent SIGTERM (and killed after 10 s) when the test ends.
+func startHTTP(t *testing.T, o serverOpts) *httpServe {
 	t.Helper()
-	if !slices.Contains(flags, "--http") {
-		flags = append([]string{"--http", "127.0.0.1:0"}, flags...)
+	if !slices.Contains(o.flags, "--http") {
+		o.flags = append([]string{"--http", "127.0.0.1:0"}, o.flags...)
 	}
-	return startHTTPArgs(t, dir, env, serveArgs(dir, flags...))
-}
-
-// startHTTPArgs is startHTTP with serve's whole command line.
-func startHTTPArgs(t *testing.T, dir string, env []string, args []string) *httpServe {
-	t.Helper()
-	checkVersionsAtEnd(t, dir)
+	args, env := o.launch(t)
 	flags := args[1:]
-	s := &httpServe{t: t, dir: dir, stderr: &lockedBuffer{}, exited: make(chan struct{}), client: &http.Client{}}
+	s := &httpServe{t: t, dir: o.dir, stderr: &lockedBuffer{}, exited: make(chan struct{}), client: &http.Client{}}
 	s.cmd = exec.Command(testBinary, args...)
 	s.cmd.Env = env
 	s.cmd.Stderr = s.stderr
@@ -354,7 +349,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // of this machine and origins allowed by --allow-origin are served.
 func TestHTTPOrigin(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, newWorkspaceDir(t), mcpEnv("origin"))
+	s := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "origin"})
 	u, _ := url.Parse(s.url)
 	port := u.Port()
 
@@ -400,7 +395,7 @@ func TestHTTPOrigin(t *testing.T) {
 
 	// --allow-origin names an origin a browser app is served from: CORS
 	// preflights are answered for it, and other origins stay refused.
-	app := startHTTP(t, newWorkspaceDir(t), mcpEnv("origin"), "--allow-origin", "https://app.example.com")
+	app := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "origin", flags: []string{"--allow-origin", "https://app.example.com"}})
 	a := app.do(http.MethodPost, initializeBody(protocolVersion), "Origin", "https://app.example.com")
 	if a.status != http.StatusOK || a.header.Get("Access-Control-Allow-Origin") != "https://app.example.com" {
 		t.Errorf("initialize from the allowed origin: status %d, Access-Control-Allow-Origin %q, %s",
@@ -429,7 +424,7 @@ func TestHTTPOrigin(t *testing.T) {
 // a new one. Session ids are random; no call runs under a made-up one.
 func TestHTTPSessions(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, newWorkspaceDir(t), mcpEnv("sessions"))
+	s := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "sessions"})
 	write := func(key string) string {
 		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"update_state","arguments":{"uri":"` + key +
 			`","digest":"written","body":"x","expect_version":0}}}`
@@ -522,7 +517,7 @@ func TestHTTPSessions(t *testing.T) {
 func TestHTTPShutdown(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			s := startHTTP(t, newWorkspaceDir(t), mcpEnv("shutdown"))
+			s := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "shutdown"})
 			listener, _ := s.mcpGoHTTP(t, true, listening)
 			listener.write(map[string]any{"uri": "shutdown/listener", "digest": "write 0", "body": "write 0", "expect_version": 0})
 			events := s.stream(s.initialize(protocolVersion))
@@ -689,7 +684,7 @@ func TestHTTPExposure(t *testing.T) {
 	}
 
 	t.Run("open board with --open-to-network", func(t *testing.T) {
-		s := startHTTP(t, newWorkspaceDir(t), mcpEnv("anyone"), "--http", "0.0.0.0:0", "--open-to-network")
+		s := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "anyone", flags: []string{"--http", "0.0.0.0:0", "--open-to-network"}})
 		if !strings.Contains(s.stderr.String(), "no access file") {
 			t.Errorf("serving an open board to the network without a warning:\n%s", s.stderr.String())
 		}
@@ -698,14 +693,14 @@ func TestHTTPExposure(t *testing.T) {
 	})
 
 	t.Run("tokens behind a TLS proxy", func(t *testing.T) {
-		s := startHTTP(t, restricted, mcpEnv(""), "--http", "0.0.0.0:0", "--behind-tls-proxy")
+		s := startHTTP(t, serverOpts{dir: restricted, flags: []string{"--http", "0.0.0.0:0", "--behind-tls-proxy"}})
 		s.do(http.MethodPost, initializeBody(protocolVersion)).wantRPCError(t, "no token", http.StatusUnauthorized, -32000, "bearer token")
 		c, _ := s.mcpGoHTTP(t, true, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + alice}))
 		c.write(map[string]any{"uri": "research/proxied", "digest": "through the proxy", "body": "x", "expect_version": 0})
 	})
 
 	t.Run("TLS", func(t *testing.T) {
-		s := startHTTP(t, restricted, mcpEnv(""), "--http", "0.0.0.0:0", "--tls-cert", certFile, "--tls-key", keyFile)
+		s := startHTTP(t, serverOpts{dir: restricted, flags: []string{"--http", "0.0.0.0:0", "--tls-cert", certFile, "--tls-key", keyFile}})
 		if !strings.HasPrefix(s.url, "https://") {
 			t.Fatalf("serving at %s; want https", s.url)
 		}
@@ -785,7 +780,7 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool
 func TestHTTPProtocolEdges(t *testing.T) {
 	t.Parallel()
 	dir, alice, bob := accessBoard(t)
-	s := startHTTP(t, dir, mcpEnv(""))
+	s := startHTTP(t, serverOpts{dir: dir})
 	asAlice := []string{"Authorization", "Bearer " + alice}
 
 	// 401: no token, an unknown one, on every method.
@@ -931,7 +926,7 @@ func TestOriginAllowed(t *testing.T) {
 // starts over.
 func TestHTTPSessionsBounded(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, newWorkspaceDir(t), mcpEnv("many"))
+	s := startHTTP(t, serverOpts{dir: newWorkspaceDir(t), agent: "many"})
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	streaming := s.initialize(protocolVersion)
 	events := s.stream(streaming)

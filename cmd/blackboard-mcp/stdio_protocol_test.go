@@ -37,7 +37,7 @@ func wantError(t *testing.T, what string, m rpcResponse, code int, says string) 
 
 func TestMCPStdioProtocolEdges(t *testing.T) {
 	t.Parallel()
-	r := startRaw(t, newWorkspaceDir(t), "edges")
+	r := startRaw(t, serverOpts{dir: newWorkspaceDir(t), agent: "edges"})
 
 	// Before the handshake only initialize and ping are answered.
 	r.send(request(1, "tools/list", nil), request(2, "ping", nil))
@@ -92,7 +92,7 @@ func TestMCPStdioProtocolEdges(t *testing.T) {
 // answer to each request in it, none to its notifications.
 func TestMCPStdioBatchUnder20250326(t *testing.T) {
 	t.Parallel()
-	r := startRaw(t, newWorkspaceDir(t), "batcher")
+	r := startRaw(t, serverOpts{dir: newWorkspaceDir(t), agent: "batcher"})
 	r.initializeAt("2025-03-26")
 	r.send(`[` + strings.Join([]string{
 		mustJSON(t, toolCall(1, "update_state", map[string]any{"uri": "b/one", "digest": "One", "body": "1", "expect_version": 0})),

@@ -251,9 +251,7 @@ func checkReadable(t *testing.T, dir string, opts fixtures.Options) {
 // SPEC's 100,000 notes with 100,000 commits, each written by 1, 4 and 8
 // processes.
 func TestBenchFull(t *testing.T) {
-	if os.Getenv("BLACKBOARD_BENCH") != "1" {
-		t.Skip("set BLACKBOARD_BENCH=1 to run the full write measurement")
-	}
+	fixtures.RequireBench(t)
 	const total = 1000 // writes per run, shared among its processes
 	for _, board := range []struct{ notes, commits int }{{1000, 1000}, {1000, 100000}, {100000, 100000}} {
 		dir := filepath.Join(t.TempDir(), "board")

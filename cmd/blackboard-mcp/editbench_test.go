@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -19,9 +18,7 @@ import (
 // It prints numbers and asserts nothing about time. BLACKBOARD_BENCH=1 runs
 // it.
 func TestEditBenchmark(t *testing.T) {
-	if os.Getenv("BLACKBOARD_BENCH") == "" {
-		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
-	}
+	fixtures.RequireBench(t)
 	notes := benchNotesEnv(t, 20000)
 	opts := fixtures.Options{Notes: notes, Commits: notes, Workspace: "acme"}
 	dir := filepath.Join(t.TempDir(), "acme")

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // TestHTTPWriteBench measures one serve --http (durable) shared by agents:
@@ -15,9 +17,7 @@ import (
 //
 //	BLACKBOARD_BENCH=1 go test ./cmd/blackboard-mcp -run TestHTTPWriteBench -v -count=1
 func TestHTTPWriteBench(t *testing.T) {
-	if testing.Short() || !benchEnabled() {
-		t.Skip("set BLACKBOARD_BENCH=1 to run the HTTP write measurements")
-	}
+	fixtures.RequireBench(t)
 	dir := filepath.Join(t.TempDir(), "acme")
 	runCLI(t, dir, "init")
 	s := startHTTP(t, serverOpts{dir: dir, agent: "bench", durable: true})

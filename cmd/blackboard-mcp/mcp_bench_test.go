@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -25,9 +24,7 @@ import (
 //
 //	BLACKBOARD_BENCH=1 go test ./cmd/blackboard-mcp -run TestMCPBench -v -count=1 -timeout 30m
 func TestMCPBench(t *testing.T) {
-	if testing.Short() || !benchEnabled() {
-		t.Skip("set BLACKBOARD_BENCH=1 to run the MCP measurements")
-	}
+	fixtures.RequireBench(t)
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		t.Log(line)
@@ -164,8 +161,6 @@ func TestMCPBench(t *testing.T) {
 		report("mcp-bench catch-up notes=200 total %d tokens (read in full: %s)", total, strings.Join(full, " "))
 	})
 }
-
-func benchEnabled() bool { return strings.TrimSpace(os.Getenv("BLACKBOARD_BENCH")) == "1" }
 
 // callLatencies are the durations of n calls.
 type callLatencies []time.Duration

@@ -23,9 +23,7 @@ import (
 // BLACKBOARD_BENCH=1 (BLACKBOARD_BENCH_NOTES changes the size;
 // BLACKBOARD_BENCH_DIR keeps the generated workspace there, to reuse).
 func TestReadBenchmark(t *testing.T) {
-	if os.Getenv("BLACKBOARD_BENCH") == "" {
-		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
-	}
+	fixtures.RequireBench(t)
 	notes := benchNotesEnv(t, 100000)
 	opts := fixtures.Options{Notes: notes, Commits: notes, Workspace: "big"}
 	dir := os.Getenv("BLACKBOARD_BENCH_DIR")

@@ -30,9 +30,7 @@ const referenceMemoryServer = "@modelcontextprotocol/server-memory@2026.8.31"
 // now, rounded down, so that an answer grown fatter fails. It needs
 // BLACKBOARD_BENCH=1, Node.js and npm; .ci/run runs it.
 func TestCatchUpAgainstReferenceMemoryServer(t *testing.T) {
-	if !benchEnabled() {
-		t.Skip("a benchmark: set BLACKBOARD_BENCH=1")
-	}
+	fixtures.RequireBench(t)
 	npmDir := installReferenceServer(t)
 	for _, size := range []struct {
 		notes, target int

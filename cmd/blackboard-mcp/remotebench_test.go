@@ -23,9 +23,7 @@ import (
 //
 //	BLACKBOARD_BENCH=1 go test ./cmd/blackboard-mcp -run TestRemoteBench -v -count=1 -timeout 30m
 func TestRemoteBench(t *testing.T) {
-	if testing.Short() || !benchEnabled() {
-		t.Skip("set BLACKBOARD_BENCH=1 to run the remote measurements")
-	}
+	fixtures.RequireBench(t)
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		t.Log(line)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // smallFileSystem mounts a tmpfs of size bytes at a new directory and
@@ -67,7 +69,7 @@ func appendWorker(w *Workspace, id string, n, stop int, out string) error {
 // commit of the branch, every acknowledged one is, and reads answer all
 // along.
 func TestFullDiskAnswersAreWhatGitHolds(t *testing.T) {
-	requireGit(t)
+	fixtures.RequireGit(t)
 	if testing.Short() {
 		t.Skip("fills a file system")
 	}
@@ -93,9 +95,9 @@ func TestFullDiskAnswersAreWhatGitHolds(t *testing.T) {
 	runWorkers(t, cmds)
 
 	// What git holds, read with git's own CLI while the disk is still full.
-	content := git(t, dir, "show", "HEAD:t/log.md")
+	content := fixtures.Git(t, dir, "show", "HEAD:t/log.md")
 	if strings.Contains(content, "blob: log.blob.md") {
-		content = git(t, dir, "show", "HEAD:t/log.blob.md")
+		content = fixtures.Git(t, dir, "show", "HEAD:t/log.blob.md")
 	}
 	held := map[string]bool{}
 	for _, l := range strings.Split(content, "\n") {
@@ -150,5 +152,5 @@ func TestFullDiskAnswersAreWhatGitHolds(t *testing.T) {
 	if _, err := agentView(w).Update(UpdateRequest{URI: "t/log", Digest: "the log", AppendText: &text}); err != nil && !errors.Is(err, ErrConflict) {
 		t.Errorf("a write once there is room again: %v", err)
 	}
-	git(t, dir, "fsck", "--no-dangling")
+	fixtures.Git(t, dir, "fsck", "--no-dangling")
 }

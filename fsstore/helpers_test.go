@@ -9,16 +9,6 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
-// git and requireGit are fixtures.Git and fixtures.RequireGit under the
-// names fulldisk_test.go still uses; every other test calls fixtures
-// directly.
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	return fixtures.Git(t, dir, args...)
-}
-
-func requireGit(t testing.TB) { fixtures.RequireGit(t) }
-
 // newWorkspace initializes a workspace named "acme" in a temporary directory
 // and opens it. Durability is off unless durable: fsync proves nothing a
 // crash of the process would not, and costs time.
@@ -93,7 +83,7 @@ func assertKind(t testing.TB, err, kind error) {
 // and the files.
 func assertClean(t testing.TB, w *Workspace) {
 	t.Helper()
-	if st := git(t, w.Dir(), "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := fixtures.Git(t, w.Dir(), "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Fatalf("git status is not clean:\n%s", st)
 	}
 }

@@ -645,13 +645,6 @@ func (s *session) get(uris []string, mode string, budget int, fields ...string) 
 	return parseEnvelope(s.t, s.ok("get_state", args), budget)
 }
 
-// gitCmd is fixtures.GitOutput under the name versions_check_test.go and
-// versions_property_test.go use; other tests call fixtures directly.
-func gitCmd(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	return fixtures.GitOutput(t, dir, args...)
-}
-
 // gitLog returns `git log --format=%an%x09%s` as lines, newest first, for
 // the whole branch or for paths.
 func gitLog(t testing.TB, dir string, paths ...string) []string {

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/fsstoretest"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -225,7 +226,7 @@ func (b *board) checkLinkHeld(t testing.TB, name string, addr note.Address, e fs
 		t.Errorf("check versions: link %s %s acknowledged at v%d, where git holds the note deleted", addr, wr.rel, wr.version)
 		return
 	}
-	raw := gitCmd(t, b.dir, "show", e.Commit+":"+addr.NotePath())
+	raw := fixtures.GitOutput(t, b.dir, "show", e.Commit+":"+addr.NotePath())
 	front, _, _ := splitFrontMatter(raw)
 	var fm struct {
 		Links map[string][]string `yaml:"links"`

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // The one version rule (SPEC section 4) under random work: several real
@@ -218,7 +219,7 @@ func runRandomWork(t *testing.T, seed uint64) {
 			summary = append(summary, fmt.Sprintf("%s %d (%d refused)", op.name, c[0], c[1]))
 		}
 	}
-	merges := strings.TrimSpace(gitCmd(t, w.dir, "rev-list", "--merges", "--count", "HEAD"))
+	merges := strings.TrimSpace(fixtures.GitOutput(t, w.dir, "rev-list", "--merges", "--count", "HEAD"))
 	t.Logf("%d agents, %d notes, %s merges: %s", len(agents), nText+nTable, merges, strings.Join(summary, ", "))
 
 	// Quiesce: the servers have committed every save once git status is
@@ -504,9 +505,7 @@ func (w *world) awaitClean() error {
 // races the servers, and losing the race (a moved branch, a held index lock,
 // nothing left to commit) is part of the work, not a failure of the test.
 func personGit(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = mcpEnv("")
-	out, err := cmd.CombinedOutput()
+	out, err := fixtures.GitCmd(dir, args...).CombinedOutput()
 	return string(out), err
 }
 

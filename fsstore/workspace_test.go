@@ -323,48 +323,6 @@ func TestUncommittedEditIsCommittedFirst(t *testing.T) {
 	assertClean(t, w)
 }
 
-// After agent writes, a person's `git add other && git commit` must not put
-// the agent's notes back: git's index follows the program's commits.
-func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	for i := 0; i < 3; i++ {
-		put(t, w, "t/a", i, "a"+strconv.Itoa(i), "agent "+strconv.Itoa(i))
-		put(t, w, "t/b/c", i, "c"+strconv.Itoa(i), "agent "+strconv.Itoa(i))
-	}
-	assertClean(t, w)
-	writeFile(t, w, "notes-by-hand.txt", "mine\n")
-	fixtures.Git(t, w.Dir(), "add", "notes-by-hand.txt")
-	fixtures.Git(t, w.Dir(), "commit", "-qm", "person's file")
-	for _, p := range []string{"t/a.md", "t/b/c.md"} {
-		if got := fixtures.Git(t, w.Dir(), "show", "HEAD:"+p); !strings.Contains(got, "agent 2") {
-			t.Errorf("%s reverted by the person's commit:\n%s", p, got)
-		}
-	}
-	assertClean(t, w)
-	if n := get(t, w, "t/a"); n.Version != 3 {
-		t.Errorf("t/a = v%d, want v3", n.Version)
-	}
-}
-
-// A person who means to take commits out of the board's history for good
-// (a secret written by mistake) rewinds and expires the reflog: the board
-// then finds no reset to undo, and the rewind stands in history too.
-func TestRewindWithExpiredReflogStands(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	put(t, w, "t/k", 0, "one", "1")
-	put(t, w, "t/k", 1, "the secret", "s3cr3t")
-	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
-	fixtures.Git(t, w.Dir(), "reflog", "expire", "--expire=now", "--all")
-	if res := put(t, w, "t/k", 1, "two", "2"); res.Version != 2 {
-		t.Errorf("the write after the purge made v%d, want v2", res.Version)
-	}
-	if log := fixtures.Git(t, w.Dir(), "log", "--all", "--format=%s"); strings.Contains(log, "secret") {
-		t.Errorf("the purged commit is back:\n%s", log)
-	}
-}
-
 // The index follows the branch anywhere: a reset to an older commit (which
 // the next write keeps as a commit on top of what it dropped), and a
 // deleted or corrupted index file, which is rebuilt from git.
@@ -529,5 +487,29 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	}
 	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); !errors.Is(err, errBranchMoved) {
 		t.Errorf("the index moved on to the reset's commit, and the note was read anyway: v%d, %v", n.Version, err)
+	}
+}
+
+// After agent writes, a person's `git add other && git commit` must not put
+// the agent's notes back: git's index follows the program's commits.
+func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	for i := 0; i < 3; i++ {
+		put(t, w, "t/a", i, "a"+strconv.Itoa(i), "agent "+strconv.Itoa(i))
+		put(t, w, "t/b/c", i, "c"+strconv.Itoa(i), "agent "+strconv.Itoa(i))
+	}
+	assertClean(t, w)
+	writeFile(t, w, "notes-by-hand.txt", "mine\n")
+	fixtures.Git(t, w.Dir(), "add", "notes-by-hand.txt")
+	fixtures.Git(t, w.Dir(), "commit", "-qm", "person's file")
+	for _, p := range []string{"t/a.md", "t/b/c.md"} {
+		if got := fixtures.Git(t, w.Dir(), "show", "HEAD:"+p); !strings.Contains(got, "agent 2") {
+			t.Errorf("%s reverted by the person's commit:\n%s", p, got)
+		}
+	}
+	assertClean(t, w)
+	if n := get(t, w, "t/a"); n.Version != 3 {
+		t.Errorf("t/a = v%d, want v3", n.Version)
 	}
 }

@@ -1,13 +1,9 @@
 package fsstore
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
@@ -245,117 +241,6 @@ func TestRecoverPutsBackASwappedSave(t *testing.T) {
 	assertClean(t, w)
 }
 
-// `git checkout -b side` moves HEAD after it lets git's index lock go, so
-// HEAD can move in the middle of a write that was waiting for the lock,
-// after its files are in place: the write's files go back out of the work
-// tree (it is side's checkout now, at the write's parent), side's status is
-// clean, and checking main out again brings them, with nothing committed as
-// a person's edit.
-func TestCheckoutBranchDuringAWrite(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	d := w.Dir()
-	put(t, w, "t/a", 0, "a one", "one\n")
-	// `git checkout -b side` makes side at the HEAD it read, and moves HEAD
-	// to it last, after it let git's index lock go: in the middle of the
-	// write.
-	fixtures.Git(t, d, "branch", "side")
-	crashPoint = func(step string) {
-		if step == "files" {
-			fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
-		}
-	}
-	defer func() { crashPoint = nil }()
-	res := put(t, w, "t/a", 1, "a two", "two\n")
-	crashPoint = nil
-	if res.Version != 2 {
-		t.Fatalf("write = %+v", res)
-	}
-	if st := fixtures.Git(t, d, "status", "--porcelain"); st != "" {
-		t.Errorf("side's work tree has the write's files:\n%s", st)
-	}
-	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "one") {
-		t.Errorf("the file on side = %q, want the write's parent's", got)
-	}
-	fixtures.Git(t, d, "checkout", "-q", "main")
-	put(t, w, "t/b", 0, "b", "b\n") // any write puts the last one's files in place first
-	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
-		t.Errorf("after checking main out, the file = %q", got)
-	}
-	if rep := commitEdits(t, w); rep.Commit != "" {
-		t.Errorf("a stale file came back as a person's edit: %s", opsOf(rep))
-	}
-	if n := get(t, w, "t/a"); n.Version != 2 || n.Digest != "a two" {
-		t.Errorf("t/a = %+v", n)
-	}
-	assertClean(t, w)
-}
-
-// A person's `git checkout main` that resolved main before a write made
-// while they were on another branch writes the files of the older commit:
-// the next write puts the branch's file in place instead of committing the
-// older one as the person's edit.
-func TestCheckoutThatResolvedAnOlderCommit(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	d := w.Dir()
-	put(t, w, "t/a", 0, "a one", "one\n")
-	fixtures.Git(t, d, "checkout", "-q", "-b", "side")
-	put(t, w, "t/a", 1, "a two", "two\n")
-	resolved := fixtures.Git(t, d, "rev-parse", "main")
-	put(t, w, "t/a", 2, "a three", "three\n")
-	// git checkout main, as it finishes after resolving main too early:
-	// the older commit's files and index, then HEAD on main.
-	fixtures.Git(t, d, "read-tree", "-u", "-m", "HEAD", resolved)
-	fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/main")
-	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
-		t.Fatalf("the simulated checkout wrote %q", got)
-	}
-	if rep := commitEdits(t, w); rep.Commit != "" {
-		t.Errorf("the older file came back as a person's edit: %s", opsOf(rep))
-	}
-	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "three") {
-		t.Errorf("the file after the comparison = %q, want the branch's", got)
-	}
-	if n := get(t, w, "t/a"); n.Version != 3 || n.Digest != "a three" {
-		t.Errorf("t/a = %+v", n)
-	}
-	assertClean(t, w)
-}
-
-// A `git checkout -b side` that read HEAD before a write and wrote git's
-// index after it leaves side's checkout holding the write's file, and git
-// then refuses to check main out again: the next look takes the file back
-// to side's version, and checking main out brings the write's.
-func TestCheckoutBranchThatReadHeadBeforeAWrite(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	d := w.Dir()
-	put(t, w, "t/a", 0, "a one", "one\n")
-	fixtures.Git(t, d, "branch", "side") // git read HEAD here
-	put(t, w, "t/a", 1, "a two", "two\n")
-	// and wrote the index of side's commit, and moved HEAD, only now.
-	fixtures.Git(t, d, "read-tree", "side")
-	fixtures.Git(t, d, "symbolic-ref", "HEAD", "refs/heads/side")
-	if st := fixtures.Git(t, d, "status", "--porcelain"); st == "" {
-		t.Fatal("the race was not set up: side's checkout is clean")
-	}
-	if err := w.Repair(); err != nil {
-		t.Fatal(err)
-	}
-	if st := fixtures.Git(t, d, "status", "--porcelain"); st != "" {
-		t.Errorf("side's checkout still holds the write's file:\n%s", st)
-	}
-	fixtures.Git(t, d, "checkout", "-q", "main")
-	if got := readFile(t, w, "t/a.md"); !strings.Contains(got, "two") {
-		t.Errorf("after checking main out, the file = %q", got)
-	}
-	if rep := commitEdits(t, w); rep.Commit != "" {
-		t.Errorf("a file came back as a person's edit: %s", opsOf(rep))
-	}
-	assertClean(t, w)
-}
-
 // A writer killed after its commit point, then the process that finishes
 // its write killed while it writes the note's file: the next process puts
 // the committed content in place. The file cut short by the second kill is
@@ -378,47 +263,5 @@ func TestKilledWhileFinishingAWrite(t *testing.T) {
 	assertClean(t, w)
 	if n := get(t, w, "t/a"); n.Digest != "agent" || n.Version != 2 {
 		t.Errorf("t/a = %+v", n)
-	}
-}
-
-// Files displaced by writes are kept only while some process holds them
-// open for writing: a second after, those no one holds are let go, so the
-// kept files (walked under the write lock) do not pile up with the writes
-// of the last ten minutes. One a process holds stays.
-func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	probe := filepath.Join(w.Dir(), ".blackboard", "lease-probe")
-	if err := os.WriteFile(probe, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if w.writerMayHold(probe) {
-		t.Skip("this file system takes no leases: every displaced file is kept, as before")
-	}
-	os.Remove(probe)
-	put(t, w, "t/held", 0, "held", "one\n")
-	held, err := os.OpenFile(filepath.Join(w.Dir(), "t", "held.md"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	put(t, w, "t/held", 1, "held, v2", "two\n")
-	for v := range 10 {
-		put(t, w, "t/busy", v, fmt.Sprintf("busy v%d", v+1), fmt.Sprintf("%d\n", v))
-	}
-	kept := func(note string) int {
-		entries, _ := os.ReadDir(filepath.Join(w.Dir(), ".git", displacedDir, "t", note))
-		return len(entries)
-	}
-	if kept("busy.md") == 0 || kept("held.md") != 1 {
-		t.Fatalf("right after the writes: %d kept for t/busy, %d for t/held; want some, and 1", kept("busy.md"), kept("held.md"))
-	}
-	time.Sleep(displacedQuiet + 100*time.Millisecond)
-	put(t, w, "t/other", 0, "another note", "x\n") // a write looks at the kept files
-	if n := kept("busy.md"); n != 0 {
-		t.Errorf("%d files displaced from t/busy, held by no one, are still kept a second later", n)
-	}
-	if n := kept("held.md"); n != 1 {
-		t.Errorf("the file held open for writing is kept %d times, want 1", n)
 	}
 }

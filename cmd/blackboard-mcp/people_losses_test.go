@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
 
 // Two losses people reported, reproduced and counted: a person's in-place
@@ -204,7 +206,7 @@ func personSavesRacingAppends(t *testing.T, length time.Duration) {
 	var missing []personSave
 	for {
 		missing = lost()
-		clean := gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
+		clean := fixtures.Git(t, dir, "status", "--porcelain", "--untracked-files=all") == ""
 		held, _ := filepath.Glob(filepath.Join(dir, ".git", "blackboard-displaced", "*", "*"))
 		if clean && (len(missing) == 0 || len(held) == 0 && time.Since(stopped) > 4*time.Second) || time.Now().After(deadline) {
 			break
@@ -251,7 +253,7 @@ func personSavesRacingAppends(t *testing.T, length time.Duration) {
 func reachableText(t testing.TB, dir string) string {
 	t.Helper()
 	var ids []string
-	for _, l := range strings.Split(gitCmd(t, dir, "rev-list", "--all", "--objects"), "\n") {
+	for _, l := range strings.Split(fixtures.GitOutput(t, dir, "rev-list", "--all", "--objects"), "\n") {
 		if f := strings.Fields(l); len(f) == 2 && strings.HasSuffix(f[1], ".md") {
 			ids = append(ids, f[0])
 		}
@@ -264,7 +266,7 @@ func reachableText(t testing.TB, dir string) string {
 func allObjectsText(t testing.TB, dir string) string {
 	t.Helper()
 	var ids []string
-	for _, l := range strings.Split(gitCmd(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"), "\n") {
+	for _, l := range strings.Split(fixtures.GitOutput(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"), "\n") {
 		if f := strings.Fields(l); len(f) == 2 && f[1] == "blob" {
 			ids = append(ids, f[0])
 		}
@@ -399,7 +401,7 @@ func checkoutLoop(t *testing.T, length time.Duration) {
 		if !back {
 			stuckOn++
 			t.Errorf("the person cannot get back to main for 5 s: %s\ngit status:\n%s", strings.TrimSpace(lastErr),
-				gitCmd(t, dir, "status", "--porcelain"))
+				fixtures.Git(t, dir, "status", "--porcelain"))
 			break
 		}
 	}
@@ -423,20 +425,20 @@ func checkoutLoop(t *testing.T, length time.Duration) {
 	}
 	t.Logf("RESULT %d trips (%d failed, last: %s); %d acknowledged writes; refusals: %v; last write before the person stopped: %v, %v",
 		trips, failed, strings.TrimSpace(lastErr), len(acked), refused, personDone.Sub(lastOK[0]), personDone.Sub(lastOK[1]))
-	if head := strings.TrimSpace(gitCmd(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+	if head := strings.TrimSpace(fixtures.Git(t, dir, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
 		t.Errorf("STUCK: HEAD is %s", head)
 	}
 	var status string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status = gitCmd(t, dir, "status", "--porcelain", "--untracked-files=all")
+		status = fixtures.Git(t, dir, "status", "--porcelain", "--untracked-files=all")
 		if status == "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if status != "" {
-		t.Errorf("STUCK: git status is not clean 10 s after the last write:\n%s\ngit diff:\n%s", status, gitCmd(t, dir, "diff"))
+		t.Errorf("STUCK: git status is not clean 10 s after the last write:\n%s\ngit diff:\n%s", status, fixtures.Git(t, dir, "diff"))
 	}
 	increments := 0
 	for _, a := range acked {
@@ -448,7 +450,7 @@ func checkoutLoop(t *testing.T, length time.Duration) {
 		t.Errorf("LOST the counter reads %q at version %d after %d acknowledged increments", it.Body, it.Version, increments)
 	}
 	onMain := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader([]byte(gitCmd(t, dir, "log", "--format=%s", "main"))))
+	sc := bufio.NewScanner(bytes.NewReader([]byte(fixtures.Git(t, dir, "log", "--format=%s", "main"))))
 	for sc.Scan() {
 		onMain[sc.Text()] = true
 	}
@@ -460,7 +462,7 @@ func checkoutLoop(t *testing.T, length time.Duration) {
 		}
 	}
 	if missing > 0 || t.Failed() {
-		t.Logf("HEAD's reflog:\n%s", gitCmd(t, dir, "reflog", "-n", "30", "--format=%h %gs", "HEAD"))
+		t.Logf("HEAD's reflog:\n%s", fixtures.Git(t, dir, "reflog", "-n", "30", "--format=%h %gs", "HEAD"))
 		for i, s := range servers {
 			t.Logf("server %d log:\n%s", i, s.stderr.String())
 		}

@@ -49,7 +49,10 @@ func (w *Workspace) stillPending(tip gitver.Hash) (bool, error) {
 	if now == tip {
 		return true, nil
 	}
-	return w.repo.IsAncestor(tip, now)
+	// The chain is read here, not by git: its commits are in pending
+	// packs, which the C git CLI passes over until they are published.
+	_, found, err := w.commitsUntil(now, tip, maxPending)
+	return found, err
 }
 
 // pendingTip is the tip of the pending writes, or head when there are none

@@ -3,7 +3,9 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -57,6 +59,14 @@ type branchMove struct {
 	// neither the move nor the derived index then diffs the trees. Nil:
 	// they are diffed.
 	changes []gitver.PathChange
+	// onDisk is set when the work tree holds to's files already: a
+	// person's edits, committed as they saved them. Nothing is staged or
+	// written over them; a file they changed again since stays theirs.
+	onDisk bool
+	// infos are the stats of onDisk's files, taken before their content
+	// was read: recorded in git's index, a later save never looks
+	// committed.
+	infos map[string]fs.FileInfo
 }
 
 // moveBranch is moveBranchWithFiles, given the move.
@@ -71,7 +81,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	}
 	who := w.agentSignature(note.InitAgent)
 	wt := w.repo.WorkTree()
-	j := &journal{Old: from, New: to, Time: who.When, BranchOnly: wt.Elsewhere != ""}
+	j := &journal{Old: from, New: to, Time: who.When, OnDisk: m.onDisk, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
 		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
@@ -93,7 +103,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	if alongside != nil {
 		durable.Go(alongside)
 	}
-	if !j.BranchOnly {
+	if !j.BranchOnly && !m.onDisk {
 		for i, f := range j.Files {
 			if f.New.IsZero() {
 				continue
@@ -135,6 +145,18 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 			gitIndex.Release()
 			return false, w.clearJournal()
 		}
+		if m.onDisk && gitIndex.Waited {
+			// A person's edits were read from the work tree while a git
+			// command was writing it: a `git reset --hard` that read the
+			// branch before an agent's write writes older files, and
+			// moves the branch only after it lets the index go. Let it
+			// finish, and compare again: its move shows in the reflog
+			// then, and the repairs put the agent's write back instead of
+			// taking the older files for an edit.
+			gitIndex.Release()
+			time.Sleep(settleBeforeEdits)
+			return false, w.clearJournal()
+		}
 	} else {
 		// As for a write made while another branch is checked out: git
 		// may write the older files when the branch is checked out again.
@@ -160,7 +182,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	reach("branch")
 	var stats map[string]index.DiskStat
 	if !j.BranchOnly {
-		if stats, err = w.placeStaged(j, staged, gitIndex); err != nil {
+		if stats, err = w.placeStaged(j, staged, m.infos, gitIndex); err != nil {
 			return true, err
 		}
 	}
@@ -191,7 +213,7 @@ const stagingWorkers = 16
 // directories synced in one round; git's index entries written. It
 // returns the stat of each file placed, with its blob. The caller holds
 // git's index lock.
-func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
+func (w *Workspace) placeStaged(j *journal, staged []stagedFile, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
 	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}
@@ -203,9 +225,12 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, gitIndex *gitve
 		case f.New.IsZero():
 			placed, err = w.removeIf(f.Path, f.Old)
 		case staged[i].tmp == "":
-			// In place already when staging began.
+			// In place already when staging began (a person's edit: when
+			// it was read).
 			if placed = w.holds(f.Path, f.New); placed {
-				info, err = w.root.Lstat(f.Path)
+				if info = infos[f.Path]; info == nil {
+					info, err = w.root.Lstat(f.Path)
+				}
 			}
 		default:
 			placed, err = w.placeFile(staged[i].tmp, f.Path, f.Old, f.New)

@@ -1,24 +1,18 @@
 package gitver
 
 import (
-	"bytes"
 	"cmp"
-	"compress/zlib"
-	"crypto/sha1" //nolint:gosec // git names packs by SHA-1.
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/gitver/pack"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver/packidx"
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sync/errgroup"
 )
@@ -55,156 +49,6 @@ const (
 	// pendingPack): a temporary file's prefix to git.
 	pendingPackPrefix = "tmp_bb_"
 )
-
-// pack object types, as a pack entry's header gives them.
-const (
-	packCommit   = 1
-	packTree     = 2
-	packBlob     = 3
-	packTag      = 4
-	packOfsDelta = 6
-	packRefDelta = 7
-)
-
-// errPackDelta says an entry is stored as a delta, which go-git reads.
-var errPackDelta = errors.New("pack entry is a delta")
-
-func packType(kind string) byte {
-	switch kind {
-	case "commit":
-		return packCommit
-	case "tree":
-		return packTree
-	case "tag":
-		return packTag
-	}
-	return packBlob
-}
-
-func objectTypeOf(t byte) plumbing.ObjectType {
-	switch t {
-	case packCommit:
-		return plumbing.CommitObject
-	case packTree:
-		return plumbing.TreeObject
-	case packTag:
-		return plumbing.TagObject
-	}
-	return plumbing.BlobObject
-}
-
-// packEntry is one object of a pack being written: its name, where its
-// entry starts, and the CRC-32 of the entry as stored.
-type packEntry struct {
-	hash   Hash
-	offset uint64
-	crc    uint32
-}
-
-// packWriter builds a pack in memory.
-type packWriter struct {
-	buf     bytes.Buffer
-	entries []packEntry
-	seen    map[Hash]bool
-}
-
-func newPackWriter(count int) *packWriter {
-	p := &packWriter{seen: map[Hash]bool{}}
-	p.buf.WriteString("PACK")
-	_ = binary.Write(&p.buf, binary.BigEndian, uint32(2))
-	_ = binary.Write(&p.buf, binary.BigEndian, uint32(count)) // set again by finish
-	return p
-}
-
-// add compresses an object into the pack.
-func (p *packWriter) add(h Hash, kind string, content []byte) error {
-	if p.seen[h] {
-		return nil
-	}
-	start := p.buf.Len()
-	writeEntryHeader(&p.buf, packType(kind), len(content))
-	if err := deflate(&p.buf, kind, content); err != nil {
-		return err
-	}
-	p.addRaw(h, p.buf.Bytes()[start:], uint64(start))
-	return nil
-}
-
-// addRaw records an entry already in the buffer at offset.
-func (p *packWriter) addRaw(h Hash, entry []byte, offset uint64) {
-	p.seen[h] = true
-	p.entries = append(p.entries, packEntry{hash: h, offset: offset, crc: crc32.ChecksumIEEE(entry)})
-}
-
-// copyEntry appends an entry as another pack stored it.
-func (p *packWriter) copyEntry(h Hash, entry []byte) {
-	if p.seen[h] {
-		return
-	}
-	start := p.buf.Len()
-	p.buf.Write(entry)
-	p.addRaw(h, entry, uint64(start))
-}
-
-func writeEntryHeader(b *bytes.Buffer, t byte, size int) {
-	c := t<<4 | byte(size&0x0f)
-	size >>= 4
-	for size > 0 {
-		b.WriteByte(c | 0x80)
-		c = byte(size & 0x7f)
-		size >>= 7
-	}
-	b.WriteByte(c)
-}
-
-// finish ends the pack with its checksum and returns the pack, its index,
-// and its name (the checksum in hex).
-func (p *packWriter) finish() (pack, idx []byte, name string) {
-	pack = p.buf.Bytes()
-	binary.BigEndian.PutUint32(pack[8:12], uint32(len(p.entries)))
-	sum := sha1.Sum(pack) //nolint:gosec // git's pack checksum.
-	pack = append(pack, sum[:]...)
-	return pack, encodeIdx(p.entries, sum), hex.EncodeToString(sum[:])
-}
-
-// encodeIdx writes a version 2 pack index.
-func encodeIdx(entries []packEntry, packSum [20]byte) []byte {
-	sorted := slices.Clone(entries)
-	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i].hash[:], sorted[j].hash[:]) < 0 })
-	var b bytes.Buffer
-	b.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
-	var fanout [256]uint32
-	for _, e := range sorted {
-		fanout[e.hash[0]]++
-	}
-	total := uint32(0)
-	for i := range fanout {
-		total += fanout[i]
-		_ = binary.Write(&b, binary.BigEndian, total)
-	}
-	for _, e := range sorted {
-		b.Write(e.hash[:])
-	}
-	for _, e := range sorted {
-		_ = binary.Write(&b, binary.BigEndian, e.crc)
-	}
-	var large []uint64
-	for _, e := range sorted {
-		if e.offset < 1<<31 {
-			_ = binary.Write(&b, binary.BigEndian, uint32(e.offset))
-			continue
-		}
-		_ = binary.Write(&b, binary.BigEndian, uint32(1<<31|len(large)))
-		large = append(large, e.offset)
-	}
-	for _, o := range large {
-		_ = binary.Write(&b, binary.BigEndian, o)
-	}
-	b.Write(packSum[:])
-	sum := sha1.Sum(b.Bytes()) //nolint:gosec // git's index checksum.
-	b.Write(sum[:])
-	return b.Bytes()
-}
 
 // Pack file names, by the pack's checksum: a published pack is git's
 // (pack-<sha>.pack and .idx); a pending one, written for writes not yet
@@ -366,7 +210,7 @@ func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 // in the new one, which it names. Killed before the removal, the next
 // publisher copies them again.
 func (r *Repo) publishCombined(dir string, shas []string) (string, error) {
-	var all [][]rawEntry
+	var all [][]pack.RawEntry
 	total := 0
 	for _, sha := range shas {
 		entries, err := pendingEntries(dir, sha)
@@ -376,19 +220,19 @@ func (r *Repo) publishCombined(dir string, shas []string) (string, error) {
 		all = append(all, entries)
 		total += len(entries)
 	}
-	w := newPackWriter(total)
+	w := pack.NewWriter(total, nil)
 	for _, entries := range all {
 		for _, e := range entries {
-			w.copyEntry(e.hash, e.entry)
+			w.CopyEntry(e.Hash, e.Entry)
 		}
 	}
-	pack, idx, name := w.finish()
+	packData, idx, name := w.Finish()
 	// Kept from git until the branch names its objects (ReleasePacks).
 	keep := keepPath(dir, name)
 	if err := os.WriteFile(keep, []byte(ourKeep), 0o644); err != nil {
 		return "", err
 	}
-	if err := r.installPack(pack, idx, name, publishedPack, true); err != nil {
+	if err := r.installPack(packData, idx, name, publishedPack, true); err != nil {
 		os.Remove(keep) // the pending packs still hold the objects
 		return "", err
 	}
@@ -438,6 +282,11 @@ func (r *Repo) StillPending(shas []string) []string {
 	return out
 }
 
+// packDeflate compresses a pack's objects as loose ones are (see deflate).
+func packDeflate(w io.Writer, t plumbing.ObjectType, content []byte) error {
+	return deflate(w, t.String(), content)
+}
+
 // ErrPackDamaged says a pending pack is not whole.
 var ErrPackDamaged = errors.New("a pending pack is damaged")
 
@@ -448,52 +297,23 @@ func verifyPendingPack(dir, sha string) error {
 	return err
 }
 
-// rawEntry is one object of a pack, as the pack stores it.
-type rawEntry struct {
-	hash  Hash
-	entry []byte
-}
-
 // pendingEntries reads the pending pack sha whole, checks it against its
 // checksums (ErrPackDamaged), and returns its entries as stored: whole
 // objects, as the program writes them.
-func pendingEntries(dir, sha string) ([]rawEntry, error) {
+func pendingEntries(dir, sha string) ([]pack.RawEntry, error) {
 	p, err := loadOwnPack(dir, sha, ownPackMaxObjects)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPackDamaged, err)
 	}
 	defer p.close()
-	data, entries, err := p.wholeEntries()
+	data, entries, err := p.entries()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPackDamaged, err)
 	}
-	if sum := sha1.Sum(data[:len(data)-20]); hex.EncodeToString(sum[:]) != sha { //nolint:gosec // git's checksum.
+	if pack.Checksum(data).String() != sha {
 		return nil, fmt.Errorf("%w: pack %s", ErrPackDamaged, sha)
 	}
 	return entries, nil
-}
-
-// wholeEntries reads the pack in one read and returns it and its entries as
-// stored, each checked against its CRC. A delta is an error: it names an
-// offset in its own pack, and the program writes whole objects only.
-func (p *ownPack) wholeEntries() ([]byte, []rawEntry, error) {
-	data := make([]byte, p.size)
-	if _, err := p.f.ReadAt(data, 0); err != nil {
-		return nil, nil, fmt.Errorf("pack %s: %w", p.name, err)
-	}
-	entries := make([]rawEntry, len(p.ids))
-	for i, h := range p.ids {
-		if p.offsets[i] >= p.ends[i] || p.ends[i] > uint64(len(data)) {
-			return nil, nil, fmt.Errorf("pack %s: object %s out of bounds", p.name, h)
-		}
-		entry := data[p.offsets[i]:p.ends[i]]
-		t, _, _, err := parseEntryHeader(entry)
-		if err != nil || t == packOfsDelta || t == packRefDelta || crc32.ChecksumIEEE(entry) != p.crcs[i] {
-			return nil, nil, fmt.Errorf("pack %s: object %s is not a whole object as stored", p.name, h)
-		}
-		entries[i] = rawEntry{hash: h, entry: entry}
-	}
-	return data, entries, nil
 }
 
 func fileExists(p string) bool {
@@ -510,16 +330,10 @@ func fileSize(p string) int64 {
 	return fi.Size()
 }
 
-// ownPack is a small pack read here (see above): its index, sorted by
-// name, and the pack file, open.
+// ownPack is a small pack read here (see above), open.
 type ownPack struct {
-	name    string // the pack's checksum, in hex
-	ids     []Hash
-	offsets []uint64
-	crcs    []uint32
-	ends    []uint64 // where each entry ends
-	f       *os.File
-	size    int64
+	name string // the pack's checksum, in hex
+	*pack.Reader
 }
 
 // packFiles is where the pack sha and its index are now: each file under
@@ -546,150 +360,27 @@ func loadOwnPack(dir, sha string, limit int) (*ownPack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 8+256*4+40 || !bytes.Equal(b[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, fmt.Errorf("pack %s: not a version 2 pack index", sha)
-	}
-	if sum := sha1.Sum(b[:len(b)-20]); !bytes.Equal(sum[:], b[len(b)-20:]) { //nolint:gosec // git's checksum.
-		return nil, fmt.Errorf("pack %s: its index is damaged", sha)
-	}
-	n := int(binary.BigEndian.Uint32(b[8+255*4:]))
-	if n > limit {
-		return nil, fmt.Errorf("pack %s: %d objects, more than %d", sha, n, limit)
-	}
-	names := 8 + 256*4
-	crcs := names + 20*n
-	offs := crcs + 4*n
-	large := offs + 4*n
-	if len(b) < large+40 {
-		return nil, fmt.Errorf("pack %s: its index is cut short", sha)
-	}
-	p := &ownPack{name: sha, ids: make([]Hash, n), offsets: make([]uint64, n), crcs: make([]uint32, n)}
-	for i := range n {
-		copy(p.ids[i][:], b[names+20*i:])
-		p.crcs[i] = binary.BigEndian.Uint32(b[crcs+4*i:])
-		o := binary.BigEndian.Uint32(b[offs+4*i:])
-		if o&(1<<31) == 0 {
-			p.offsets[i] = uint64(o)
-			continue
-		}
-		at := large + 8*int(o&^(1<<31))
-		if at+8 > len(b)-40 {
-			return nil, fmt.Errorf("pack %s: a bad large offset in its index", sha)
-		}
-		p.offsets[i] = binary.BigEndian.Uint64(b[at:])
-	}
-	if p.f, err = os.Open(packPath); err != nil {
-		return nil, err
-	}
-	fi, err := p.f.Stat()
-	var trailer [20]byte
-	if err == nil {
-		p.size = fi.Size()
-		_, err = p.f.ReadAt(trailer[:], p.size-20)
-	}
-	if err == nil && !bytes.Equal(trailer[:], b[len(b)-40:len(b)-20]) {
-		err = fmt.Errorf("pack %s: the pack does not match its index", sha)
-	}
+	idx, err := packidx.Parse(b, limit)
 	if err != nil {
-		p.f.Close()
-		return nil, err
+		return nil, fmt.Errorf("pack %s: %w", sha, err)
 	}
-	p.ends = p.entryEnds()
-	return p, nil
-}
-
-func (p *ownPack) close() { p.f.Close() }
-
-func (p *ownPack) find(h Hash) (int, bool) {
-	return sort.Find(len(p.ids), func(i int) int { return bytes.Compare(h[:], p.ids[i][:]) })
-}
-
-// entryEnds returns where each entry ends (the next entry's start, or the
-// pack's checksum), by entry.
-func (p *ownPack) entryEnds() []uint64 {
-	order := make([]int, len(p.offsets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return p.offsets[order[a]] < p.offsets[order[b]] })
-	ends := make([]uint64, len(p.offsets))
-	for k, i := range order {
-		if k+1 < len(order) {
-			ends[i] = p.offsets[order[k+1]]
-		} else {
-			ends[i] = uint64(p.size) - 20
-		}
-	}
-	return ends
-}
-
-// read returns the object at index i: errPackDelta for a delta.
-func (p *ownPack) read(i int) (plumbing.ObjectType, []byte, error) {
-	// The whole entry in one read, inflated from memory.
-	entry := make([]byte, p.ends[i]-p.offsets[i])
-	if _, err := p.f.ReadAt(entry, int64(p.offsets[i])); err != nil {
-		return 0, nil, fmt.Errorf("pack %s: %w", p.name, err)
-	}
-	t, size, used, err := parseEntryHeader(entry)
+	r, err := pack.Open(packPath, idx)
 	if err != nil {
-		return 0, nil, fmt.Errorf("pack %s: %w", p.name, err)
+		return nil, fmt.Errorf("pack %s: %w", sha, err)
 	}
-	if t == packOfsDelta || t == packRefDelta {
-		return 0, nil, errPackDelta
-	}
-	content, err := inflate(entry[used:], size)
+	return &ownPack{name: sha, Reader: r}, nil
+}
+
+func (p *ownPack) close() { p.Close() }
+
+// entries reads the pack whole and returns it and its entries as stored,
+// each checked against its CRC (see pack.Reader.Entries).
+func (p *ownPack) entries() ([]byte, []pack.RawEntry, error) {
+	data, entries, err := p.Entries()
 	if err != nil {
-		return 0, nil, fmt.Errorf("pack %s: object %s: %w", p.name, p.ids[i], err)
+		return nil, nil, fmt.Errorf("pack %s: %w", p.name, err)
 	}
-	return objectTypeOf(t), content, nil
-}
-
-// zlibReaders keeps decompressors between objects, as zlibWriters does
-// compressors.
-var zlibReaders sync.Pool
-
-// inflate decompresses a zlib stream of size bytes.
-func inflate(compressed []byte, size int) ([]byte, error) {
-	src := bytes.NewReader(compressed)
-	var zr io.ReadCloser
-	if v, ok := zlibReaders.Get().(io.ReadCloser); ok {
-		if err := v.(zlib.Resetter).Reset(src, nil); err != nil {
-			return nil, err
-		}
-		zr = v
-	} else {
-		var err error
-		if zr, err = zlib.NewReader(src); err != nil {
-			return nil, err
-		}
-	}
-	defer zlibReaders.Put(zr)
-	content := make([]byte, size)
-	if _, err := io.ReadFull(zr, content); err != nil {
-		return nil, err
-	}
-	return content, nil
-}
-
-func parseEntryHeader(b []byte) (t byte, size int, used int, err error) {
-	if len(b) == 0 {
-		return 0, 0, 0, errors.New("pack entry cut short")
-	}
-	c := b[0]
-	t = c >> 4 & 7
-	size = int(c & 0x0f)
-	shift := 4
-	used = 1
-	for c&0x80 != 0 {
-		if used >= len(b) || shift > 56 {
-			return 0, 0, 0, errors.New("bad pack entry header")
-		}
-		c = b[used]
-		used++
-		size |= int(c&0x7f) << shift
-		shift += 7
-	}
-	return t, size, used, nil
+	return data, entries, nil
 }
 
 // packSHAs lists the packs in dir by checksum: git's (pack-<sha>.idx),
@@ -775,8 +466,8 @@ func (r *Repo) forgetGonePacks(names []string) {
 // holds mu.
 func (r *Repo) readLoadedOwnPacks(h Hash) (plumbing.ObjectType, []byte, bool) {
 	for _, p := range r.own {
-		if i, found := p.find(h); found {
-			t, b, err := p.read(i)
+		if i, found := p.Find(plumbing.Hash(h)); found {
+			t, b, err := p.Read(i)
 			return t, b, err == nil
 		}
 	}
@@ -839,14 +530,18 @@ func (r *Repo) WriteStaged() (string, error) {
 	r.mu.Unlock()
 	sha := ""
 	if len(objs) > 0 {
-		p := newPackWriter(len(objs))
+		p := pack.NewWriter(len(objs), packDeflate)
 		for _, o := range objs {
-			if err := p.add(o.hash, o.kind, o.content); err != nil {
+			t, err := plumbing.ParseObjectType(o.kind)
+			if err != nil {
+				return "", err
+			}
+			if err := p.Add(plumbing.Hash(o.hash), t, o.content); err != nil {
 				return "", err
 			}
 		}
-		pack, idx, name := p.finish()
-		if err := r.installPack(pack, idx, name, pendingPack, false); err != nil {
+		packData, idx, name := p.Finish()
+		if err := r.installPack(packData, idx, name, pendingPack, false); err != nil {
 			return "", err
 		}
 		sha = name
@@ -950,26 +645,26 @@ func (r *Repo) MergeSmallPacks() error {
 	}
 	total := 0
 	for _, p := range small {
-		total += len(p.ids)
+		total += p.Len()
 	}
-	w := newPackWriter(total)
+	w := pack.NewWriter(total, nil)
 	var merged []*ownPack
 	for _, p := range small {
-		_, entries, err := p.wholeEntries()
+		_, entries, err := p.entries()
 		if err != nil {
 			unmergeable(p.name)
 			continue
 		}
 		for _, e := range entries {
-			w.copyEntry(e.hash, e.entry)
+			w.CopyEntry(e.Hash, e.Entry)
 		}
 		merged = append(merged, p)
 	}
 	if len(merged) < 2 {
 		return nil
 	}
-	pack, idx, name := w.finish()
-	if err := r.installPack(pack, idx, name, publishedPack, true); err != nil {
+	packData, idx, name := w.Finish()
+	if err := r.installPack(packData, idx, name, publishedPack, true); err != nil {
 		return err
 	}
 	for _, p := range merged {

@@ -1,13 +1,15 @@
 package gitver
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver/gitindex"
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // IndexEntry is one path to record in git's index file after a commit made by
@@ -24,7 +26,7 @@ type indexCache struct {
 	size  int64
 	mtime time.Time
 	ino   uint64
-	idx   gitIndex
+	idx   gitindex.Index
 }
 
 func (c *indexCache) matches(fi os.FileInfo) bool {
@@ -137,7 +139,11 @@ func (l *IndexLock) Write(entries []IndexEntry) error {
 	}
 	r.index = nil // the cached entries are edited below; restored on success
 	for _, e := range entries {
-		c.idx.set(e)
+		if e.Info == nil {
+			c.idx.Remove(e.Path)
+		} else {
+			c.idx.Set(e.Path, plumbing.Hash(e.Blob), gitindex.StatOf(e.Info))
+		}
 	}
 	data, err := r.encodeIndex(c)
 	if err != nil {
@@ -175,10 +181,8 @@ func (r *Repo) IndexBlobs(paths []string) (map[string]Hash, error) {
 	r.index = c
 	out := make(map[string]Hash, len(paths))
 	for _, p := range paths {
-		if e, ok := c.idx.entry(p); ok {
-			var h Hash
-			copy(h[:], e[40:60])
-			out[p] = h
+		if e, ok := c.idx.Entry(p); ok {
+			out[p] = Hash(e.Blob())
 		}
 	}
 	return out, nil
@@ -190,7 +194,7 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	indexPath := filepath.Join(r.gitDir, "index")
 	fi, err := os.Stat(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return &indexCache{idx: emptyRawIndex()}, nil
+		return &indexCache{idx: gitindex.Empty()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -202,13 +206,14 @@ func (r *Repo) loadIndex() (*indexCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, link, err := parseIndexEntries(data)
+	x, link, err := gitindex.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", indexPath, err)
 	}
-	var idx gitIndex = x
+	var idx gitindex.Index = x
 	if link != nil {
-		if idx, err = splitFrom(x, link, r.readSharedIndex); err != nil {
+		shared := func(sum plumbing.Hash) (*gitindex.Whole, error) { return r.readSharedIndex(Hash(sum)) }
+		if idx, err = gitindex.SplitFrom(x, link, shared); err != nil {
 			return nil, fmt.Errorf("%s: %w", indexPath, err)
 		}
 	}
@@ -244,15 +249,6 @@ func (r *Repo) WroteByGit(path string, fi os.FileInfo, blob Hash) bool {
 		return false
 	}
 	r.index = c
-	e, ok := c.idx.entry(path)
-	if !ok {
-		return false
-	}
-	be := binary.BigEndian
-	st := statFor(fi)
-	var h Hash
-	copy(h[:], e[40:60])
-	return h == blob &&
-		be.Uint32(e[8:]) == uint32(st.mtime.Unix()) && be.Uint32(e[12:]) == uint32(st.mtime.Nanosecond()) &&
-		be.Uint32(e[20:]) == st.ino && be.Uint32(e[36:]) == st.size
+	e, ok := c.idx.Entry(path)
+	return ok && Hash(e.Blob()) == blob && e.Matches(gitindex.StatOf(fi))
 }

@@ -1,4 +1,4 @@
-package gitver
+package gitindex
 
 import (
 	"encoding/binary"

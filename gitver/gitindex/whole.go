@@ -1,4 +1,4 @@
-package gitver
+package gitindex
 
 import (
 	"bytes"
@@ -12,10 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
-// rawIndex is git's index file (versions 2 and 3) kept as its bytes: one
+// Whole is git's index file (versions 2 and 3) in its whole form, kept as its bytes: one
 // entry is updated by patching its 62 bytes in place, and the file is written
 // back with one checksum. go-git's encoder re-encoded every entry through
 // reflection, about 125 ms a write for 100,000 notes; this is a copy and a
@@ -23,11 +24,11 @@ import (
 //
 // Optional extensions are dropped when the index is written: they are caches
 // git rebuilds (the cache tree would otherwise go stale for the paths
-// written). The split index's `link` extension is read by splitindex.go; an
+// written). The split index's `link` extension is read by split.go; an
 // index with another required extension (sparse directories) is refused;
 // version 4 (prefix-compressed paths) is read through go-git and written
 // back as version 2.
-type rawIndex struct {
+type Whole struct {
 	version uint32
 	buf     []byte // the 12-byte header and the entries: no extensions, no checksum
 	offs    []int  // where each entry starts in buf
@@ -43,57 +44,64 @@ const (
 	flagNameMask   = 0x0fff
 )
 
-var errIndexFormat = errors.New("git index file is corrupt or of an unknown format")
+// ErrFormat says an index file is corrupt or of a form this package does
+// not keep.
+var ErrFormat = errors.New("git index file is corrupt or of an unknown format")
 
-// parseRawIndex reads an index file's bytes; an index that links a shared
-// index is refused (see parseIndexFile).
-func parseRawIndex(data []byte) (*rawIndex, error) {
-	x, link, err := parseIndexEntries(data)
+// ParseShared reads a split index's shared index, sum its name: its
+// checksum must be sum, and it must link no other.
+func ParseShared(data []byte, sum plumbing.Hash) (*Whole, error) {
+	if len(data) < sha1.Size || sha1.Sum(data[:len(data)-sha1.Size]) != [sha1.Size]byte(data[len(data)-sha1.Size:]) || //nolint:gosec // see the import.
+		!bytes.Equal(data[len(data)-sha1.Size:], sum[:]) {
+		return nil, fmt.Errorf("%w: its checksum is not its name", ErrFormat)
+	}
+	x, link, err := Parse(data)
 	if err == nil && link != nil {
-		err = fmt.Errorf("%w: a shared index links another", errIndexFormat)
+		err = fmt.Errorf("%w: a shared index links another", ErrFormat)
 	}
 	return x, err
 }
 
-// parseIndexEntries reads an index file's entries, and the payload of its
-// `link` extension when it is the main file of a split index (nil if not).
-func parseIndexEntries(data []byte) (x *rawIndex, link []byte, err error) {
+// Parse reads an index file's entries, and the payload of its `link`
+// extension when it is the main file of a split index (nil if not; see
+// SplitFrom).
+func Parse(data []byte) (x *Whole, link []byte, err error) {
 	if len(data) < indexHeaderLen+sha1.Size || string(data[:4]) != "DIRC" {
-		return nil, nil, errIndexFormat
+		return nil, nil, ErrFormat
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	count := int(binary.BigEndian.Uint32(data[8:12]))
 	if version == 4 {
-		x, err := rawIndexFromGoGit(data)
+		x, err := wholeFromGoGit(data)
 		return x, nil, err
 	}
 	if version != 2 && version != 3 {
-		return nil, nil, fmt.Errorf("%w: version %d", errIndexFormat, version)
+		return nil, nil, fmt.Errorf("%w: version %d", ErrFormat, version)
 	}
 	body := data[:len(data)-sha1.Size]
-	x = &rawIndex{version: version, offs: make([]int, 0, count), names: make([]string, 0, count),
+	x = &Whole{version: version, offs: make([]int, 0, count), names: make([]string, 0, count),
 		stages: make([]uint8, 0, count)}
 	off := indexHeaderLen
 	for range count {
 		if off+entryFixedLen > len(body) {
-			return nil, nil, errIndexFormat
+			return nil, nil, ErrFormat
 		}
 		flags := binary.BigEndian.Uint16(body[off+60:])
 		nameStart := off + entryFixedLen
 		if flags&flagExtended != 0 {
 			if version < 3 {
-				return nil, nil, errIndexFormat
+				return nil, nil, ErrFormat
 			}
 			nameStart += 2
 		}
 		nul := bytes.IndexByte(body[nameStart:], 0)
 		if nul < 0 {
-			return nil, nil, errIndexFormat
+			return nil, nil, ErrFormat
 		}
 		name := string(body[nameStart : nameStart+nul])
 		next := off + entryLen(nameStart-off, len(name))
 		if next > len(body) {
-			return nil, nil, errIndexFormat
+			return nil, nil, ErrFormat
 		}
 		x.offs = append(x.offs, off)
 		x.names = append(x.names, name)
@@ -106,7 +114,7 @@ func parseIndexEntries(data []byte) (x *rawIndex, link []byte, err error) {
 		sig := body[ext : ext+4]
 		size := int(binary.BigEndian.Uint32(body[ext+4:]))
 		if ext+8+size > len(body) {
-			return nil, nil, errIndexFormat
+			return nil, nil, ErrFormat
 		}
 		switch {
 		case string(sig) == "link":
@@ -126,14 +134,14 @@ func entryLen(nameOff, n int) int {
 	return (nameOff + n + 8) &^ 7
 }
 
-// rawIndexFromGoGit decodes a version-4 index with go-git and re-encodes its
+// wholeFromGoGit decodes a version-4 index with go-git and re-encodes its
 // entries as version 2.
-func rawIndexFromGoGit(data []byte) (*rawIndex, error) {
+func wholeFromGoGit(data []byte) (*Whole, error) {
 	idx := &index.Index{}
 	if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
 		return nil, fmt.Errorf("read git index: %w", err)
 	}
-	x := &rawIndex{version: 2, buf: make([]byte, indexHeaderLen)}
+	x := &Whole{version: 2, buf: make([]byte, indexHeaderLen)}
 	copy(x.buf, "DIRC")
 	binary.BigEndian.PutUint32(x.buf[4:], 2)
 	for _, e := range idx.Entries {
@@ -150,30 +158,32 @@ func rawIndexFromGoGit(data []byte) (*rawIndex, error) {
 		if e.SkipWorktree {
 			ext |= 1 << 14
 		}
-		st := statData{ctime: e.CreatedAt, mtime: e.ModifiedAt, dev: e.Dev, ino: e.Inode, mode: uint32(e.Mode),
-			uid: e.UID, gid: e.GID, size: e.Size}
-		x.insertAt(len(x.offs), encodeEntry(e.Name, uint8(e.Stage), Hash(e.Hash), st, ext))
+		st := Stat{CTime: e.CreatedAt, MTime: e.ModifiedAt, Dev: e.Dev, Ino: e.Inode, Mode: uint32(e.Mode),
+			UID: e.UID, GID: e.GID, Size: e.Size}
+		x.insertAt(len(x.offs), encodeEntry(e.Name, uint8(e.Stage), e.Hash, st, ext))
 	}
 	return x, nil
 }
 
-// statData is what the index records of a file.
-type statData struct {
-	ctime, mtime             time.Time
-	dev, ino, mode, uid, gid uint32
-	size                     uint32
+// Stat is what the index records of a file.
+type Stat struct {
+	CTime, MTime             time.Time
+	Dev, Ino, Mode, UID, GID uint32
+	Size                     uint32
 }
 
-func statFor(fi os.FileInfo) statData {
-	st := statData{mtime: fi.ModTime(), mode: 0o100644, size: uint32(fi.Size())}
+// StatOf is what the index records of the file fi describes: a regular
+// file, mode 100644.
+func StatOf(fi os.FileInfo) Stat {
+	st := Stat{MTime: fi.ModTime(), Mode: 0o100644, Size: uint32(fi.Size())}
 	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ctime = time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec)
-		st.dev, st.ino, st.uid, st.gid = uint32(sys.Dev), uint32(sys.Ino), sys.Uid, sys.Gid
+		st.CTime = time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec)
+		st.Dev, st.Ino, st.UID, st.GID = uint32(sys.Dev), uint32(sys.Ino), sys.Uid, sys.Gid
 	}
 	return st
 }
 
-func putStat(b []byte, st statData, h Hash) {
+func putStat(b []byte, st Stat, h plumbing.Hash) {
 	be := binary.BigEndian
 	put := func(off int, t time.Time) {
 		if t.IsZero() {
@@ -183,20 +193,20 @@ func putStat(b []byte, st statData, h Hash) {
 		be.PutUint32(b[off:], uint32(t.Unix()))
 		be.PutUint32(b[off+4:], uint32(t.Nanosecond()))
 	}
-	put(0, st.ctime)
-	put(8, st.mtime)
-	be.PutUint32(b[16:], st.dev)
-	be.PutUint32(b[20:], st.ino)
-	be.PutUint32(b[24:], st.mode)
-	be.PutUint32(b[28:], st.uid)
-	be.PutUint32(b[32:], st.gid)
-	be.PutUint32(b[36:], st.size)
+	put(0, st.CTime)
+	put(8, st.MTime)
+	be.PutUint32(b[16:], st.Dev)
+	be.PutUint32(b[20:], st.Ino)
+	be.PutUint32(b[24:], st.Mode)
+	be.PutUint32(b[28:], st.UID)
+	be.PutUint32(b[32:], st.GID)
+	be.PutUint32(b[36:], st.Size)
 	copy(b[40:60], h[:])
 }
 
 // encodeEntry renders one entry; ext is the version-3 extended flags (0
 // for none).
-func encodeEntry(name string, stage uint8, h Hash, st statData, ext uint16) []byte {
+func encodeEntry(name string, stage uint8, h plumbing.Hash, st Stat, ext uint16) []byte {
 	nameOff := entryFixedLen
 	if ext != 0 {
 		nameOff += 2
@@ -219,7 +229,7 @@ func encodeEntry(name string, stage uint8, h Hash, st statData, ext uint16) []by
 }
 
 // find returns the position of (name, stage), or where it would go.
-func (x *rawIndex) find(name string, stage uint8) (int, bool) {
+func (x *Whole) find(name string, stage uint8) (int, bool) {
 	i := sort.Search(len(x.names), func(i int) bool {
 		if x.names[i] != name {
 			return x.names[i] > name
@@ -229,9 +239,8 @@ func (x *rawIndex) find(name string, stage uint8) (int, bool) {
 	return i, i < len(x.names) && x.names[i] == name && x.stages[i] == stage
 }
 
-// entry returns the bytes of path's stage-0 entry: stat data, then the
-// object name at 40..60.
-func (x *rawIndex) entry(path string) ([]byte, bool) {
+// Entry returns path's stage-0 entry.
+func (x *Whole) Entry(path string) (Entry, bool) {
 	i, ok := x.find(path, 0)
 	if !ok {
 		return nil, false
@@ -239,7 +248,10 @@ func (x *rawIndex) entry(path string) ([]byte, bool) {
 	return x.buf[x.offs[i]:x.entryEnd(i)], true
 }
 
-func (x *rawIndex) entryEnd(i int) int {
+// Len is the number of entries.
+func (x *Whole) Len() int { return len(x.offs) }
+
+func (x *Whole) entryEnd(i int) int {
 	if i+1 < len(x.offs) {
 		return x.offs[i+1]
 	}
@@ -248,7 +260,7 @@ func (x *rawIndex) entryEnd(i int) int {
 
 // insertAt puts an encoded entry at position i, moving the entries after
 // it in place.
-func (x *rawIndex) insertAt(i int, entry []byte) {
+func (x *Whole) insertAt(i int, entry []byte) {
 	off := len(x.buf)
 	if i < len(x.offs) {
 		off = x.offs[i]
@@ -269,7 +281,7 @@ func (x *rawIndex) insertAt(i int, entry []byte) {
 }
 
 // removeAt drops the entry at position i.
-func (x *rawIndex) removeAt(i int) {
+func (x *Whole) removeAt(i int) {
 	start, end := x.offs[i], x.entryEnd(i)
 	n := end - start
 	x.buf = slices.Delete(x.buf, start, end)
@@ -281,39 +293,64 @@ func (x *rawIndex) removeAt(i int) {
 	x.stages = slices.Delete(x.stages, i, i+1)
 }
 
-// set records e: its stage-0 entry is patched in place, or inserted in
-// order; conflict stages of the path are dropped (it now has one committed
-// content); Info nil removes the path.
-func (x *rawIndex) set(e IndexEntry) {
+// Set records path as blob with the stat data st: its stage-0 entry is
+// patched in place, or inserted in order; conflict stages of the path are
+// dropped (it now has one committed content).
+func (x *Whole) Set(path string, blob plumbing.Hash, st Stat) { x.set(path, blob, &st) }
+
+// Remove drops path, all its stages.
+func (x *Whole) Remove(path string) { x.set(path, plumbing.ZeroHash, nil) }
+
+// set is Set, or Remove for st nil.
+func (x *Whole) set(path string, blob plumbing.Hash, st *Stat) {
 	for stage := uint8(1); stage <= 3; stage++ {
-		if i, ok := x.find(e.Path, stage); ok {
+		if i, ok := x.find(path, stage); ok {
 			x.removeAt(i)
 		}
 	}
-	i, ok := x.find(e.Path, 0)
+	i, ok := x.find(path, 0)
 	switch {
-	case e.Info == nil && ok:
+	case st == nil && ok:
 		x.removeAt(i)
-	case e.Info == nil:
+	case st == nil:
 	case ok:
-		putStat(x.buf[x.offs[i]:], statFor(e.Info), e.Blob)
+		putStat(x.buf[x.offs[i]:], *st, blob)
 	default:
-		x.insertAt(i, encodeEntry(e.Path, 0, e.Blob, statFor(e.Info), 0))
+		x.insertAt(i, encodeEntry(path, 0, blob, *st, 0))
 	}
 }
 
-// bytes returns the complete file: header with the entry count, entries,
+// Bytes returns the complete file: header with the entry count, entries,
 // checksum.
-func (x *rawIndex) bytes() []byte {
+func (x *Whole) Bytes() []byte {
 	binary.BigEndian.PutUint32(x.buf[4:], x.version)
 	binary.BigEndian.PutUint32(x.buf[8:], uint32(len(x.offs)))
 	sum := sha1.Sum(x.buf) //nolint:gosec // see the import.
 	return append(x.buf, sum[:]...)
 }
 
-// emptyRawIndex is the index of a repository that has none yet.
-func emptyRawIndex() *rawIndex {
+// Empty is the index of a repository that has none yet.
+func Empty() *Whole {
 	b := make([]byte, indexHeaderLen)
 	copy(b, "DIRC")
-	return &rawIndex{version: 2, buf: b}
+	return &Whole{version: 2, buf: b}
+}
+
+// Entry is one entry of the index as stored: stat data, the object name at
+// 40..60, flags, the path.
+type Entry []byte
+
+// Blob is the object the entry records.
+func (e Entry) Blob() plumbing.Hash {
+	var h plumbing.Hash
+	copy(h[:], e[40:60])
+	return h
+}
+
+// Matches reports whether e records st's modification time (to the
+// nanosecond), inode and size, as the index keeps them (32 bits each).
+func (e Entry) Matches(st Stat) bool {
+	be := binary.BigEndian
+	return be.Uint32(e[8:]) == uint32(st.MTime.Unix()) && be.Uint32(e[12:]) == uint32(st.MTime.Nanosecond()) &&
+		be.Uint32(e[20:]) == st.Ino && be.Uint32(e[36:]) == st.Size
 }

@@ -32,6 +32,9 @@ import (
 // whole objects (as the program writes them); anything else reopens the
 // storage. Small packs are merged into one once there are many of them, so
 // that they stay few (git's gc packs them all again anyway).
+//
+// This file is that policy; the bytes of a pack and of its index are
+// gitver/pack's and gitver/packidx's.
 
 const (
 	// ownPackMaxObjects bounds the packs read here rather than by go-git.

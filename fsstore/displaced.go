@@ -2,11 +2,14 @@ package fsstore
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -78,18 +81,15 @@ func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bo
 }
 
 // keepDisplacedFile keeps tmp, the file a write displaced from path, which
-// holds blob, and removes tmp's own name. A failure only loses the chance
-// to see later writes into it: the write itself went through.
-func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash) {
+// held blob when its stat fi was taken, and removes tmp's own name. A
+// failure only loses the chance to see later writes into it: the write
+// itself went through.
+func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash, fi fs.FileInfo) {
 	defer w.root.Remove(tmp)
-	fi, err := w.root.Lstat(tmp)
-	if err != nil {
-		return
-	}
 	dir := filepath.Join(w.repo.GitDir(), displacedDir, filepath.FromSlash(path))
 	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
 	from := filepath.Join(w.dir, filepath.FromSlash(tmp))
-	err = os.Link(from, held)
+	err := os.Link(from, held)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
 		err = os.Link(from, held)
 	}
@@ -109,7 +109,10 @@ func (w *Workspace) takeDisplaced() error {
 	}
 	w.displaced.look.Store(now.UnixNano())
 	root := filepath.Join(w.repo.GitDir(), displacedDir)
-	kept := false
+	// The kept files of each note, oldest first, each taken into the note
+	// and committed as its own edit before the next is looked at: a later
+	// one never writes over an earlier one's text before git has it.
+	byNote := map[string][]string{}
 	err := filepath.WalkDir(root, func(held string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -117,53 +120,90 @@ func (w *Workspace) takeDisplaced() error {
 			}
 			return err
 		}
-		if d.IsDir() || strings.HasSuffix(held, baseSuffix) {
-			return nil
+		if !d.IsDir() && !strings.HasSuffix(held, baseSuffix) {
+			byNote[filepath.Dir(held)] = append(byNote[filepath.Dir(held)], held)
 		}
-		still, err := w.takeOneDisplaced(root, held)
-		kept = kept || still
-		return err
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	kept := false
+	for _, files := range byNote {
+		slices.SortFunc(files, func(a, b string) int { return cmp.Compare(modTime(a), modTime(b)) })
+		may := true
+		for _, held := range files {
+			still, took, err := w.takeOneDisplaced(root, held, may)
+			kept = kept || still
+			if err != nil {
+				return err
+			}
+			if !took {
+				continue
+			}
+			if _, _, err := w.commitEditsLocked(nil); errors.Is(err, ErrWorkTreeBusy) {
+				may = false // committed once git is done; the rest wait for it
+			} else if err != nil {
+				return err
+			}
+		}
+	}
 	w.displaced.kept.Store(kept)
-	return err
+	return nil
 }
 
-func (w *Workspace) takeOneDisplaced(root, held string) (bool, error) {
+// modTime is a file's modification time in nanoseconds, 0 when it cannot
+// be read.
+func modTime(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.ModTime().UnixNano()
+}
+
+// takeOneDisplaced looks at one kept file: still says it stays kept, took
+// that what was written into it went into the note's file (only when may).
+func (w *Workspace) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
 	rel, err := filepath.Rel(root, filepath.Dir(held))
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	path := filepath.ToSlash(rel)
 	blob, size, mtime, ok := parseDisplacedName(filepath.Base(held))
-	letGo := func() (bool, error) {
+	letGo := func() (bool, bool, error) {
 		os.Remove(held + baseSuffix)
 		err := os.Remove(held)
 		os.Remove(filepath.Dir(held)) // when it was the last one there
-		return false, err
+		return false, false, err
 	}
 	fi, err := os.Stat(held)
 	if !ok || err != nil {
 		return letGo()
 	}
 	if fi.Size() == size && fi.ModTime().UnixNano() == mtime {
-		if time.Since(fi.ModTime()) > keepDisplaced {
-			return letGo()
-		}
 		// Unchanged, kept a while ago (the link set its change time), and
 		// no process holds it open for writing: no path names it, so no
 		// one can write into it any more. A file opened in the instant of
-		// the swap is open by now.
-		if kept, ok := changeTime(fi); ok && time.Since(kept) > displacedQuiet && !w.writerMayHold(held) {
+		// the swap is open by now. Its content decides, not its stat: a
+		// write within the file system's clock tick that kept its size
+		// leaves both as they were.
+		kept, ok := changeTime(fi)
+		final := time.Since(fi.ModTime()) > keepDisplaced ||
+			ok && time.Since(kept) > displacedQuiet && !w.writerMayHold(held)
+		if !final {
+			return true, false, nil
+		}
+		if content, err := os.ReadFile(held); err != nil || gitver.BlobHash(content) == blob {
 			return letGo()
 		}
-		return true, nil
 	}
-	if time.Since(fi.ModTime()) < displacedQuiet {
-		return true, nil // still being written
+	if time.Since(fi.ModTime()) < displacedQuiet || !may {
+		return true, false, nil // still being written, or another of the note's is taken first
 	}
 	written, err := os.ReadFile(held)
 	if err != nil {
-		return true, err
+		return true, false, err
 	}
 	now := gitver.BlobHash(written)
 	if now != blob {
@@ -176,39 +216,56 @@ func (w *Workspace) takeOneDisplaced(root, held string) (bool, error) {
 		if err != nil {
 			base = nil
 		}
-		if err := w.adoptDisplaced(path, base, written); err != nil {
-			return true, err
+		adopted, err := w.adoptDisplaced(path, base, written)
+		if err != nil || !adopted {
+			return true, false, err // looked at again next time
 		}
+		took = true
 	}
 	renamed := filepath.Join(filepath.Dir(held), displacedName(now, fi.Size(), fi.ModTime().UnixNano()))
 	if err := os.WriteFile(renamed+baseSuffix, written, 0o644); err != nil {
-		return true, err
+		return true, took, err
 	}
 	os.Remove(held + baseSuffix)
-	return true, os.Rename(held, renamed)
+	return true, took, os.Rename(held, renamed)
 }
 
 // adoptDisplaced puts what a person wrote into a displaced file into the
 // note's file at path, as their save: text appended to base (what the file
 // held) is appended to the file as it is now, anything else replaces it.
-func (w *Workspace) adoptDisplaced(path string, base, written []byte) error {
+// The note's file is replaced the way a write replaces it (placeFile): a
+// person who holds it open, or saves it meanwhile, loses nothing. adopted
+// is false when the file changed under the comparison: the kept file is
+// looked at again.
+func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
 	current, _, exists, err := w.ReadFile(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	merged := written
 	if added, ok := bytes.CutPrefix(written, base); ok && len(base) > 0 && exists {
 		merged = append(append([]byte{}, current...), added...)
 	}
 	if exists && bytes.Equal(merged, current) {
-		return nil
+		return true, nil
 	}
-	if err := w.writeFileAtomic(path, merged); err != nil {
-		return err
+	tmp, _, err := w.stageFile(path, merged)
+	if err != nil {
+		return false, err
+	}
+	expect := gitver.ZeroHash
+	if exists {
+		expect = gitver.BlobHash(current)
+	}
+	if placed, err := w.placeFile(tmp, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
+		return false, err
+	}
+	if err := w.syncDir(pathpkg.Dir(path)); err != nil {
+		return false, err
 	}
 	w.edits.add([]string{path}, false)
 	w.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
-	return nil
+	return true, nil
 }
 
 // writerMayHold reports whether some process may hold the file at abs open

@@ -378,9 +378,18 @@ func (w *Workspace) placeFile(tmp, dst string, expect, ours gitver.Hash) (bool, 
 		w.root.Remove(tmp)
 		return false, err
 	}
+	// The displaced file's stat is taken before its content is compared:
+	// a person's write through a handle they hold, landing after the
+	// comparison, then shows as a change of the kept file, never as what
+	// it held when it was kept.
+	before, statErr := w.root.Lstat(tmp)
 	if w.holds(tmp, expect) {
 		// Kept, not deleted: a person may still have it open.
-		w.keepDisplacedFile(tmp, dst, expect)
+		if statErr == nil {
+			w.keepDisplacedFile(tmp, dst, expect, before)
+		} else {
+			w.root.Remove(tmp)
+		}
 		return true, nil
 	}
 	// A person saved dst after it was compared: give their save its place

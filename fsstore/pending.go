@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -19,19 +18,25 @@ import (
 // file in .git that names the chain's tip and the packs holding its
 // objects.
 
+// pendingFile is the record of the pending writes: the file, in .git,
+// naming their tip and the packs that hold their objects; absent or naming
+// a commit the branch does not lead to, there are none.
+type pendingFile struct {
+	path string
+	logf func(format string, args ...any)
+}
+
 const (
-	// pendingName is the file, in .git, naming the tip of the pending
-	// writes; absent or naming a commit the branch does not lead to, there
-	// are none.
+	// pendingName is the pending writes' record's name in .git.
 	pendingName = "blackboard-pending"
 	// maxPending bounds the chain of pending writes.
 	maxPending = 1000
 )
 
-// dropPending drops the pending writes: their record is removed, which
+// drop drops the pending writes: their record is removed, which
 // works on a full disk too. The caller holds the write lock.
-func (w *Workspace) dropPending() error {
-	err := os.Remove(filepath.Join(w.repo.GitDir(), pendingName))
+func (p *pendingFile) drop() error {
+	err := os.Remove(p.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -42,7 +47,7 @@ func (w *Workspace) dropPending() error {
 // through tip (writes built on it since are pending after it). The caller
 // holds the write lock.
 func (w *Workspace) stillPending(tip gitver.Hash) (bool, error) {
-	now, _, err := w.readPendingFile()
+	now, _, err := w.pending.read()
 	if err != nil || now.IsZero() {
 		return false, err
 	}
@@ -64,27 +69,27 @@ func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
 		return gitver.ZeroHash, err
 	}
 	if len(chain) == 0 {
-		return head, w.savePending(gitver.ZeroHash)
+		return head, w.pending.save(gitver.ZeroHash)
 	}
 	return tip, nil
 }
 
-// savePending records tip as the pending writes' tip (zero: none), and
+// save records tip as the pending writes' tip (zero: none), and
 // the pending packs that hold their objects (gitver.Repo.WriteStaged), one
 // a line after it. The file is written over in place, one write at its
 // start: replacing it (a new file renamed over the old) would make a file
 // and free one at every write, and creating files is what a busy file
 // system does slowest. A reader without the write lock may meet a write
 // half done: the record's header holds its length and checksum, and the
-// reader reads again (readPendingFile). It is not synced: after a crash,
+// reader reads again (read). It is not synced: after a crash,
 // pending writes were not acknowledged, and whether they are published
 // then or built again, nothing is lost.
-func (w *Workspace) savePending(tip gitver.Hash, packs ...string) error {
+func (p *pendingFile) save(tip gitver.Hash, packs ...string) error {
 	var body string
 	if !tip.IsZero() {
 		body = strings.Join(append([]string{tip.String()}, packs...), "\n") + "\n"
 	}
-	f, err := os.OpenFile(filepath.Join(w.repo.GitDir(), pendingName), os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -119,9 +124,9 @@ func parsePendingRecord(b []byte) (body string, ok bool) {
 	return rest[:n], true
 }
 
-// pendingPacks is the pending packs the pending writes' file names.
-func (w *Workspace) pendingPacks() []string {
-	_, packs, _ := w.readPendingFile()
+// packs is the pending packs the pending writes' file names.
+func (p *pendingFile) packs() []string {
+	_, packs, _ := p.read()
 	return packs
 }
 
@@ -129,14 +134,14 @@ func (w *Workspace) pendingPacks() []string {
 // again while it meets a record half written.
 const pendingRereads = 200
 
-// readPendingFile reads the pending writes' file: their tip and packs; a
+// read reads the pending writes' file: their tip and packs; a
 // zero tip when there is none. A record half written is read again, until
 // its writer is done; one that stays damaged (a power failure cut it)
 // names no pending writes: none was acknowledged.
-func (w *Workspace) readPendingFile() (gitver.Hash, []string, error) {
+func (p *pendingFile) read() (gitver.Hash, []string, error) {
 	var body string
 	for try := 0; ; try++ {
-		b, err := os.ReadFile(filepath.Join(w.repo.GitDir(), pendingName))
+		b, err := os.ReadFile(p.path)
 		if errors.Is(err, os.ErrNotExist) {
 			return gitver.ZeroHash, nil, nil
 		}
@@ -154,7 +159,7 @@ func (w *Workspace) readPendingFile() (gitver.Hash, []string, error) {
 			}
 		}
 		if try == pendingRereads {
-			w.logf("the pending writes' file is damaged; no write is pending")
+			p.logf("the pending writes' file is damaged; no write is pending")
 			return gitver.ZeroHash, nil, nil
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -183,16 +188,16 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 	if err != nil {
 		return err
 	}
-	tip, _, err := w.readPendingFile()
+	tip, _, err := w.pending.read()
 	if err != nil || tip.IsZero() || head == old {
 		return err
 	}
 	chain, found, err := w.commitsUntil(tip, old, maxPending)
 	if err != nil || !found {
-		return errors.Join(err, w.savePending(gitver.ZeroHash))
+		return errors.Join(err, w.pending.save(gitver.ZeroHash))
 	}
 	if forward, err := w.repo.IsAncestor(old, head); err != nil || !forward {
-		return errors.Join(err, w.savePending(gitver.ZeroHash))
+		return errors.Join(err, w.pending.save(gitver.ZeroHash))
 	}
 	// The versions at the new head, as every reader counts them.
 	if _, _, err := w.catchUp(nil, nil); err != nil {
@@ -253,16 +258,16 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		parent = rebased.Hash
 	}
 	if parent == head {
-		return w.savePending(gitver.ZeroHash)
+		return w.pending.save(gitver.ZeroHash)
 	}
-	return w.savePending(parent)
+	return w.pending.save(parent)
 }
 
 // readPending reads the pending writes' tip, their commits, newest first,
 // and the pending packs that hold their objects; none when they do not
 // lead from head.
 func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, []string, error) {
-	tip, packs, err := w.readPendingFile()
+	tip, packs, err := w.pending.read()
 	if err != nil || tip.IsZero() || tip == head {
 		return head, nil, nil, err
 	}

@@ -38,8 +38,9 @@ var maxBuildersWait = 20 * time.Millisecond
 // publisher serializes this process's publishers; the flock on lock,
 // other processes'.
 type publisher struct {
-	mu   sync.Mutex
-	lock *os.File
+	gitDir string // where its files are
+	mu     sync.Mutex
+	lock   *os.File
 	// lastChain is how many writes, of any process, the last push of this
 	// process carried, and lastAt when (Unix nanoseconds).
 	lastChain, lastAt atomic.Int64
@@ -71,9 +72,9 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			}
 		}
 		time.Sleep(batchLinger)
-		w.waitForBuilders()
+		w.pub.waitForBuilders()
 	}
-	unlock, err := w.lockPublish()
+	unlock, err := w.pub.lockPublish()
 	if err != nil {
 		return false, nil, err
 	}
@@ -174,14 +175,14 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 				if now, err := w.pendingTip(tip); err != nil || now != tip {
 					return errors.Join(moveErr, err)
 				}
-				return errors.Join(moveErr, w.savePending(gitver.ZeroHash))
+				return errors.Join(moveErr, w.pending.save(gitver.ZeroHash))
 			})
 			if !moved && w.remote == "" {
 				if errors.Is(finishErr, gitver.ErrPackDamaged) {
 					// A power failure cut a pending pack: the chain is
 					// dropped, and its writers build their writes again.
 					w.logf("the pending writes are dropped: %v", finishErr)
-					return false, nil, w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) })
+					return false, nil, w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) })
 				}
 				if finishErr != nil {
 					return false, nil, finishErr
@@ -192,13 +193,13 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		}
 		if !errors.Is(err, gitver.ErrRemoteMoved) {
 			// Not pushed: nothing pending is acknowledged.
-			if lerr := w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) }); lerr != nil {
+			if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
 				return false, nil, lerr
 			}
 			return false, nil, w.remoteFailure(err)
 		}
 		if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
-			if lerr := w.withWriteLock(func() error { return w.savePending(gitver.ZeroHash) }); lerr != nil {
+			if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
 				return false, nil, lerr
 			}
 			return false, nil, w.remoteFailure(err)
@@ -257,8 +258,8 @@ func (w *Workspace) pushChain(tip gitver.Hash) error {
 
 // announceBuilding tells publishers, until done is called, that this
 // process builds a write.
-func (w *Workspace) announceBuilding() (done func()) {
-	f := w.buildingFile()
+func (p *publisher) announceBuilding() (done func()) {
+	f := p.buildingFile()
 	if f == nil || flock(f, unix.LOCK_SH) != nil {
 		return func() {} // publishers do not wait for this write
 	}
@@ -267,16 +268,16 @@ func (w *Workspace) announceBuilding() (done func()) {
 
 // waitForBuilders waits, maxBuildersWait at most, until no process
 // builds a write. The caller builds nothing meanwhile.
-func (w *Workspace) waitForBuilders() {
-	for deadline := time.Now().Add(maxBuildersWait); w.othersBuilding() && time.Now().Before(deadline); {
+func (p *publisher) waitForBuilders() {
+	for deadline := time.Now().Add(maxBuildersWait); p.othersBuilding() && time.Now().Before(deadline); {
 		time.Sleep(200 * time.Microsecond)
 	}
 }
 
 // othersBuilding reports whether a writer of another process is building
 // its write now. The caller builds nothing meanwhile.
-func (w *Workspace) othersBuilding() bool {
-	f := w.buildingFile()
+func (p *publisher) othersBuilding() bool {
+	f := p.buildingFile()
 	if f == nil {
 		return false
 	}
@@ -296,11 +297,11 @@ func (w *Workspace) othersBusy() bool {
 
 // buildingFile is the file of buildingName, opened once; nil when it
 // cannot be, and then no one waits for this process's writes.
-func (w *Workspace) buildingFile() *os.File {
-	w.pub.openBuilding.Do(func() {
-		w.pub.building, _ = os.OpenFile(filepath.Join(w.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
+func (p *publisher) buildingFile() *os.File {
+	p.openBuilding.Do(func() {
+		p.building, _ = os.OpenFile(filepath.Join(p.gitDir, buildingName), os.O_RDWR|os.O_CREATE, 0o644)
 	})
-	return w.pub.building
+	return p.building
 }
 
 // flock is unix.Flock on f, again when a signal interrupts it.
@@ -328,29 +329,23 @@ func (p *publisher) close() error {
 }
 
 // lockPublish takes the publish lock: this process's, then the clone's.
-func (w *Workspace) lockPublish() (unlock func(), err error) {
-	w.pub.mu.Lock()
-	if w.pub.lock == nil {
-		f, err := os.OpenFile(filepath.Join(w.repo.GitDir(), publishLockName), os.O_RDWR|os.O_CREATE, 0o644)
+func (p *publisher) lockPublish() (unlock func(), err error) {
+	p.mu.Lock()
+	if p.lock == nil {
+		f, err := os.OpenFile(filepath.Join(p.gitDir, publishLockName), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			w.pub.mu.Unlock()
+			p.mu.Unlock()
 			return nil, err
 		}
-		w.pub.lock = f
+		p.lock = f
 	}
-	for {
-		err := unix.Flock(int(w.pub.lock.Fd()), unix.LOCK_EX)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			w.pub.mu.Unlock()
-			return nil, fmt.Errorf("lock %s: %w", publishLockName, err)
-		}
+	if err := flock(p.lock, unix.LOCK_EX); err != nil {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("lock %s: %w", publishLockName, err)
 	}
 	return func() {
-		_ = unix.Flock(int(w.pub.lock.Fd()), unix.LOCK_UN)
-		w.pub.mu.Unlock()
+		_ = flock(p.lock, unix.LOCK_UN)
+		p.mu.Unlock()
 	}, nil
 }
 

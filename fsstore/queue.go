@@ -182,7 +182,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
 				return err != nil, err // writes are pending: join them
 			}
-			if w.othersBusy() || w.othersBuilding() {
+			if w.othersBusy() || w.pub.othersBuilding() {
 				// Other processes' writers are busy: this one joins them,
 				// rather than have them wait for a commit of its own.
 				return false, nil
@@ -198,7 +198,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 	for lost, waits := 0, 0; len(open) > 0; {
 		// Build every open write, in one hold of the write lock, and
 		// record the pending writes' tip once for them all.
-		unbuilding := w.announceBuilding()
+		unbuilding := w.pub.announceBuilding()
 		err := w.withWriteLock(func() error {
 			var built builtTip
 			defer w.repo.DropStaged()
@@ -215,11 +215,11 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			if err != nil {
 				return err
 			}
-			packs := w.repo.StillPending(w.pendingPacks())
+			packs := w.repo.StillPending(w.pending.packs())
 			if sha != "" {
 				packs = append(packs, sha)
 			}
-			return w.savePending(built.tip, packs...)
+			return w.pending.save(built.tip, packs...)
 		})
 		unbuilding()
 		if err != nil {
@@ -334,13 +334,13 @@ func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
 			}
 		}
 		if refused {
-			return w.dropPending()
+			return w.pending.drop()
 		}
 		return nil
 	}
 	// The publish lock first, as a publisher takes them: no push or move
 	// of the branch is half made while the writes are looked for.
-	unlock, serr := w.lockPublish()
+	unlock, serr := w.pub.lockPublish()
 	if serr == nil {
 		serr = w.withBareWriteLock(settle)
 		unlock()

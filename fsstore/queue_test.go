@@ -244,7 +244,7 @@ func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
 			Blobs: [][]byte{content}}); err != nil {
 			return err
 		}
-		return w.savePending(pending)
+		return w.pending.save(pending)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -272,27 +272,27 @@ func TestPendingRecordInPlace(t *testing.T) {
 	tip := gitver.BlobHash([]byte("a commit, as far as the record cares"))
 	read := func() (gitver.Hash, []string) {
 		t.Helper()
-		got, packs, err := w.readPendingFile()
+		got, packs, err := w.pending.read()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got, packs
 	}
 
-	if err := w.savePending(tip, "p1", "p2", "p3"); err != nil {
+	if err := w.pending.save(tip, "p1", "p2", "p3"); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.savePending(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
+	if err := w.pending.save(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
 		t.Fatal(err)
 	}
 	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p4"}) {
 		t.Errorf("read %v %v, want %v [p4]", got, packs, tip)
 	}
-	if err := w.savePending(gitver.ZeroHash); err != nil {
+	if err := w.pending.save(gitver.ZeroHash); err != nil {
 		t.Fatal(err)
 	}
 	if got, packs := read(); !got.IsZero() || len(packs) != 0 {
@@ -375,7 +375,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	maxBuildersWait = time.Minute
 	waited := make(chan struct{})
 	go func() {
-		w.waitForBuilders()
+		w.pub.waitForBuilders()
 		close(waited)
 	}()
 	select {
@@ -398,7 +398,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	}
 	defer time.AfterFunc(10*time.Second, func() { _ = flock(other, unix.LOCK_UN) }).Stop() // a hang becomes a failure
 	began := time.Now()
-	w.waitForBuilders()
+	w.pub.waitForBuilders()
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("the publisher waited %v for a writer that never finished, past maxBuildersWait", d)
 	}

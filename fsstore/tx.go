@@ -234,7 +234,7 @@ func (w *Workspace) pendingTouched(tx *writeTx, uri string) (bool, error) {
 }
 
 // builtTip is the tip of the pending writes one hold of the write lock
-// built, on the branch at head; the caller records it (savePending) once
+// built, on the branch at head; the caller records it (pendingFile.save) once
 // for them all.
 type builtTip struct{ head, tip gitver.Hash }
 

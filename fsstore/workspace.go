@@ -75,6 +75,8 @@ type Workspace struct {
 	// publishes them (see batch.go).
 	queue writeQueue
 	pub   publisher
+	// pending is the record of the clone's pending writes (pending.go).
+	pending pendingFile
 	// pendingDiffs remembers what pending commits changed; guarded by the
 	// write lock.
 	pendingDiffs map[gitver.Hash][]gitver.PathChange
@@ -191,6 +193,8 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
 	w.edits.oneShot = opts.OneShot
+	w.pub.gitDir = repo.GitDir()
+	w.pending = pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: w.logf}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -245,6 +246,7 @@ func TestVersionsOnTheCommitGraph(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.checkIndex(head, "after a rebuild")
+			h.checkLog()
 			for _, c := range h.commits {
 				for _, key := range graphKeys {
 					v := h.version(c, key)
@@ -265,6 +267,63 @@ func TestVersionsOnTheCommitGraph(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// checkLog compares every version the log gives with the version on the
+// graph at its commit: what a write that made that commit was
+// acknowledged at, whatever merges came after.
+func (h *history) checkLog() {
+	h.t.Helper()
+	for _, key := range graphKeys {
+		entries, err := agentView(h.w).Log("bb://acme/"+key, 1000)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, e := range entries {
+			c, err := gitver.ParseHash(e.Commit)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			if want := h.version(c, key); e.Version != want {
+				h.t.Fatalf("%s: the log gives %s version %d, the graph %d", key, c.Short(), e.Version, want)
+			}
+		}
+	}
+}
+
+// The log's versions are the graph's, also for the commits of a merge's
+// second side, which the index orders after commits they do not reach (a
+// person's `git pull` puts the remote's side second): random histories of
+// commits and merges, indexed from nothing at their last commit.
+func TestLogVersionsAreTheGraphs(t *testing.T) {
+	fixtures.RequireGit(t)
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			w := newWorkspace(t, false)
+			init, err := w.repo.Head()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
+				blobs: map[string]gitver.Hash{}}
+			for range 30 {
+				if a, b := h.pick(), h.pick(); h.rng.IntN(4) == 0 && len(h.commits) > 2 && a != b {
+					h.commit(a, b)
+				} else {
+					h.commit(h.pick())
+				}
+			}
+			h.moveBranch(h.commits[len(h.commits)-1])
+			if _, err := w.Reindex(nil); err != nil {
+				t.Fatal(err)
+			}
+			h.checkLog()
 		})
 	}
 }

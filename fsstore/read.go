@@ -1,6 +1,8 @@
 package fsstore
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -137,8 +139,17 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	}
 	var events []index.Event
 	_, err = w.readAtHead(func(s *index.Snapshot) error {
-		events, err = s.History(addr.Short(), limit)
-		return err
+		if events, err = s.History(addr.Short(), limit); err != nil {
+			return err
+		}
+		for i, e := range events {
+			if !e.Closed {
+				if events[i].Version, err = w.versionAt(s, addr.Short(), e.Hash); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -166,6 +177,42 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 		out[i] = le
 	}
 	return out, nil
+}
+
+// versionAt is a note's version at commit c on the commit graph: the
+// number of commits c reaches that changed it (SPEC 4), the number a write
+// that made c was acknowledged at, whatever merges came after. For a
+// commit on the branch's first-parent line that is its place in the
+// index's order; a commit of a merge's other side reaches fewer, and its
+// own history is walked from git down to the first-parent line, whose
+// commits reach exactly those before them.
+func (w *Workspace) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int, error) {
+	upTo := 0
+	var more []int
+	seen := map[gitver.Hash]bool{}
+	for stack := []gitver.Hash{c}; len(stack) > 0; {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		at, ok, err := s.CommitOf(h)
+		if err != nil || !ok {
+			return 0, errors.Join(err, fmt.Errorf("commit %s is not in the derived index", h.Short()))
+		}
+		if at.Closed {
+			upTo = max(upTo, at.Seq)
+			continue
+		}
+		more = append(more, at.Seq)
+		info, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return 0, err
+		}
+		stack = append(stack, info.Parents...)
+	}
+	return s.VersionAt(key, upTo, more)
 }
 
 // digestOf reads the digest of a note file's blob, "" when unreadable.

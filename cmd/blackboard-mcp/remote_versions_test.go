@@ -112,9 +112,9 @@ func (sl *serverSlot) awaitNew(gen int, stop *atomic.Bool) bool {
 
 // tally counts what happened, for the RESULT line.
 type tally struct {
-	acks, conflicts, unavailable, internal, unknown, kills  atomic.Int64
-	personCommits, commitsLost, pulls, merges, pullFailures atomic.Int64
-	mergeAborts, pushes, pushFailures                       atomic.Int64
+	acks, conflicts, unavailable, internal, unknown, kills             atomic.Int64
+	personCommits, savesCommittedByServer, pulls, merges, pullFailures atomic.Int64
+	mergeAborts, pushes, pushFailures                                  atomic.Int64
 }
 
 // outcomes are the attempts by what their agent learned of them.
@@ -143,12 +143,16 @@ func (o *outcomes) unknownOutcome(attempt, why string) {
 	o.unknown[attempt] = why
 }
 
+// Three clones of one remote, two servers each, agents incrementing shared
+// counters by compare-and-swap, servers killed at random, and a person who
+// commits, pulls (a merge, their side first) and pushes by hand: no value
+// is written twice, and every acknowledged version is, on a fresh clone
+// after reindex, the version `log` gives that write's commit. (It failed in
+// 2 of 14 runs while the log numbered a person's merge's second side by its
+// place in the index's order instead of on the commit graph.)
 func TestRemoteCountersUnderKillsAndAPerson(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three clones, six servers, kills and a person's git for about half a minute")
-	}
-	if os.Getenv("BLACKBOARD_KNOWN_BUGS") == "" {
-		t.Skip("known bug (BLACKBOARD_KNOWN_BUGS=1 runs it): a person's pushed merge, their line first, renumbers versions agents were acknowledged at")
 	}
 	const (
 		nClones, perClone, nCounters = 3, 2, 3
@@ -253,9 +257,9 @@ func TestRemoteCountersUnderKillsAndAPerson(t *testing.T) {
 		t.Errorf("%d disagreements:\n  %s\n%s", len(problems), strings.Join(problems, "\n  "), remoteEvidence(t, bare, problems))
 	}
 	t.Logf("RESULT acks=%d conflicts=%d unavailable=%d internal=%d unknown_outcome=%d kills=%d landed_without_ack=%d merge_recounts=%d "+
-		"person_commits=%d commits_lost=%d pulls=%d merges=%d pull_failures=%d merge_aborts=%d pushes=%d push_failures=%d disagreements=%d runtime=%s",
+		"person_commits=%d saves_committed_first_by_a_server=%d pulls=%d merges=%d pull_failures=%d merge_aborts=%d pushes=%d push_failures=%d disagreements=%d runtime=%s",
 		n.acks.Load(), n.conflicts.Load(), n.unavailable.Load(), n.internal.Load(), n.unknown.Load(), n.kills.Load(), landedUnacked, recounts,
-		n.personCommits.Load(), n.commitsLost.Load(), n.pulls.Load(), n.merges.Load(), n.pullFailures.Load(), n.mergeAborts.Load(),
+		n.personCommits.Load(), n.savesCommittedByServer.Load(), n.pulls.Load(), n.merges.Load(), n.pullFailures.Load(), n.mergeAborts.Load(),
 		n.pushes.Load(), n.pushFailures.Load(), len(problems), time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -362,10 +366,10 @@ func runPerson(t *testing.T, dir string, r *rand.Rand, stop *atomic.Bool, n *tal
 			if _, err := personGit(dir, "commit", "-q", "-m", fmt.Sprintf("My note, round %d", round)); err == nil {
 				n.personCommits.Add(1)
 			} else {
-				n.commitsLost.Add(1) // a server committed the save first, or held the index
+				n.savesCommittedByServer.Add(1) // a server committed the save first, or held the index
 			}
 		} else {
-			n.commitsLost.Add(1)
+			n.savesCommittedByServer.Add(1)
 		}
 		pulled, err := personGit(dir, "pull", "--no-rebase", "--no-edit", "origin", "main")
 		if err != nil {
@@ -430,15 +434,14 @@ func checkCounters(t *testing.T, dir string, nCounters int, out *outcomes) (prob
 			t.Fatalf("log %s: %v", key, err)
 		}
 		slices.Reverse(entries) // oldest first
-		byVersion := map[int]logEntry{}
+		// A version is its commit's on the commit graph: the two sides of
+		// a person's merge may each hold a number, with their own content.
+		byVersion := map[int][]logEntry{}
 		seenDigest := map[string]int{}
 		next := 0 // the value the next write must hold
 		unacked := 0
 		for i, e := range entries {
-			byVersion[e.Version] = e
-			if e.Version != i+1 {
-				problems = append(problems, fmt.Sprintf("%s: the history's %d-th version is v%d", key, i+1, e.Version))
-			}
+			byVersion[e.Version] = append(byVersion[e.Version], e)
 			if v, again := seenDigest[e.Digest]; again {
 				// Content an earlier version had, counted again (a merge
 				// whose parents differ at the note): not a write.
@@ -492,12 +495,12 @@ func checkCounters(t *testing.T, dir string, nCounters int, out *outcomes) (prob
 				continue
 			}
 			distinctAcked++
-			e, ok := byVersion[a.version]
+			at := byVersion[a.version]
 			switch {
-			case !ok:
+			case len(at) == 0:
 				problems = append(problems, fmt.Sprintf("%s: %s acknowledged %d at v%d, a version the fresh clone does not hold (%d versions)", key, a.attempt, a.value, a.version, len(entries)))
-			case e.Digest != counterDigest(c, a.value, a.attempt):
-				w := landedAt[a.attempt]
+			case !slices.ContainsFunc(at, func(e logEntry) bool { return e.Digest == counterDigest(c, a.value, a.attempt) }):
+				w, e := landedAt[a.attempt], at[0]
 				problems = append(problems, fmt.Sprintf("%s: %s acknowledged %d at v%d, but the fresh clone's v%d (%.7s %s) holds %q; the write is %.7s, v%d there",
 					key, a.attempt, a.value, a.version, a.version, e.Commit, e.Subject, e.Digest, w.Commit, w.Version))
 			}

@@ -76,9 +76,12 @@ type Event struct {
 }
 
 // History lists the commits that changed a note, newest first, with the
-// note's version after each.
+// note's version after each as its place among them. For a closed commit
+// (Commit.Closed) that is its version on the commit graph: the commits
+// before it are exactly those it reaches. A commit of a side of a merge
+// reaches fewer: its version is VersionAt's.
 func (s *Snapshot) History(key string, limit int) ([]Event, error) {
-	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program,
+	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program, c.closed,
 			coalesce((SELECT x.new FROM changes x WHERE x.path = ?1 || '.md' AND x.seq <= c.seq
 			          ORDER BY x.seq DESC LIMIT 1), ''),
 			coalesce((SELECT m.note FROM changes x JOIN changes m ON m.seq = x.seq AND m.new = '' AND m.old = x.new
@@ -93,7 +96,7 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.ByProgram, &e.NoteBlob, &e.MovedFrom); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.ByProgram, &e.Closed, &e.NoteBlob, &e.MovedFrom); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -109,6 +112,39 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 		out[i].Version = total - i
 	}
 	return out, nil
+}
+
+// CommitOf returns where a commit stands in the index; ok is false when it
+// is not indexed.
+func (s *Snapshot) CommitOf(hash gitver.Hash) (c IndexedCommit, ok bool, err error) {
+	err = s.t.QueryRow("SELECT seq, closed FROM commits WHERE hash=?", hash).Scan(&c.Seq, &c.Closed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// VersionAt counts the commits that changed a note among those a commit
+// reaches, given as the closed commit upTo (it and every commit before it)
+// and more (any others, by seq).
+func (s *Snapshot) VersionAt(key string, upTo int, more []int) (int, error) {
+	var n int
+	if err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=? AND seq<=?", key, upTo).Scan(&n); err != nil {
+		return 0, err
+	}
+	for _, seq := range more {
+		if seq <= upTo {
+			continue
+		}
+		var changed bool
+		if err := s.t.QueryRow("SELECT EXISTS(SELECT 1 FROM changes WHERE note=? AND seq=?)", key, seq).Scan(&changed); err != nil {
+			return 0, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // FileBlob returns the blob a path holds at the snapshot's head ("" when

@@ -27,6 +27,19 @@ type history struct {
 	blobs   map[string]gitver.Hash // commit and key -> the note's blob
 }
 
+// newHistory is a random history on a new workspace, drawn from seed,
+// holding the workspace's first commit.
+func newHistory(t *testing.T, seed uint64) *history {
+	t.Helper()
+	w := newWorkspace(t, false)
+	init, err := w.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
+		blobs: map[string]gitver.Hash{}}
+}
+
 func (h *history) content() gitver.Hash {
 	if h.rng.IntN(6) == 0 {
 		return gitver.ZeroHash // the note is deleted, or stays absent
@@ -211,13 +224,8 @@ func TestVersionsOnTheCommitGraph(t *testing.T) {
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			w := newWorkspace(t, false)
-			init, err := w.repo.Head()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
-				blobs: map[string]gitver.Hash{}}
+			h := newHistory(t, seed)
+			w := h.w
 			linear := seed%4 == 0
 			for range 30 {
 				switch {
@@ -305,13 +313,8 @@ func TestLogVersionsAreTheGraphs(t *testing.T) {
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			w := newWorkspace(t, false)
-			init, err := w.repo.Head()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
-				blobs: map[string]gitver.Hash{}}
+			h := newHistory(t, seed)
+			w := h.w
 			for range 30 {
 				if a, b := h.pick(), h.pick(); h.rng.IntN(4) == 0 && len(h.commits) > 2 && a != b {
 					h.commit(a, b)

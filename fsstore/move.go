@@ -316,3 +316,28 @@ func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
 // ownMove starts the reflog message of every move of the branch the program
 // makes.
 const ownMove = "blackboard: "
+
+// commitChain makes m, the commits of n tool writes, through the one
+// branch-move step (moveBranch), with their objects made durable
+// alongside: the commit point of every tool write. moved is false, and
+// nothing changed, when the branch was no longer at m.from; an error with
+// moved set is a failure past the commit point. The caller holds the write
+// lock.
+func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
+	moved, err = w.moveBranch(m)
+	if moved {
+		w.counted(n)
+	}
+	return moved, err
+}
+
+// counted counts commits this process made, and now and then has git pack
+// the loose objects they left (each commit leaves about five). The caller
+// holds the write lock.
+func (w *Workspace) counted(commits int) {
+	before := w.writes
+	w.writes += commits
+	if before/64 != w.writes/64 || before == 0 {
+		w.repo.MaybeMaintain()
+	}
+}

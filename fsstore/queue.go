@@ -403,31 +403,6 @@ func (w *Workspace) commitAlone(it *queuedWrite) error {
 	})
 }
 
-// commitChain makes m, the commits of n tool writes, through the one
-// branch-move step (moveBranch), with their objects made durable
-// alongside: the commit point of every tool write. moved is false, and
-// nothing changed, when the branch was no longer at m.from; an error with
-// moved set is a failure past the commit point. The caller holds the write
-// lock.
-func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
-	moved, err = w.moveBranch(m)
-	if moved {
-		w.counted(n)
-	}
-	return moved, err
-}
-
-// counted counts commits this process made, and now and then has git pack
-// the loose objects they left (each commit leaves about five). The caller
-// holds the write lock.
-func (w *Workspace) counted(commits int) {
-	before := w.writes
-	w.writes += commits
-	if before/64 != w.writes/64 || before == 0 {
-		w.repo.MaybeMaintain()
-	}
-}
-
 // unfinishedError is a failure past a write's commit point (the disk full
 // while git's index or the derived index was written, say): the commit is
 // on the branch, so the write happened and is acknowledged; what did not

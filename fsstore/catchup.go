@@ -37,26 +37,31 @@ func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func
 	err = w.idx.Update(func(tx *index.Tx) error {
 		// Read the branch again inside the index's write transaction: another
 		// process may have caught up meanwhile, to a newer commit than ours.
-		if head, err = w.repo.Head(); err != nil {
+		if head, seq, err = w.syncToBranch(tx, hint); err != nil || extra == nil {
 			return err
 		}
-		indexed, seq, err = tx.Head()
-		if err != nil {
-			return err
-		}
-		if head.IsZero() && !indexed.IsZero() {
-			return w.branchGone(indexed)
-		}
-		if indexed != head {
-			if seq, err = w.syncIndex(tx, head, hint, nil); err != nil {
-				return err
-			}
-		}
-		if extra != nil {
-			return extra(tx)
-		}
-		return nil
+		return extra(tx)
 	})
+	return head, seq, err
+}
+
+// syncToBranch brings the index in tx to the branch's current commit, and
+// returns that commit and its cursor.
+func (w *Workspace) syncToBranch(tx *index.Tx, hint map[gitver.Hash][]gitver.PathChange) (gitver.Hash, int, error) {
+	head, err := w.repo.Head()
+	if err != nil {
+		return gitver.ZeroHash, 0, err
+	}
+	indexed, seq, err := tx.Head()
+	if err != nil {
+		return gitver.ZeroHash, 0, err
+	}
+	if head.IsZero() && !indexed.IsZero() {
+		return gitver.ZeroHash, 0, w.branchGone(indexed)
+	}
+	if indexed != head {
+		seq, err = w.syncIndex(tx, head, hint, nil)
+	}
 	return head, seq, err
 }
 
@@ -76,21 +81,7 @@ func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
 	}
 	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
 	err = w.idx.ReadAhead(func(tx *index.Tx) error {
-		head, err := w.repo.Head()
-		if err != nil {
-			return err
-		}
-		indexed, seq, err := tx.Head()
-		if err != nil {
-			return err
-		}
-		if head.IsZero() && !indexed.IsZero() {
-			return w.branchGone(indexed)
-		}
-		cursor = seq
-		if indexed != head {
-			cursor, err = w.syncIndex(tx, head, nil, nil)
-		}
+		_, cursor, err = w.syncToBranch(tx, nil)
 		return err
 	}, fn)
 	return cursor, err

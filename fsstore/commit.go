@@ -22,6 +22,9 @@ import (
 // remote, the commit is pushed first: it counts once the remote took it,
 // and the local branch follows.
 //
+// Files parent holds as changes would leave them are no change; when none
+// is left, nothing is committed and parent is returned.
+//
 // The caller holds the write lock. It returns errBranchMoved when the
 // branch was not at parent, or the work tree changed hands meanwhile;
 // nothing then changed. A failure past the commit point is an
@@ -50,21 +53,16 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		// checkout since the comparison makes them another's.
 		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
-	paths := make([]string, len(changes))
-	for i, c := range changes {
-		paths[i] = c.path
-	}
-	olds, err := w.committedBlobs(paths)
+	changes, diff, err := w.changesAt(parent, changes)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
+	if len(changes) == 0 {
+		return parent, nil // git holds every file as it is: no commit, no version
+	}
 	req := commitRequest(parent, changes, author, message)
-	var diff []gitver.PathChange
 	var infos map[string]fs.FileInfo
-	for i, c := range changes {
-		if olds[i] != req.Changes[c.path] {
-			diff = append(diff, gitver.PathChange{Path: c.path, Old: olds[i], New: req.Changes[c.path]})
-		}
+	for _, c := range changes {
 		if onDisk && c.info != nil {
 			if infos == nil {
 				infos = map[string]fs.FileInfo{}

@@ -622,8 +622,8 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 	w.warnMissingBlobs(byNote, edits)
 	who := w.personSignature()
 	commit, err := w.commitLocked(head, changes, who, w.editMessage(edits, who.Name).String(), true)
-	if err != nil {
-		return head, err
+	if err != nil || commit == head {
+		return head, err // failed, or git held every file as it is
 	}
 	rep.Commit, rep.Author, rep.Edits = commit.String(), who.Name, edits
 	return commit, nil

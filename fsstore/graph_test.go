@@ -57,7 +57,12 @@ func (h *history) commit(parents ...gitver.Hash) gitver.Hash {
 	h.t.Helper()
 	changes := map[string]gitver.Hash{}
 	for range 1 + h.rng.IntN(2) {
-		changes[graphKeys[h.rng.IntN(len(graphKeys))]+".md"] = h.content()
+		key := graphKeys[h.rng.IntN(len(graphKeys))]
+		if h.rng.IntN(4) == 0 {
+			changes[key+".blob.md"] = h.content() // the note's blob file alone
+		} else {
+			changes[key+".md"] = h.content()
+		}
 	}
 	if len(parents) > 1 && h.rng.IntN(3) == 0 {
 		changes = nil // a clean merge: the first parent's tree
@@ -120,16 +125,26 @@ func (h *history) blob(c gitver.Hash, key string) gitver.Hash {
 	return b
 }
 
+// files is what commit c holds at the note: its file's blob and its blob
+// file's.
+func (h *history) files(c gitver.Hash, key string) [2]gitver.Hash {
+	blobFile, err := h.w.repo.PathBlob(c, key+".blob.md")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return [2]gitver.Hash{h.blob(c, key), blobFile}
+}
+
 // version is the definition, computed the slow way: the commits c reaches
-// whose content at the note differs from a parent's (from nothing, for a
-// root commit).
+// whose content at the note's files differs from a parent's (from nothing,
+// for a root commit).
 func (h *history) version(c gitver.Hash, key string) int {
 	n := 0
 	for _, info := range h.reach(c) {
-		mine := h.blob(info.Hash, key)
-		differs := len(info.Parents) == 0 && !mine.IsZero()
+		mine := h.files(info.Hash, key)
+		differs := len(info.Parents) == 0 && mine != [2]gitver.Hash{}
 		for _, p := range info.Parents {
-			differs = differs || h.blob(p, key) != mine
+			differs = differs || h.files(p, key) != mine
 		}
 		if differs {
 			n++
@@ -147,11 +162,11 @@ func (h *history) firstParentVersion(c gitver.Hash, key string) int {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		var before gitver.Hash
+		var before [2]gitver.Hash
 		if p := info.FirstParent(); !p.IsZero() {
-			before = h.blob(p, key)
+			before = h.files(p, key)
 		}
-		if h.blob(c, key) != before {
+		if h.files(c, key) != before {
 			n++
 		}
 		c = info.FirstParent()
@@ -299,6 +314,9 @@ func (h *history) checkLog() {
 			}
 			if want := h.version(c, key); e.Version != want {
 				h.t.Fatalf("%s: the log gives %s version %d, the graph %d", key, c.Short(), e.Version, want)
+			}
+			if want := h.w.digestOf(h.blob(c, key)); e.Digest != want {
+				h.t.Fatalf("%s: the log gives %s the digest %q; its note file holds %q", key, c.Short(), e.Digest, want)
 			}
 		}
 	}

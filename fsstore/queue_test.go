@@ -460,3 +460,76 @@ func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
 		t.Fatal("the publisher still waits once the build is done")
 	}
 }
+
+// buildPendingWrite builds one write of uri on the pending writes of w and
+// records it there, as a writer of a group does before the publish; it
+// returns the write, as its queue holds it.
+func buildPendingWrite(t *testing.T, w *Workspace, uri, digest string) *queuedWrite {
+	t.Helper()
+	addr, err := w.parseAddress(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := digest + "\n"
+	req := UpdateRequest{URI: uri, Digest: digest, Body: &body}
+	q := &queuedWrite{op: "update", uri: uri, unfinished: func(error) {}}
+	q.attempt = func(tx *writeTx) error {
+		_, err := agentView(w).updateLocked(tx, "update", addr, digest, nil, "", &req)
+		return err
+	}
+	err = w.withWriteLock(func() error {
+		defer w.repo.DropStaged()
+		var built builtTip
+		var err error
+		if q.mine, _, err = w.buildPending(q.op, q.uri, q.attempt, &built); err != nil {
+			return err
+		}
+		sha, err := w.repo.WriteStaged()
+		if err != nil {
+			return err
+		}
+		return w.pending.save(built.tip, append(w.repo.StillPending(w.pending.packs()), sha)...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// A writer whose publish failed answers what git holds: refused, its write
+// is dropped from the pending writes first, so that another process's
+// publisher, which read the chain before, never puts it on the branch;
+// acknowledged (with the failure as a warning) when another publisher put
+// it there already.
+func TestRefusedWriteIsNeverPublished(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	other := openWorkspace(t, w.Dir(), false) // another process's publisher
+	failed := errors.New("the publish failed")
+
+	refused := buildPendingWrite(t, w, "t/refused", "refused write")
+	w.settleRefused([]*queuedWrite{refused}, failed)
+	if !errors.Is(refused.err, failed) {
+		t.Fatalf("the write whose publish failed was answered %v, want refused", refused.err)
+	}
+	if acked, _, err := other.publishPending(nil); err != nil || acked {
+		t.Fatalf("another publisher after the refusal: acked %v, %v", acked, err)
+	}
+	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s"); strings.Contains(log, "refused write") {
+		t.Fatalf("a refused write is in git:\n%s", log)
+	}
+
+	var warned error
+	published := buildPendingWrite(t, w, "t/published", "published write")
+	published.unfinished = func(err error) { warned = err }
+	if _, _, err := other.publishPending(nil); err != nil {
+		t.Fatal(err)
+	}
+	w.settleRefused([]*queuedWrite{published}, failed)
+	if published.err != nil || !errors.Is(warned, failed) {
+		t.Fatalf("a write another publisher put on the branch was answered %v (warning %v), want acknowledged with a warning", published.err, warned)
+	}
+	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s"); !strings.Contains(log, "published write") {
+		t.Fatalf("the published write is not in git:\n%s", log)
+	}
+}

@@ -143,10 +143,17 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			return err
 		}
 		for i, e := range events {
-			if !e.Closed {
-				if events[i].Version, err = w.versionAt(s, addr.Short(), e.Hash); err != nil {
-					return err
-				}
+			if e.Closed {
+				continue
+			}
+			// A commit of a merge's other side: its version and its note
+			// file are its own, read from the graph and from git, not from
+			// the commits the index orders before it.
+			if events[i].Version, err = w.versionAt(s, addr.Short(), e.Hash); err != nil {
+				return err
+			}
+			if events[i].NoteBlob, err = w.repo.PathBlob(e.Hash, addr.NotePath()); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -321,17 +321,6 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 		}
 	}
 	who := w.agentSignature(note.InitAgent)
-	tree, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, Changes: edit, Blobs: blobs, Author: who, Message: "merge tree\n"})
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	if err := tree.Write(); err != nil {
-		return gitver.ZeroHash, err
-	}
-	treeCommit, err := w.repo.ReadCommit(tree.Hash)
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
 	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
 	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", w.remote, branch, branch),
 		Lines: []string{fmt.Sprintf("The local %s held a merge the remote had not when the remote moved on;", branch),
@@ -340,7 +329,12 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 	if kept > 0 {
 		msg.Lines = append(msg.Lines, fmt.Sprintf("%d notes both sides changed keep the remote's content; this clone's are sibling notes linked contradicts.", kept))
 	}
-	return w.repo.MergeCommit(treeCommit.Tree, []gitver.Hash{theirs, ours}, who, msg.String())
+	merge, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, MergeParents: []gitver.Hash{ours}, Changes: edit, Blobs: blobs,
+		Author: who, Message: msg.String()})
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	return merge.Hash, merge.Write()
 }
 
 // notesOf is the set of notes whose files changes touch.

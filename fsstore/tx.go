@@ -64,24 +64,9 @@ func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Sign
 	if tx.tip != tx.base {
 		return false, fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
 	}
-	var real []fileChange
-	var diff []gitver.PathChange
-	for _, c := range changes {
-		was, err := w.repo.PathBlob(tx.base, c.path)
-		if err != nil {
-			return false, err
-		}
-		now := gitver.ZeroHash
-		if !c.deleted {
-			now = gitver.BlobHash(c.content)
-		}
-		if was != now {
-			real = append(real, c)
-			diff = append(diff, gitver.PathChange{Path: c.path, Old: was, New: now})
-		}
-	}
-	if len(real) == 0 {
-		return false, nil
+	real, diff, err := w.changesAt(tx.base, changes)
+	if err != nil || len(real) == 0 {
+		return false, err
 	}
 	if wt := w.repo.WorkTree(); wt.Operation != "" {
 		return false, busyWithGit(wt)
@@ -96,9 +81,53 @@ func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Sign
 			return false, err
 		}
 	}
-	slices.SortFunc(diff, func(a, b gitver.PathChange) int { return strings.Compare(a.Path, b.Path) })
 	tx.tip, tx.commit, tx.changes = pending.Hash, pending, diff
 	return true, nil
+}
+
+// changesAt keeps the changes that change a file from what parent holds,
+// and lists them as gitver.Repo.Changes would list their commit's: each
+// file's blob before and after, by path. The blobs before come from the
+// derived index when it is at parent (a write on the branch), else from
+// git (a write on pending writes).
+func (w *Workspace) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
+	olds := make([]gitver.Hash, len(changes))
+	indexed := false
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		at, _, err := s.Head()
+		if err != nil || at != parent {
+			return err
+		}
+		indexed = true
+		for i, c := range changes {
+			if olds[i], err = s.FileBlob(c.path); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var real []fileChange
+	var diff []gitver.PathChange
+	for i, c := range changes {
+		if !indexed {
+			if olds[i], err = w.repo.PathBlob(parent, c.path); err != nil {
+				return nil, nil, err
+			}
+		}
+		now := gitver.ZeroHash
+		if !c.deleted {
+			now = gitver.BlobHash(c.content)
+		}
+		if olds[i] != now {
+			real = append(real, c)
+			diff = append(diff, gitver.PathChange{Path: c.path, Old: olds[i], New: now})
+		}
+	}
+	slices.SortFunc(diff, func(a, b gitver.PathChange) int { return strings.Compare(a.Path, b.Path) })
+	return real, diff, nil
 }
 
 // builtWrite is a write built on the pending writes. A rebase gives it

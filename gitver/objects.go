@@ -259,6 +259,9 @@ type Signature struct {
 type CommitRequest struct {
 	// Parent is the commit the change applies to; zero for a root commit.
 	Parent Hash
+	// MergeParents are further parents, after Parent: the commit is then a
+	// merge, its tree still Parent's with Changes applied.
+	MergeParents []Hash
 	// Changes maps a slash-separated path to the blob it now holds; a zero
 	// hash deletes the path. Directories that end up empty disappear, as in git.
 	Changes map[string]Hash
@@ -376,7 +379,7 @@ func (r *Repo) BuildCommit(req CommitRequest) (*PendingCommit, error) {
 	}
 	c := CommitObject{Tree: tree, Author: req.Author, Committer: req.Author, Message: req.Message}
 	if !req.Parent.IsZero() {
-		c.Parents = []Hash{req.Parent}
+		c.Parents = append([]Hash{req.Parent}, req.MergeParents...)
 	}
 	h, err := w.writeCommit(c)
 	if err != nil {

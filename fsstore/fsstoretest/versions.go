@@ -3,7 +3,6 @@ package fsstoretest
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,9 +67,7 @@ func CheckVersionsAgree(t testing.TB, dir string, acks []Ack) {
 	if err != nil {
 		t.Fatalf("check versions: %v", err)
 	}
-	cmd := exec.Command("git", "clone", "-q", "--no-local", "--single-branch", "-b", branch, dir, clone)
-	cmd.Env = fixtures.PersonEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := fixtures.GitCmd(filepath.Dir(clone), "clone", "-q", "--no-local", "--single-branch", "-b", branch, dir, clone).CombinedOutput(); err != nil {
 		t.Fatalf("check versions: clone the board: %v\n%s", err, out)
 	}
 	cloned, cloneHead, cloneCursor := indexedVersions(t, clone, false)

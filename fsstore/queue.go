@@ -385,7 +385,14 @@ func answerAll(items []*queuedWrite, err error) {
 func (w *Workspace) commitAlone(it *queuedWrite) error {
 	return w.whileBranchMoves(it.op, it.uri, func() error {
 		defer w.repo.DropStaged()
-		mine, _, err := w.buildWrite(it.uri, it.attempt, &builtTip{})
+		// Nothing is pending (the caller looked, under this hold of the
+		// lock): the write builds on the branch, and the pending writes'
+		// record is neither read nor written again.
+		head, err := w.repo.Head()
+		if err != nil {
+			return err
+		}
+		mine, _, err := w.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head})
 		if err != nil || mine == nil {
 			return err // refused, or answered without a commit
 		}

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,14 +17,14 @@ const (
 type part struct {
 	uri    string
 	text   string
-	tokens int
+	tokens int // text's own count, priced by fit
 	// shrink, when set, returns a smaller text of at most maxTokens (a body
 	// cut to fit), or false when nothing useful fits.
 	shrink func(maxTokens int) (string, bool)
 }
 
 func newPart(uri, text string, shrink func(int) (string, bool)) part {
-	return part{uri: uri, text: text, tokens: CountTokens(text), shrink: shrink}
+	return part{uri: uri, text: text, shrink: shrink}
 }
 
 // meta is the envelope around the items.
@@ -73,86 +75,157 @@ func renderTSV(header string) renderer {
 // left out before budgeting (over a listing's limit). The response's size in
 // tokens is exact and never over budget, and spent_tokens is that size.
 //
-// A first pass prices items by their own token counts; the exact size of
-// the rendered answer then decides: items are given up from the end while it
-// is over budget, and omitted items are tried again while there is room.
+// Its cost is linear in the answer: each part is priced once, by its own
+// token count, and the whole answer is counted a few times, not once an
+// item. A part's price in the answer differs from its own count only where
+// it joins its neighbours (a separator may merge with the characters
+// around it into one token, or split them), by a token or two: joinSlack.
+// Priced that way, the first choice stays within budget, and the exact size
+// of the answer then decides: the room it leaves takes more of the items
+// left out, and a choice priced short gives items up from the end.
 func fit(budget int, parts []part, extraOmitted, cursor int, render renderer) (string, error) {
-	a := answer{parts: parts, chosen: make([]string, len(parts)), extra: extraOmitted, cursor: cursor, render: render}
-	if floor := CountTokens(a.renderWith(budget)); floor > budget {
-		return "", invalid("budget_tokens %d is too small to even name the %d addresses; give at least %d", budget, len(parts), floor)
+	a := newAnswer(parts, extraOmitted, cursor, render)
+	_, size := a.settle(0)
+	if size > budget {
+		return "", invalid("budget_tokens %d is too small to even name the %d addresses; give at least %d", budget, len(parts), size)
 	}
-	const slack = 2 // a separator may cost a token where parts join
-	// naming[i] is what naming parts[i:] in omitted_uris would cost: room is
-	// kept for it, should none of them fit.
-	naming := make([]int, len(parts)+1)
-	for i := len(parts) - 1; i >= 0; i-- {
-		naming[i] = naming[i+1] + CountTokens(strconv.Quote(parts[i].uri)) + 1
+	// named[i] is what naming parts[i] in omitted_uris costs; the room
+	// left when all are named is the room for the items, less naming those
+	// still to come, should none of them fit.
+	named := make([]int, len(parts))
+	toCome := 0
+	for i := range parts {
+		parts[i].tokens = CountTokens(parts[i].text)
+		named[i] = CountTokens(strconv.Quote(parts[i].uri)) + 1
+		toCome += named[i]
 	}
-	room := budget - CountTokens(a.renderWith(budget)) + naming[0]
+	room := budget - size
 	for i, p := range parts {
-		avail := room - naming[i+1]
+		toCome -= named[i]
+		room += named[i]
+		avail := room - toCome
 		switch {
-		case p.tokens+slack <= avail:
-			a.chosen[i] = p.text
-		case p.shrink != nil && avail-slack > 24:
-			if t, ok := p.shrink(avail - slack); ok {
-				a.chosen[i] = t
+		case p.tokens+joinSlack <= avail:
+			a.keep(i, p.text, p.tokens)
+		case p.shrink != nil && avail-joinSlack > minCut:
+			if t, ok := p.shrink(avail - joinSlack); ok {
+				a.keep(i, t, CountTokens(t))
 			}
 		}
 		if a.chosen[i] != "" {
-			room -= CountTokens(a.chosen[i]) + slack
+			room -= a.cost[i] + joinSlack
 		} else {
-			room -= naming[i] - naming[i+1]
+			room -= named[i]
 		}
 	}
-	out := a.settle()
-	for n := CountTokens(out); n > budget; n = CountTokens(out) {
-		// Priced a token or two short: give up the last item kept.
-		last := -1
-		for i := range a.chosen {
+	out, size := a.settle(budget - room)
+	for size > budget {
+		// Priced short: give up items from the end, as many as the excess.
+		excess := size - budget
+		for i := len(parts) - 1; i >= 0 && excess > 0; i-- {
 			if a.chosen[i] != "" {
-				last = i
+				excess -= a.cost[i] + joinSlack - named[i]
+				a.omit(i)
 			}
 		}
-		if last < 0 {
+		out, size = a.settle(size)
+	}
+	// The exact room left takes items left out, priced; should they be
+	// priced short, the last taken goes back, one at a time, and is not
+	// tried again.
+	tried := make([]bool, len(parts))
+	for range refillRounds {
+		spare := budget - size
+		var taken []int
+		for i, p := range parts {
+			if a.chosen[i] != "" || tried[i] {
+				continue
+			}
+			switch {
+			case p.tokens+joinSlack-named[i] <= spare:
+				a.keep(i, p.text, p.tokens)
+			case p.shrink != nil && spare+named[i]-joinSlack > minCut:
+				if t, ok := p.shrink(spare + named[i] - joinSlack); ok {
+					a.keep(i, t, CountTokens(t))
+				}
+			}
+			if a.chosen[i] != "" {
+				spare -= a.cost[i] + joinSlack - named[i]
+				taken = append(taken, i)
+			}
+		}
+		if len(taken) == 0 {
 			break
 		}
-		a.chosen[last] = ""
-		out = a.settle()
+		tryOut, trySize := a.settle(budget - spare)
+		for trySize > budget {
+			last := taken[len(taken)-1]
+			a.omit(last)
+			tried[last] = true
+			taken = taken[:len(taken)-1]
+			tryOut, trySize = a.settle(trySize)
+		}
+		out, size = tryOut, trySize
 	}
+	// Items priced a little over the room may fit all the same, left out
+	// or cut: the cheapest few are tried whole, by exact count.
+	growth := func(i int) int {
+		if a.chosen[i] == "" {
+			return parts[i].tokens - named[i]
+		}
+		return parts[i].tokens - a.cost[i]
+	}
+	var near []int
 	for i, p := range parts {
-		// Omitted items may fit after all, exactly counted.
-		if a.chosen[i] != "" {
-			continue
-		}
-		a.chosen[i] = p.text
-		if try := a.settle(); CountTokens(try) <= budget {
-			out = try
-			continue
-		}
-		a.chosen[i] = ""
-		if spare := budget - CountTokens(out); p.shrink != nil && spare > 24 {
-			if t, ok := p.shrink(spare - slack); ok {
-				a.chosen[i] = t
-				if try := a.settle(); CountTokens(try) <= budget {
-					out = try
-					continue
-				}
-				a.chosen[i] = ""
-			}
+		if a.chosen[i] != p.text && growth(i)-joinSlack <= budget-size {
+			near = append(near, i)
 		}
 	}
-	return a.settle(), nil
+	slices.SortStableFunc(near, func(i, j int) int { return cmp.Compare(growth(i), growth(j)) })
+	for _, i := range near[:min(len(near), exactTries)] {
+		was, wasCost, grows := a.chosen[i], a.cost[i], growth(i)
+		a.keep(i, parts[i].text, parts[i].tokens)
+		if tryOut, trySize := a.settle(size + grows); trySize <= budget {
+			out, size = tryOut, trySize
+		} else {
+			a.keep(i, was, wasCost)
+		}
+	}
+	return out, nil
 }
+
+const (
+	// joinSlack is what joining a part to its neighbours may add to its own
+	// token count, most of the time: exact counts correct the rest.
+	joinSlack = 2
+	// minCut is the least room worth cutting a body to.
+	minCut = 24
+	// refillRounds bounds the passes that use the room an exact count
+	// leaves: each costs a count of the whole answer.
+	refillRounds = 3
+	// exactTries bounds the items then tried one by one: on random answers
+	// (TestFitProperties) nothing left out would have fitted.
+	exactTries = 4
+)
 
 // answer is a read being fitted: for each part, the text chosen for it, or ""
 // when it is omitted.
 type answer struct {
 	parts         []part
 	chosen        []string
+	cost          []int // the tokens of chosen[i] by its own count
 	extra, cursor int
 	render        renderer
 }
+
+func newAnswer(parts []part, extra, cursor int, render renderer) *answer {
+	return &answer{parts: parts, chosen: make([]string, len(parts)), cost: make([]int, len(parts)),
+		extra: extra, cursor: cursor, render: render}
+}
+
+func (a *answer) keep(i int, text string, tokens int) { a.chosen[i], a.cost[i] = text, tokens }
+
+func (a *answer) omit(i int) { a.chosen[i] = "" }
 
 // meta describes the answer with spent_tokens set to spent.
 func (a *answer) meta(spent int) ([]string, meta) {
@@ -178,18 +251,21 @@ func (a *answer) renderWith(spent int) string {
 	return a.render(kept, m)
 }
 
-// settle renders with spent_tokens equal to the response's own size: the
-// number is part of what it counts, so iterate until it stops changing.
-func (a *answer) settle() string {
-	out := a.renderWith(0)
-	spent := 0
-	for range 4 {
+// settle renders with spent_tokens equal to the response's own size, and
+// returns it with that size. The number is part of what it counts: from a
+// guess, render and count until it stops changing. A number's digits are
+// tokens of their own, one per three, so it settles within three rounds;
+// settleRounds is a guard.
+func (a *answer) settle(guess int) (string, int) {
+	spent := guess
+	for round := 1; ; round++ {
+		out := a.renderWith(spent)
 		n := CountTokens(out)
-		if n == spent {
-			break
+		if n == spent || round == settleRounds {
+			return out, n
 		}
 		spent = n
-		out = a.renderWith(spent)
 	}
-	return out
 }
+
+const settleRounds = 8

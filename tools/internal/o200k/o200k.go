@@ -1,0 +1,48 @@
+// Package o200k counts the tokens of the o200k_base encoding (GPT-4o and
+// later), exactly as the reference tokenizer does and a few times faster:
+// the split into pieces is written out by hand instead of run by a
+// backtracking regular expression, and the vocabulary is an embedded table,
+// not a map built at start-up.
+//
+// Counting is a tokenizer's two steps. The text is split into pieces by the
+// encoding's pattern (split.go), and each piece that is not itself a token
+// is merged byte pair by byte pair, lowest rank first (merge.go). Counts are
+// checked against github.com/tiktoken-go/tokenizer on random and real text
+// by this package's tests.
+package o200k
+
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// noRank is the rank of a byte string that is not a token.
+const noRank = math.MaxUint32
+
+// Count returns the number of o200k_base tokens in s.
+func Count(s string) int {
+	if !utf8.ValidString(s) {
+		// The reference splits runes, and reads each invalid byte as
+		// U+FFFD.
+		s = string([]rune(s))
+	}
+	v := vocab()
+	n := 0
+	for i := 0; i < len(s); {
+		end := pieceEnd(s, i)
+		n += v.countPiece(s[i:end])
+		i = end
+	}
+	return n
+}
+
+// countPiece is the number of tokens byte-pair encoding makes of piece.
+func (v *vocabulary) countPiece(piece string) int {
+	if len(piece) == 1 || v.rank(piece) != noRank {
+		return 1
+	}
+	if len(piece) < heapFrom {
+		return v.mergeScan(piece)
+	}
+	return v.mergeHeap(piece)
+}

@@ -333,3 +333,26 @@ func TestFloorProbeWritesEveryObject(t *testing.T) {
 		t.Errorf("files left after close: %v", left)
 	}
 }
+
+// TestReadThroughMCP runs the read bench on a small generated board: every
+// figure is printed, through MCP and in this process, and the writes it
+// made are on the branch.
+func TestReadThroughMCP(t *testing.T) {
+	fixtures.RequireGit(t)
+	dir := filepath.Join(t.TempDir(), "gen")
+	runBinary(t, benchBinary, "generate", dir, "--notes", "300", "--commits", "300", "--name", "acme", "--seed", "5")
+	out := runBinary(t, benchBinary, "read", "--dir", dir, "--server", mcpBinary, "--rounds", "2", "--writes", "5")
+	for _, want := range []string{"read board=gen notes=", "list_keys", "limit 100 table", "get_state 20 digests",
+		"search_keys cache hit rate fell", "update_state p99", "a new server's first answer", "server memory settled / peak",
+		"first server on a copy: memory settled / peak"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("read printed no %q:\n%s", want, out)
+		}
+	}
+	if got := fixtures.Git(t, dir, "rev-list", "--count", "main"); got != "311" {
+		t.Errorf("rev-list --count main = %s after 10 writes on 301 commits", got)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".bench-copy-*")); len(matches) > 0 {
+		t.Errorf("the copy of the board is left behind: %v", matches)
+	}
+}

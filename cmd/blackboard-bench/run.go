@@ -18,6 +18,13 @@ Usage:
       only what a durable commit of one note must do (loose objects, a ref by
       lock file, the note's file, fsynced as the product does), and prints
       both and their ratio.
+  blackboard-bench read [--dir DIR] [--server BINARY] [--rounds N] [--writes M] [--copy=false]
+      measures an agent's catch-up (listings of 100 and 20 rows, 20 digests,
+      searches from a word to a question) and M writes through a real MCP
+      client over stdio against blackboard-mcp serve, beside the same calls
+      made in this process through the same tool code; then a new server's
+      first answer and its memory, settled and at its peak, on the board and
+      on a copy of it (cp -a).
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.
@@ -29,6 +36,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return cli.Program{Usage: usage, Verbs: map[string]cli.Verb{
 		"write":    runWrite,
 		"generate": runGenerate,
+		"read":     runRead,
 		workerVerb: runWorker, // hidden: started by write, not by people
 	}}.Run(ctx, args, stdin, stdout, stderr)
 }

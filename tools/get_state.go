@@ -108,6 +108,9 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 		item := summaryItem(sum)
 		return newPart(sum.URI, item.json(), nil), nil
 	}
+	if mode == modeTable && slices.IndexFunc(fields, func(f string) bool { return !summaryFields[f] }) < 0 {
+		return tableRow(summaryView(sum), fields), nil
+	}
 	n, err := v.Get(sum.URI, mode == modeFull)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		item := errorItem(sum.URI, err)
@@ -118,21 +121,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	}
 	switch mode {
 	case modeTable:
-		// A superseded or contradicted note says so in its digest cell: every
-		// mode but ref tells.
-		digest := n.Digest
-		if len(n.SupersededBy) > 0 {
-			digest += " [superseded_by " + strings.Join(n.SupersededBy, " ") + "]"
-		}
-		if len(n.ContradictedBy) > 0 {
-			digest += " [contradicted_by " + strings.Join(n.ContradictedBy, " ") + "]"
-		}
-		cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(digest)}
-		for _, f := range fields {
-			v, _ := fieldValue(n, f)
-			cells = append(cells, tsvCell(v))
-		}
-		return newPart(n.URI, strings.Join(cells, "\t"), nil), nil
+		return tableRow(n, fields), nil
 	case modeFields:
 		item := orderedItem{}
 		item.add("uri", n.URI)
@@ -170,6 +159,37 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	return newPart(n.URI, item.json(), func(maxTokens int) (string, bool) {
 		return cutBody(head, body, maxTokens)
 	}), nil
+}
+
+// tableRow is a note's row in table mode.
+func tableRow(n *fsstore.NoteView, fields []string) part {
+	// A superseded or contradicted note says so in its digest cell: every
+	// mode but ref tells.
+	digest := n.Digest
+	if len(n.SupersededBy) > 0 {
+		digest += " [superseded_by " + strings.Join(n.SupersededBy, " ") + "]"
+	}
+	if len(n.ContradictedBy) > 0 {
+		digest += " [contradicted_by " + strings.Join(n.ContradictedBy, " ") + "]"
+	}
+	cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(digest)}
+	for _, f := range fields {
+		v, _ := fieldValue(n, f)
+		cells = append(cells, tsvCell(v))
+	}
+	return newPart(n.URI, strings.Join(cells, "\t"), nil)
+}
+
+// summaryFields are the fields a note's summary holds: a table of them is
+// made from the index alone, without reading each note from git.
+var summaryFields = map[string]bool{"kind": true, "author": true, "updated": true, "digest": true,
+	"est_tokens": true, "bytes": true, "superseded_by": true, "contradicted_by": true}
+
+// summaryView is the note as its summary gives it.
+func summaryView(s *fsstore.Summary) *fsstore.NoteView {
+	return &fsstore.NoteView{URI: s.URI, Version: s.Version, Digest: s.Digest, Kind: s.Kind, Author: s.Author,
+		Updated: s.Updated, Bytes: s.Bytes, EstTokens: s.EstTokens, Problem: s.Problem,
+		SupersededBy: s.SupersededBy, ContradictedBy: s.ContradictedBy}
 }
 
 // respond fits parts into the budget and renders the envelope.

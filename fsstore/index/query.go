@@ -10,22 +10,46 @@ type Scope struct {
 	Prefixes []string // short-address prefixes such as "research" or "research/cache"
 }
 
-// where returns a SQL condition on the column key and its arguments.
-func (s Scope) where(col string) (string, []any) {
+// where returns a SQL condition on the notes table and its arguments, and
+// whether it narrows by address ranges alone (no topic of its own).
+//
+// Each prefix is a term the indexes answer: a topic is topic = ? (the
+// leading column of notes_topic, which also holds present and last_seq, so
+// a topic is counted and listed newest first from the index alone); a
+// deeper prefix p is the range of the unique key index from p up to the
+// byte after "p/", keeping p itself and what starts with "p/" ("p-x" and
+// "p.x" sort between the two).
+func (s Scope) where() (cond string, args []any, byKey bool) {
 	if s.Prefixes == nil {
-		return "1", nil
+		return "1", nil, false
 	}
 	if len(s.Prefixes) == 0 {
-		return "0", nil
+		return "0", nil, false
 	}
 	var parts []string
-	var args []any
+	byKey = true
 	for _, p := range s.Prefixes {
-		// key is p itself, or starts with "p/": a range, so the index is used.
-		parts = append(parts, "("+col+" = ? OR ("+col+" >= ? AND "+col+" < ?))")
-		args = append(args, p, p+"/", p+"0") // '0' is the byte after '/'
+		if !strings.Contains(p, "/") {
+			parts = append(parts, "topic = ?")
+			args = append(args, p)
+			byKey = false
+			continue
+		}
+		parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
+		args = append(args, p, p+"0", p, p+"/") // '0' is the byte after '/'
 	}
-	return "(" + strings.Join(parts, " OR ") + ")", args
+	return "(" + strings.Join(parts, " OR ") + ")", args, byKey
+}
+
+// present is the condition that a note is on the branch. Beside a scope of
+// address ranges it is kept from choosing the index: the planner, without
+// statistics, would take notes_recent (present, last_seq) and read every
+// note to find a handful.
+func present(byKey bool) string {
+	if byKey {
+		return "+present=1"
+	}
+	return "present=1"
 }
 
 // ListQuery selects notes for listing.
@@ -51,15 +75,8 @@ type Position struct {
 // List returns the notes matching q, in order, at most q.Limit of them, and
 // how many matched in all.
 func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
-	cond, args := q.Scope.where("key")
-	where := "present=1 AND " + cond
-	if len(q.Scope.Prefixes) == 1 {
-		// The topic column leads an index in last-change order: no sort of
-		// the whole topic to find its newest notes.
-		topic, _, _ := strings.Cut(q.Scope.Prefixes[0], "/")
-		where = "topic = ? AND " + where
-		args = append([]any{topic}, args...)
-	}
+	cond, args, byKey := q.Scope.where()
+	where := present(byKey) + " AND " + cond
 	if q.Kind != "" {
 		where += " AND kind = ?"
 		args = append(args, q.Kind)
@@ -192,8 +209,8 @@ func (s *Snapshot) BacklinksTo(keys []string, rels ...string) (map[string][]Back
 
 // Topics lists the topics of present notes within scope, in order.
 func (s *Snapshot) Topics(scope Scope) ([]string, error) {
-	cond, args := scope.where("key")
-	rows, err := s.t.Query("SELECT DISTINCT topic FROM notes WHERE present=1 AND "+cond+" ORDER BY topic", args...)
+	cond, args, byKey := scope.where()
+	rows, err := s.t.Query("SELECT DISTINCT topic FROM notes WHERE "+present(byKey)+" AND "+cond+" ORDER BY topic", args...)
 	if err != nil {
 		return nil, err
 	}

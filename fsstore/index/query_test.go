@@ -1,0 +1,100 @@
+package index
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestListAgreesWithScope lists random boards under random scopes and
+// compares each listing with the notes Scope.contains keeps, in order:
+// addresses that sort between a prefix and its notes ("p-x", "p.x", "p0")
+// never slip in, and the count is the whole of them.
+func TestListAgreesWithScope(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(26, 7))
+	segs := []string{"p", "p-x", "p.x", "p0", "pa", "q", "a", "a-b", "z"}
+	for round := range 40 {
+		if _, err := d.write.Exec("DELETE FROM notes"); err != nil {
+			t.Fatal(err)
+		}
+		type row struct {
+			key     string
+			seq     int
+			present bool
+		}
+		var rows []row
+		seen := map[string]bool{}
+		for i := range 150 {
+			parts := make([]string, 1+rng.IntN(3))
+			for j := range parts {
+				parts[j] = segs[rng.IntN(len(segs))]
+			}
+			key := strings.Join(parts, "/")
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			r := row{key, rng.IntN(60), rng.IntN(5) > 0}
+			rows = append(rows, r)
+			if _, err := d.write.Exec(`INSERT INTO notes(id,key,topic,version,last_seq,present,note_blob,content_blob,
+				content_path,digest,kind,author,updated,bytes,est_tokens,problem) VALUES(?,?,?,1,?,?,'','','','','','','',0,0,'')`,
+				i+1, key, parts[0], r.seq, r.present); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 30 {
+			var scope Scope
+			if rng.IntN(6) > 0 {
+				scope.Prefixes = []string{}
+				for range 1 + rng.IntN(2) {
+					parts := make([]string, 1+rng.IntN(2))
+					for j := range parts {
+						parts[j] = segs[rng.IntN(len(segs))]
+					}
+					scope.Prefixes = append(scope.Prefixes, strings.Join(parts, "/"))
+				}
+			}
+			byName := rng.IntN(2) == 0
+			var want []row
+			for _, r := range rows {
+				if r.present && scope.contains(r.key) {
+					want = append(want, r)
+				}
+			}
+			slices.SortFunc(want, func(a, b row) int {
+				if !byName && a.seq != b.seq {
+					return b.seq - a.seq
+				}
+				return strings.Compare(a.key, b.key)
+			})
+			limit := 1 + rng.IntN(20)
+			var got []Note
+			var total int
+			err := d.Read(func(s *Snapshot) error {
+				got, total, err = s.List(ListQuery{Scope: scope, ByName: byName, Limit: limit})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != len(want) {
+				t.Fatalf("round %d, scope %q: count %d, want %d", round, scope.Prefixes, total, len(want))
+			}
+			for i, n := range got {
+				if n.Key != want[i].key {
+					t.Fatalf("round %d, scope %q, by name %v: item %d is %s, want %s", round, scope.Prefixes, byName, i, n.Key, want[i].key)
+				}
+			}
+			if len(got) != min(limit, len(want)) {
+				t.Fatalf("round %d, scope %q: %d items, want %d", round, scope.Prefixes, len(got), min(limit, len(want)))
+			}
+		}
+	}
+}

@@ -139,7 +139,7 @@ func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
 		parts[i] = t.match()
 	}
 	match := strings.Join(parts, op)
-	ranked, err := s.rankable(match)
+	ranked, err := s.rankable(match, len(q.Terms))
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +151,19 @@ func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
 	}
 }
 
-// broadMatches is the most notes a search ranks. BM25 scores every match
-// before it knows the best, about a millisecond a thousand: a word most
-// notes hold ("the") took a hundred milliseconds on 100,000 notes, for a
-// ranking that says little, as such a word weighs almost nothing.
-const broadMatches = 2000
+// rankBudget bounds the work of ranking: matches times query terms. BM25
+// scores every match before it knows the best, each term of the query for
+// each match, about 10 ms for 1,000 matches of one term on 100,000 notes: a
+// word most notes hold ("the") took a hundred milliseconds, a question of
+// ten common words as long, for a ranking that says little (such words
+// weigh almost nothing).
+const rankBudget = 2000
+
+// narrowTerms is the most terms a broad search ranks in the columns BM25
+// weighs most. BM25 first weighs each term by the notes that hold it,
+// reading all of them: for a few words, cheap; for a question of common
+// words on 100,000 notes, 60 to 90 ms before a note is ranked.
+const narrowTerms = 2
 
 // rankedMatch is what a search ranks: match, or, when match is broad, its
 // matches in the columns BM25 weighs most (address, digest, identifiers);
@@ -166,17 +174,23 @@ type rankedMatch struct {
 	rank  string // the part ranked; "" for none
 }
 
-// rankable decides what a search for match ranks, counting matches (which
-// costs a fraction of ranking them) up to broadMatches.
-func (s *Snapshot) rankable(match string) (rankedMatch, error) {
+// rankable decides what a search for match, of terms terms, ranks,
+// counting matches (which costs a fraction of ranking them) up to what the
+// budget ranks.
+func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
+	most := rankBudget / max(1, terms)
 	r := rankedMatch{match: match, rank: match}
-	for _, try := range []string{match, "{addr digest ids} : (" + match + ")"} {
+	tries := []string{match}
+	if terms <= narrowTerms {
+		tries = append(tries, "{addr digest ids} : ("+match+")")
+	}
+	for _, try := range tries {
 		var n int
-		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, try, broadMatches+1).
+		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, try, most+1).
 			Scan(&n); err != nil {
 			return r, err
 		}
-		if n <= broadMatches {
+		if n <= most {
 			r.rank = try
 			return r, nil
 		}
@@ -194,8 +208,8 @@ func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int)
 	}
 	var cands []cand
 	seen := map[int64]bool{}
-	take := func(query, match string, n int) error {
-		rows, err := s.t.Query(query, match, n)
+	take := func(query string, args ...any) error {
+		rows, err := s.t.Query(query, args...)
 		if err != nil {
 			return err
 		}

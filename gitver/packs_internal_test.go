@@ -62,8 +62,8 @@ func writePendingPack(t *testing.T, r *Repo, parent Hash, content string) (*Pend
 	return p, sha
 }
 
-// A pack that appears after the storage was opened is read from its index
-// here, without opening go-git's storage again (which reads every index of
+// A pack that appears after the storage was opened is read in place,
+// without opening go-git's storage again (which reads every index of
 // the repository again, megabytes on a big board).
 func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 	writer, reader := writerAndReader(t)
@@ -87,8 +87,8 @@ func TestNewPackReadWithoutReopeningStorage(t *testing.T) {
 	if reader.storage != storage {
 		t.Error("the storage was opened again to read the new pack")
 	}
-	if len(reader.own) != 1 {
-		t.Errorf("%d packs read here, want 1", len(reader.own))
+	if len(reader.mapped) != 2 {
+		t.Errorf("%d packs read in place, want 2", len(reader.mapped))
 	}
 }
 

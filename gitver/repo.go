@@ -138,6 +138,9 @@ type Repo struct {
 	// Guarded by mu.
 	known map[string]bool
 	own   []*ownPack
+	// mapped are the published packs read in place (mapped.go), nil
+	// until listed; guarded by mu.
+	mapped []*mappedPack
 	// unmergeable names packs MergeSmallPacks leaves alone (a delta in
 	// them, or git keeps them); guarded by mu.
 	unmergeable map[string]bool
@@ -245,6 +248,7 @@ func (r *Repo) reopen() {
 	r.storage = filesystem.NewStorageWithOptions(osfs.New(r.gitDir), cache.NewObjectLRU(32*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true, MaxOpenDescriptors: 64})
 	r.forgetOwnPacks()
+	r.closeMapped()
 }
 
 // Close releases the open pack files.
@@ -260,6 +264,7 @@ func (r *Repo) Close() error {
 		p.close()
 	}
 	r.own = nil
+	r.closeMapped()
 	return err
 }
 
@@ -326,6 +331,17 @@ func (r *Repo) readObjectLocked(h Hash) (plumbing.ObjectType, []byte, error) {
 		return t, o.content, err
 	}
 	if t, b, ok := r.readLoadedOwnPacks(h); ok {
+		return t, b, nil
+	}
+	if t, b, ok := r.readMapped(h); ok {
+		return t, b, nil
+	}
+	if t, b, ok, err := r.readLoose(h); ok && err == nil {
+		return t, b, nil
+	}
+	// A pack may have been published since the packs were listed.
+	r.refreshMapped()
+	if t, b, ok := r.readMapped(h); ok {
 		return t, b, nil
 	}
 	r.noteKnownPacks()

@@ -27,7 +27,7 @@ func TestOpenDuringAnotherWriter(t *testing.T) {
 	}
 	d.Close()
 	before := inodeOf(t, path)
-	holder, err := sql.Open("sqlite", dsn(path, "immediate"))
+	holder, err := sql.Open("sqlite", dsn(path, "immediate", writeCacheKB))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,14 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
@@ -64,4 +70,38 @@ func LogJSON(entries []fsstore.LogEntry) string {
 		parts = append(parts, item.json())
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// CallTool runs a tool in this process as a client's tools/call runs it
+// (the same binding of arguments, budget and envelope) and returns its
+// text: the command line's ls --json and search --json print exactly what
+// list_keys and search_keys give. A tool's error is an error with the
+// tool's text (`code: message`).
+func (s *Server) CallTool(ctx context.Context, name string, args map[string]any) (string, error) {
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": name, "arguments": args}})
+	if err != nil {
+		return "", err
+	}
+	switch resp := s.mcp.HandleMessage(ctx, req).(type) {
+	case mcp.JSONRPCResponse:
+		res, ok := resp.Result.(*mcp.CallToolResult)
+		if !ok {
+			return "", fmt.Errorf("%s answered %T", name, resp.Result)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if t, ok := c.(mcp.TextContent); ok {
+				b.WriteString(t.Text)
+			}
+		}
+		if res.IsError {
+			return "", errors.New(b.String())
+		}
+		return b.String(), nil
+	case mcp.JSONRPCError:
+		return "", errors.New(resp.Error.Message)
+	default:
+		return "", fmt.Errorf("%s answered %T", name, resp)
+	}
 }

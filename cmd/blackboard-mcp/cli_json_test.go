@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +54,43 @@ func TestCLIJSONSpeaksTheToolsJSON(t *testing.T) {
 		}
 		if _, ok := cli["body"]; ok != full {
 			t.Errorf("get --json (full %v) body present: %v", full, ok)
+		}
+	}
+}
+
+// TestCLIListAndSearchJSONAreTheTools: `ls --json` and `search --json`
+// print, byte for byte, what list_keys and search_keys give a client for
+// the same question.
+func TestCLIListAndSearchJSONAreTheTools(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "writer")
+	for i := range 12 {
+		s.write(map[string]any{"uri": fmt.Sprintf("research/cache-%d", i), "digest": fmt.Sprintf("Cache hit rate %d", i),
+			"body": "the LRU is undersized", "expect_version": 0, "kind": []string{"finding", "decision"}[i%2]})
+	}
+	s.link("research/cache-3", "supersedes", "research/cache-1")
+	lists := map[string]map[string]any{
+		"ls research --json -n 5":                   {"topic": "research", "limit": 5},
+		"ls research --json --kind decision --name": {"topic": "research", "kind": "decision", "order": "name"},
+		"ls --json --since 3":                       {"since": 3},
+	}
+	want := map[string]string{}
+	for cmd, args := range lists {
+		args["mode"], args["budget_tokens"] = "digest", 20000
+		want[cmd] = s.ok("list_keys", args)
+	}
+	searches := map[string]map[string]any{
+		"search cache hit --json":                        {"q": "cache hit"},
+		"search undersized --json --topic research -n 3": {"q": "undersized", "topic": "research", "limit": 3},
+	}
+	for cmd, args := range searches {
+		want[cmd] = s.ok("search_keys", args)
+	}
+	s.closeClean()
+	for cmd, text := range want {
+		if got := strings.TrimSuffix(runCLI(t, dir, strings.Fields(cmd)...), "\n"); got != text {
+			t.Errorf("%s printed\n%s\nthe tool gives\n%s", cmd, got, text)
 		}
 	}
 }

@@ -30,7 +30,7 @@ type findingJSON struct {
 	Fix      string `json:"fix"`
 }
 
-func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runHealth(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("health", stderr, &c)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"ok":bool,"findings":[{"check","severity","path","message","fix"}],"info":[...]}`)
@@ -51,7 +51,7 @@ func runHealth(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	dir := c.Dir()
 	open := fsstore.Options{NoSync: c.NoSync, Agent: agentName()}
-	rep := health.Check(dir, health.Options{Open: open})
+	rep := health.Check(dir, health.Options{Open: open, Progress: cli.ProgressOf(ctx).Stage})
 	if w, err := fsstore.Open(dir, open); err == nil {
 		checkSurface(w, rep)
 		w.Close()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -17,8 +19,9 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	byName := fs.Bool("name", false, "order by address instead of newest change first")
 	limit := fs.Int("n", fsstore.DefaultListLimit, "show at most this many notes")
 	since := fs.Int("since", 0, "only notes changed after this cursor")
+	asJSON := fs.Bool("json", false, "print what list_keys gives (digest mode, the largest budget)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp ls [TOPIC] [--kind K] [--name] [-n N] [--since CURSOR]\n\nLists notes under a topic or topic prefix (all topics without one), newest change first.")
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp ls [TOPIC] [--kind K] [--name] [-n N] [--since CURSOR] [--json]\n\nLists notes under a topic or topic prefix (all topics without one), newest change first.")
 		fs.PrintDefaults()
 	}
 	pos, err := cli.Parse(fs, args)
@@ -37,6 +40,14 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		return err
 	}
 	defer w.Close()
+	if *asJSON {
+		args := map[string]any{"topic": opts.Topic, "kind": opts.Kind, "limit": opts.Limit, "since": opts.Since,
+			"mode": "digest", "budget_tokens": tools.MaxBudget}
+		if opts.ByName {
+			args["order"] = "name"
+		}
+		return printTool(ctx, w, stdout, "list_keys", args)
+	}
 	l, err := asAgent(w).List(opts)
 	if err != nil {
 		return err
@@ -61,4 +72,16 @@ func oneLine(n fsstore.Summary) string {
 		s += "  [superseded]"
 	}
 	return s
+}
+
+// printTool prints what the tool name gives for args, run in this process
+// as serve runs it.
+func printTool(ctx context.Context, w *fsstore.Workspace, stdout io.Writer, name string, args map[string]any) error {
+	srv := tools.NewServer(w, slog.New(slog.NewTextHandler(io.Discard, nil)), version)
+	text, err := srv.CallTool(ctx, name, args)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, text)
+	return err
 }

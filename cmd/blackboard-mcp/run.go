@@ -36,22 +36,29 @@ Run 'blackboard-mcp VERB -h' for a verb's flags.
 // run is the whole program: a verb and its arguments in, an error out. It is
 // the one place that decides what goes to stdout.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return cli.Program{Usage: usage, Verbs: map[string]cli.Verb{
-		"init":    runInit,
-		"clone":   runClone,
-		"remote":  runRemote,
-		"put":     runPut,
-		"get":     runGet,
-		"log":     runLog,
-		"ls":      runLs,
-		"search":  runSearch,
-		"link":    runLink,
-		"reindex": runReindex,
-		"health":  runHealth,
-		"serve":   runServe,
-		"token":   runToken,
-		"import":  runImport,
-	}}.Run(ctx, args, stdin, stdout, stderr)
+	verbs := map[string]cli.Verb{
+		"init":   runInit,
+		"clone":  runClone,
+		"remote": runRemote,
+		"put":    runPut,
+		"get":    runGet,
+		"log":    runLog,
+		"ls":     runLs,
+		"search": runSearch,
+		"link":   runLink,
+		"health": runHealth,
+		"token":  runToken,
+		"import": runImport,
+	}
+	// A command that runs for more than a second says what it is doing on
+	// a terminal (a catch-up of a pulled history, a health check of a large
+	// board); reindex draws its own bar, and serve runs until stopped.
+	for name, verb := range verbs {
+		verbs[name] = cli.WithProgress(name, verb)
+	}
+	verbs["reindex"] = runReindex
+	verbs["serve"] = runServe
+	return cli.Program{Usage: usage, Verbs: verbs}.Run(ctx, args, stdin, stdout, stderr)
 }
 
 // asAgent is the board as this process's agent sees it: the command line

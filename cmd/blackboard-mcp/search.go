@@ -14,8 +14,9 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs := cli.NewFlagSet("search", stderr, &c)
 	topic := fs.String("topic", "", "only notes under this topic or topic prefix")
 	limit := fs.Int("n", 10, "show at most this many results")
+	asJSON := fs.Bool("json", false, "print what search_keys gives")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp search QUERY... [--topic T] [-n N]\n\nFull-text search over digests, bodies, fields and addresses: words, \"phrases\", prefix*.\nAn exact identifier (deploy-v2.4.7-hotfix, ERR_CONN_RESET) finds its note first.")
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp search QUERY... [--topic T] [-n N] [--json]\n\nFull-text search over digests, bodies, fields and addresses: words, \"phrases\", prefix*.\nAn exact identifier (deploy-v2.4.7-hotfix, ERR_CONN_RESET) finds its note first.")
 		fs.PrintDefaults()
 	}
 	pos, err := cli.Parse(fs, args)
@@ -30,6 +31,9 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return err
 	}
 	defer w.Close()
+	if *asJSON {
+		return printTool(ctx, w, stdout, "search_keys", map[string]any{"q": strings.Join(pos, " "), "topic": *topic, "limit": *limit})
+	}
 	hits, _, err := asAgent(w).Search(strings.Join(pos, " "), *topic, *limit)
 	if err != nil {
 		return err

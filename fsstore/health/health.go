@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -105,30 +106,66 @@ func openFinding(dir string, err error) Finding {
 	return f
 }
 
-// run runs the checks in the order a person would fix things: the
-// repository first, the derived index last.
+// run runs the checks and reports them in the order a person would fix
+// things: the repository first, the derived index last. git's own fsck, the
+// reading of the last commit's blobs, the comparison of the work tree with
+// them and the index's with git run side by side; each reports into a part
+// of its own, and the parts are put together in order.
 func (c *checker) run(opts Options, r *Report, journal bool) {
+	progress := opts.Progress
+	progress("the repository")
 	files, head, ok := c.checkRepository(r)
 	if ok {
 		c.checkObjects(head, opts.RecentCommits, r)
 	}
 	c.checkRemote(r)
-	c.checkFsck(opts.FsckTimeout, r)
-	c.checkLocks(opts.LockAge, r)
+	fsck := &Report{}
+	fsckDone := make(chan struct{})
+	go func() {
+		defer close(fsckDone)
+		c.checkFsck(opts.FsckTimeout, fsck)
+	}()
+	rest := &Report{}
+	c.checkLocks(opts.LockAge, rest)
 	if journal {
 		if f := inspectJournal(c.dir); f != nil {
 			f.Fix = fixJournalLater
-			r.Add(*f)
+			rest.Add(*f)
 		}
 	}
+	indexed := &Report{}
+	indexDone := make(chan struct{})
 	if ok {
-		notes := c.readHeadNotes(files, r)
-		disk := c.checkDisk(files, notes, r)
-		c.checkStaged(r)
-		checkNotes(notes, disk, files, r)
-		c.checkIndex(head, files, opts, r)
+		progress(fmt.Sprintf("the %d files of the last commit, the work tree and the derived index", len(files)))
+		go func() {
+			defer close(indexDone)
+			c.checkIndex(head, files, opts, indexed)
+		}()
+		blobs, tree := &Report{}, &Report{}
+		var notes map[string]noteInfo
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			notes = c.readHeadNotes(files, blobs)
+		}()
+		disk := c.checkDisk(files, tree)
+		<-read
+		rest.merge(blobs)
+		rest.merge(tree)
+		c.reportDeleted(files, notes, disk, rest)
+		c.checkStaged(rest)
+		checkNotes(notes, disk, files, rest)
 	} else {
-		c.checkIndex(head, nil, opts, r)
+		go func() {
+			defer close(indexDone)
+			c.checkIndex(head, nil, opts, indexed)
+		}()
 	}
-	checkAccess(c.dir, r)
+	<-indexDone
+	rest.merge(indexed)
+	checkAccess(c.dir, rest)
+	progress("git fsck")
+	<-fsckDone
+	r.merge(fsck)
+	r.merge(rest)
 }

@@ -47,13 +47,19 @@ func (r *Report) OK() bool { return len(r.Findings) == 0 }
 // Add records a finding.
 func (r *Report) Add(f Finding) { r.Findings = append(r.Findings, f) }
 
+// merge appends what o found.
+func (r *Report) merge(o *Report) {
+	r.Findings = append(r.Findings, o.Findings...)
+	r.Info = append(r.Info, o.Info...)
+}
+
 // Infof records what was checked or skipped.
 func (r *Report) Infof(format string, args ...any) {
 	r.Info = append(r.Info, fmt.Sprintf(format, args...))
 }
 
 // Options tune the checks. The zero value checks the last 200 commits'
-// objects, 200 notes' versions against up to 100,000 commits of history,
+// objects, 200 notes' versions against up to 5,000 commits of history,
 // calls a git lock file stale after 5 seconds, and runs `git fsck` (when the
 // git CLI is installed) for at most a minute.
 type Options struct {
@@ -66,11 +72,15 @@ type Options struct {
 	// indexed version recounted from git. 0 means 200.
 	SampleNotes int
 	// VersionCommits bounds the history walk of that recount: past it, only
-	// the commits walked are compared. 0 means 100,000.
+	// the commits walked are compared. 0 means 5,000 (half a second on a
+	// board of 100,000 notes; reindex recounts the whole history).
 	VersionCommits int
 	// LockAge is the age after which a git lock file counts as left behind
 	// by a dead process. 0 means 5 seconds.
 	LockAge time.Duration
+	// Progress, when set, hears what is being checked, as it starts: a
+	// check of 100,000 notes takes seconds.
+	Progress func(what string)
 	// FsckTimeout bounds `git fsck --connectivity-only`. 0 means one minute;
 	// negative skips it.
 	FsckTimeout time.Duration
@@ -84,7 +94,10 @@ func (o *Options) defaults() {
 		o.SampleNotes = 200
 	}
 	if o.VersionCommits <= 0 {
-		o.VersionCommits = 100_000
+		o.VersionCommits = 5_000
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
 	}
 	if o.LockAge <= 0 {
 		o.LockAge = 5 * time.Second

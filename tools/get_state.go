@@ -12,7 +12,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const getStateDescription = "Read notes within budget_tokens; names omissions. Start at run/state/current."
+const getStateDescription = "Read notes within budget_tokens; omissions are named."
 
 var getStateSchema = schema(1,
 	strs("uris", "≤100 addresses"),

@@ -9,10 +9,10 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const searchKeysDescription = "Search before deriving. Exact identifiers rank first; no contents; empty means nothing relevant."
+const searchKeysDescription = "Digests of matches, exact identifiers first; empty means nothing relevant."
 
 var searchKeysSchema = schema(1,
-	str("q", `Words, "phrase", prefix*`),
+	str("q", `words "phrase" prefix*`),
 	str("topic", ""),
 	intDefault("limit", 10),
 )

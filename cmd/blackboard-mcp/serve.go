@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -52,7 +51,6 @@ Over HTTP on an address other machines reach, a board needs an access file
 	if err := initIfEmpty(dir); err != nil {
 		return err
 	}
-	limitMemory()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots,
 		OnEdits: func(r *fsstore.EditReport) {
@@ -148,17 +146,4 @@ func isTerminal(r io.Reader) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// serverMemoryLimit is the heap a server keeps itself under, softly: the
-// garbage collector works harder near it, and gives memory back to the
-// system after a peak (a catch-up, a large note) instead of keeping it.
-// Its heap in use is about 30 MB on a board of 100,000 notes; every MCP
-// client starts its own server. GOMEMLIMIT, when set, decides instead.
-const serverMemoryLimit = 80 << 20
-
-func limitMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(serverMemoryLimit)
-	}
 }

@@ -205,7 +205,7 @@ const (
 	refillRounds = 3
 	// exactTries bounds the items then tried one by one: on random answers
 	// (TestFitProperties) nothing left out would have fitted.
-	exactTries = 4
+	exactTries = 12
 )
 
 // answer is a read being fitted: for each part, the text chosen for it, or ""
@@ -216,11 +216,66 @@ type answer struct {
 	cost          []int // the tokens of chosen[i] by its own count
 	extra, cursor int
 	render        renderer
+	// counted holds the token counts of the answer's segments (see
+	// count) already counted: an answer is counted a few times over while
+	// it is fitted, and most of it is the same each time.
+	counted map[string]int
+}
+
+// count returns the exact number of tokens in out, a rendering of the
+// answer: the sum of its segments' counts, each counted once per fit, cut
+// where o200k's split into pieces always breaks (segmentEnd).
+func (a *answer) count(out string) int {
+	n := 0
+	for start := 0; start < len(out); {
+		end := segmentEnd(out, start)
+		seg := out[start:end]
+		c, ok := a.counted[seg]
+		if !ok {
+			c = CountTokens(seg)
+			a.counted[seg] = c
+		}
+		n += c
+		start = end
+	}
+	return n
+}
+
+// segmentEnd returns where the segment of out that starts at start ends:
+// at the next place past start where o200k's split into pieces breaks
+// whatever comes before and after it, or at the end of out. Such a place
+// is before an ASCII letter that follows two symbols (`{"uri`, `,"bb://`:
+// the run of symbols holding both ends at the letter, and no piece starts
+// at the second symbol, which a word may lead with, since the run took
+// it), or before an ASCII letter or digit that follows a line break (a
+// table's row: white space ends at its last line break, symbols take only
+// line breaks and slashes after them, and no word leads with a line
+// break). TestFitProperties checks the sum against a whole count.
+func segmentEnd(out string, start int) int {
+	for p := start + 2; p < len(out); p++ {
+		c := out[p]
+		letter := 'a' <= c|0x20 && c|0x20 <= 'z'
+		switch {
+		case letter && isSymbol(out[p-1]) && isSymbol(out[p-2]):
+			return p
+		case (letter || '0' <= c && c <= '9') && out[p-1] == '\n':
+			return p
+		}
+	}
+	return len(out)
+}
+
+// isSymbol is an ASCII character that is neither a letter, a digit nor
+// white space.
+func isSymbol(c byte) bool {
+	letter := 'a' <= c|0x20 && c|0x20 <= 'z'
+	digit := '0' <= c && c <= '9'
+	return c > ' ' && c < 0x7f && !letter && !digit
 }
 
 func newAnswer(parts []part, extra, cursor int, render renderer) *answer {
 	return &answer{parts: parts, chosen: make([]string, len(parts)), cost: make([]int, len(parts)),
-		extra: extra, cursor: cursor, render: render}
+		extra: extra, cursor: cursor, render: render, counted: map[string]int{}}
 }
 
 func (a *answer) keep(i int, text string, tokens int) { a.chosen[i], a.cost[i] = text, tokens }
@@ -260,7 +315,7 @@ func (a *answer) settle(guess int) (string, int) {
 	spent := guess
 	for round := 1; ; round++ {
 		out := a.renderWith(spent)
-		n := CountTokens(out)
+		n := a.count(out)
 		if n == spent || round == settleRounds {
 			return out, n
 		}

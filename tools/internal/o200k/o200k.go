@@ -13,6 +13,8 @@ package o200k
 
 import (
 	"math"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -41,8 +43,49 @@ func (v *vocabulary) countPiece(piece string) int {
 	if len(piece) == 1 || v.rank(piece) != noRank {
 		return 1
 	}
-	if len(piece) < heapFrom {
-		return v.mergeScan(piece)
+	if n, ok := merged.get(piece); ok {
+		return n
 	}
-	return v.mergeHeap(piece)
+	n := 0
+	if len(piece) < heapFrom {
+		n = v.mergeScan(piece)
+	} else {
+		n = v.mergeHeap(piece)
+	}
+	merged.put(piece, n)
+	return n
+}
+
+// merged remembers the counts of pieces that are not tokens themselves:
+// merging is most of the cost of counting an answer, and an answer is
+// counted several times over (fitting it to its budget) and made of the
+// same addresses call after call.
+var merged = pieceCache{counts: map[string]int{}}
+
+// pieceCache is a bounded map of piece counts, emptied when full.
+type pieceCache struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// pieceCacheSize bounds the cache: about 3 MB of short pieces.
+const pieceCacheSize = 1 << 16
+
+func (c *pieceCache) get(piece string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.counts[piece]
+	return n, ok
+}
+
+func (c *pieceCache) put(piece string, n int) {
+	if len(piece) > 64 {
+		return // a long run of symbols or spaces: rare, and big to keep
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.counts) >= pieceCacheSize {
+		clear(c.counts)
+	}
+	c.counts[strings.Clone(piece)] = n // not a slice of a whole answer
 }

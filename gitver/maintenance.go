@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // looseObjectLimit mirrors git's gc.auto (6,700 loose objects), estimated as
@@ -39,6 +41,7 @@ func (r *Repo) MaybeMaintain() {
 		maintenanceRunning.Store(false)
 		return
 	}
+	yieldToWrites(cmd.Process.Pid)
 	go func() {
 		_ = cmd.Wait()
 		maintenanceRunning.Store(false)
@@ -63,4 +66,15 @@ func (r *Repo) looseObjectsEstimate() int {
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	return len(names) * 256
+}
+
+// yieldToWrites lowers a background process's share of the processor and
+// of the disk to the least (nice 19, the idle I/O class), so that writes,
+// which wait on both, do not wait for it: a gc repacks the whole board,
+// seconds of work on two cores. The git processes it starts inherit both.
+// Best effort: a process may have exited already.
+func yieldToWrites(pid int) {
+	_ = unix.Setpriority(unix.PRIO_PROCESS, pid, 19)
+	const ioprioWhoProcess, ioprioClassIdle, ioprioClassShift = 1, 3, 13
+	_, _, _ = unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(pid), ioprioClassIdle<<ioprioClassShift)
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
@@ -111,6 +112,10 @@ type DB struct {
 	// merging is set once the full-text index is known to merge its
 	// segments as ftsMerging says.
 	merging atomic.Bool
+	// stopCheckpoints ends the background checkpoints, which close
+	// checkpointsDone when they have.
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
 }
 
 // ftsMerging is how the full-text index merges the segments each write
@@ -181,10 +186,70 @@ const (
 	mmapBytes    = 64 << 20
 )
 
+// No connection checkpoints the write-ahead log when it commits (SQLite's
+// automatic checkpoint, every 1,000 pages, runs in the commit that crosses
+// them, and made that write wait): checkpoint does it in the background.
 func dsn(path, txlock string, cacheKB int) string {
-	return "file:" + path + "?_pragma=busy_timeout(120000)&_pragma=journal_mode(WAL)" +
+	return "file:" + path + "?_pragma=busy_timeout(" + strconv.Itoa(int(busyTimeout.Milliseconds())) + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=cache_size(-" + strconv.Itoa(cacheKB) + ")" +
-		"&_pragma=mmap_size(" + strconv.Itoa(mmapBytes) + ")&_txlock=" + txlock
+		"&_pragma=mmap_size(" + strconv.Itoa(mmapBytes) + ")&_pragma=wal_autocheckpoint(0)&_txlock=" + txlock
+}
+
+// busyTimeout is how long a connection waits for a lock another holds.
+const busyTimeout = 2 * time.Minute
+
+// Checkpoints in the background: every checkpointEvery, when the log has
+// grown past checkpointBytes, its pages are copied into the database by a
+// passive checkpoint, which waits for no reader and no writer. Every
+// process that opens the index runs its own.
+const (
+	checkpointEvery = time.Second
+	checkpointBytes = 4 << 20
+)
+
+// checkpointOnce copies the log's pages into the database without waiting
+// for anyone, then, all copied, makes the log start over, else it would
+// only grow: RESTART takes the write lock and waits for readers of the
+// log, so it waits at most restartWait, on a connection of its own, and
+// gives up (the next tick tries again). Nothing is left to copy by then.
+func (d *DB) checkpointOnce() {
+	ctx := context.Background()
+	c, err := d.read.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	var busy, frames, copied int
+	if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil || busy != 0 || copied != frames {
+		return
+	}
+	if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout=%d", restartWait.Milliseconds())); err != nil {
+		return
+	}
+	_ = c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &copied)
+	_, _ = c.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout=%d", busyTimeout.Milliseconds())) // the pool's again
+}
+
+// restartWait bounds how long making the log start over may hold up
+// writers, waiting for readers.
+const restartWait = 20 * time.Millisecond
+
+// checkpoint runs until stop is closed.
+func (d *DB) checkpoint(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if fi, err := os.Stat(d.path + "-wal"); err != nil || fi.Size() < checkpointBytes {
+			continue
+		}
+		d.checkpointOnce()
+	}
 }
 
 func open(path string) (*DB, error) {
@@ -216,6 +281,8 @@ func open(path string) (*DB, error) {
 		}
 		d.hot[q] = st
 	}
+	d.stopCheckpoints, d.checkpointsDone = make(chan struct{}), make(chan struct{})
+	go d.checkpoint(d.stopCheckpoints, d.checkpointsDone)
 	return d, nil
 }
 
@@ -273,6 +340,11 @@ func (d *DB) ensureSchema() error {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	if d.stopCheckpoints != nil {
+		close(d.stopCheckpoints)
+		<-d.checkpointsDone
+		d.stopCheckpoints = nil
+	}
 	var errs []error
 	for _, st := range d.hot {
 		errs = append(errs, st.Close())

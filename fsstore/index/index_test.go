@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func inodeOf(t *testing.T, p string) uint64 {
@@ -117,5 +118,35 @@ func TestFullTextIndexMergesOnlyFullLevels(t *testing.T) {
 	var v string
 	if err := d.read.QueryRow("SELECT v FROM fts_config WHERE k='automerge'").Scan(&v); err != nil || v != "0" {
 		t.Fatalf("automerge is %q (%v), want 0", v, err)
+	}
+}
+
+// TestLogCheckpointedInTheBackground: no commit checkpoints the
+// write-ahead log, yet it does not grow without end: the background
+// checkpoints copy it into the database as writes go on.
+func TestLogCheckpointedInTheBackground(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.write.Exec("CREATE TABLE filler(b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 256<<10)
+	const written = 48 << 20
+	largest := int64(0)
+	for n := 0; n < written; n += len(chunk) {
+		if _, err := d.write.Exec("INSERT INTO filler(b) VALUES(?)", chunk); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // 12 MB/s: the checkpoints' pace is a second
+		if fi, err := os.Stat(path + "-wal"); err == nil {
+			largest = max(largest, fi.Size())
+		}
+	}
+	if largest >= written/2 {
+		t.Errorf("the log grew to %d MB while %d MB were written", largest>>20, written>>20)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -51,6 +52,7 @@ Over HTTP on an address other machines reach, a board needs an access file
 	if err := initIfEmpty(dir); err != nil {
 		return err
 	}
+	collectSooner()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots,
 		OnEdits: func(r *fsstore.EditReport) {
@@ -146,4 +148,17 @@ func isTerminal(r io.Reader) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// collectSooner has the garbage collector run when the heap has grown by
+// half since the last collection, not doubled: every MCP client starts its
+// own server, and a server's heap in use is about 30 MB on a board of
+// 100,000 notes. Measured there, a server settled at 87 MB and peaked at
+// 154 MB this way, at 100 and 177 MB with Go's default, reading as fast.
+// GOGC, when set, decides instead. (A soft memory limit was tried too: at
+// 80 MB the collector ran at every call and listings took twice as long.)
+func collectSooner() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }

@@ -174,16 +174,17 @@ func replaceable(err error) bool {
 
 // Memory of the index, per process: every MCP client starts its own
 // server, so eight agents on one board run eight. A board of 100,000 notes
-// makes a database of about 200 MB, read mostly at random. Its first 64 MB
-// are mapped into memory (pages of the file, shared by the processes), the
-// rest read through each connection's page cache: 16 MB for the one that
-// writes, 4 MB for each of the four that read. With 64 MB caches for each
-// and 256 MB mapped, a server settled at 190-240 MB at 100,000 notes; with
-// these, at 105-112 MB, reads as fast (blackboard-bench read).
+// makes a database of about 200 MB, read mostly at random, through each
+// connection's page cache: 16 MB for the one that writes, 4 MB for each of
+// the four that read, the file's pages themselves left to the system's
+// cache, which the processes share. With 64 MB caches each and 256 MB
+// mapped into memory, a server settled at 190-255 MB at 100,000 notes and
+// peaked at 490-530 MB; with these, at 87-100 MB and 144-160 MB, reading
+// as fast as with 32 or 64 MB mapped (blackboard-bench read, in turns).
 const (
 	writeCacheKB = 16 << 10
 	readCacheKB  = 4 << 10
-	mmapBytes    = 64 << 20
+	mmapBytes    = 0
 )
 
 // No connection checkpoints the write-ahead log when it commits (SQLite's

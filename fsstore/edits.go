@@ -167,20 +167,20 @@ func (w *Workspace) CommitEdits() (*EditReport, error) {
 
 func (w *Workspace) commitEdits(paths []string, all bool) (*EditReport, error) {
 	var skipped []string
-	compareFirst := !all
+	compareFirst, rescanned := !all, false
 	if all {
 		if narrowed, problems, ok := w.rescanUnlocked(); ok {
 			// Compared under the lock, not before it: the lock's
 			// comparison records the stats of the files that hold what
 			// is committed, so that the next look passes over them.
-			paths, all, skipped = append(narrowed, paths...), false, problems
+			paths, all, skipped, rescanned = append(narrowed, paths...), false, problems, true
 			if len(paths) == 0 {
 				return &EditReport{Skipped: skipped}, nil
 			}
 		}
 	}
 	rep, err := w.commitEditsAt(paths, all, compareFirst)
-	if err != nil && skipped != nil {
+	if err != nil && rescanned {
 		w.edits.add(nil, true) // the whole tree is looked at again
 	}
 	rep.Skipped = append(skipped, rep.Skipped...)

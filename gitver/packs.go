@@ -25,13 +25,12 @@ import (
 // passes over, read by the program alone, and published (checked, synced,
 // renamed to git's names) before the branch names its objects.
 //
-// go-git reads the packs it found when its storage was opened and does
-// not look again; reopening it reads every index again, megabytes on a big
-// board. Packs that appear later (this process's or another's) are read
-// here instead, from their indexes, as long as they are small and hold
-// whole objects (as the program writes them); anything else reopens the
-// storage. Small packs are merged into one once there are many of them, so
-// that they stay few (git's gc packs them all again anyway).
+// Published packs are read in place (mapped.go). Pending ones, which only
+// the program reads, are read here from their indexes, as long as they are
+// small and hold whole objects (as the program writes them); anything else
+// reopens go-git's storage, the last resort. Small packs are merged into
+// one once there are many of them, so that they stay few (git's gc packs
+// them all again anyway).
 //
 // This file is that policy; the bytes of a pack and of its index are
 // gitver/pack's and gitver/packidx's.

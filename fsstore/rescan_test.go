@@ -3,6 +3,7 @@ package fsstore
 import (
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // TestRescanNamesWhatMayDiffer: the look at the whole work tree made
@@ -72,4 +74,85 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	if _, err := agentView(w).Get("research/n7", false); err == nil {
 		t.Error("research/n7 is still there after a person deleted it")
 	}
+}
+
+// TestRescanMissesNoEdit: on random work (a person's saves, additions,
+// deletions, touches that change nothing, commits by hand the index has
+// not seen, tool writes, looks committed or not), every file whose content
+// differs from the branch's head is among those the look without the lock
+// names: the comparison under the lock sees all it would have seen of the
+// whole tree.
+func TestRescanMissesNoEdit(t *testing.T) {
+	w := newWorkspace(t, false)
+	rng := rand.New(rand.NewPCG(26, 12))
+	for round := range 60 {
+		key := fmt.Sprintf("research/n%d", rng.IntN(12))
+		file := filepath.Join(w.Dir(), key+".md")
+		switch rng.IntN(7) {
+		case 0: // no expect_version: whatever a person did to the note first
+			body := fmt.Sprint(round)
+			if _, err := agentView(w).Update(UpdateRequest{URI: key, Digest: "by a tool", Body: &body}); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			writeFile(t, w, key+".md", fmt.Sprintf("---\ndigest: by hand %d\n---\nbody\n", round))
+		case 2:
+			_ = os.Remove(file)
+		case 3: // touched, content unchanged
+			now := time.Now()
+			_ = os.Chtimes(file, now, now)
+		case 4: // committed by hand, behind the index's back
+			writeFile(t, w, key+".md", fmt.Sprintf("---\ndigest: committed by hand %d\n---\nbody\n", round))
+			fixtures.Git(t, w.Dir(), "add", "-A", "research")
+			fixtures.GitOutput(t, w.Dir(), "commit", "-qm", "by hand")
+		case 5:
+			if _, err := w.CommitEdits(); err != nil {
+				t.Fatal(err)
+			}
+		default: // an hour old: stats trusted and recorded at the next look
+			hourAgo := time.Now().Add(-time.Hour)
+			_ = os.Chtimes(file, hourAgo, hourAgo)
+		}
+		named, _, ok := w.rescanUnlocked()
+		if !ok {
+			continue // the whole tree is compared under the lock
+		}
+		for _, p := range differFromHead(t, w) {
+			if !slices.Contains(named, p) {
+				t.Fatalf("round %d: %s differs from the head, and the look named only %q", round, p, named)
+			}
+		}
+	}
+}
+
+// differFromHead lists the note files whose content on disk is not the
+// branch head's, by hashing every one.
+func differFromHead(t *testing.T, w *Workspace) []string {
+	t.Helper()
+	head := map[string]string{}
+	for _, line := range strings.Split(fixtures.Git(t, w.Dir(), "ls-tree", "-r", "HEAD"), "\n") {
+		if meta, p, ok := strings.Cut(line, "\t"); ok && strings.HasSuffix(p, ".md") && strings.Contains(p, "/") {
+			head[p] = strings.Fields(meta)[2]
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	_ = filepath.WalkDir(w.Dir(), func(abs string, d fs.DirEntry, err error) error {
+		p := w.Rel(abs)
+		if err != nil || d.IsDir() || strings.HasPrefix(p, ".") || !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
+			return nil
+		}
+		seen[p] = true
+		b, err := os.ReadFile(abs)
+		if err == nil && gitver.BlobHash(b).String() != head[p] {
+			out = append(out, p)
+		}
+		return nil
+	})
+	for p := range head {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -93,7 +93,7 @@ func (r *Repo) closeMapped() {
 // readLoose reads h from its loose object file, if it has one.
 func (r *Repo) readLoose(h Hash) (plumbing.ObjectType, []byte, bool, error) {
 	hex := h.String()
-	f, err := os.Open(filepath.Join(r.gitDir, "objects", hex[:2], hex[2:]))
+	f, err := os.Open(r.loosePath(h))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil, false, nil
 	}

@@ -74,9 +74,8 @@ func (w *objectWriter) flushSynced(sync bool) error {
 		}
 	}()
 	for _, o := range w.pending {
-		name := o.hash.String()
-		dir := filepath.Join(w.r.gitDir, "objects", name[:2])
-		path := filepath.Join(dir, name[2:])
+		path := w.r.loosePath(o.hash)
+		dir := filepath.Dir(path)
 		if intactLoose(path, o.hash) {
 			continue // objects are immutable: an existing file is this object
 		}
@@ -299,9 +298,12 @@ func (p *PendingCommit) Write() error { return p.w.flush() }
 func (p *PendingCommit) WriteUnsynced() error { return p.w.flushSynced(false) }
 
 // IsLoose reports whether the object h is stored as a loose file.
-func (r *Repo) IsLoose(h Hash) bool {
+func (r *Repo) IsLoose(h Hash) bool { return fileExists(r.loosePath(h)) }
+
+// loosePath is where the object h is stored as a loose file.
+func (r *Repo) loosePath(h Hash) string {
 	name := h.String()
-	return fileExists(filepath.Join(r.gitDir, "objects", name[:2], name[2:]))
+	return filepath.Join(r.gitDir, "objects", name[:2], name[2:])
 }
 
 // SyncCommits makes durable the loose objects that commits (each with the
@@ -315,8 +317,7 @@ func (r *Repo) SyncCommits(commits map[*CommitInfo][]string) error {
 	var files []string
 	dirs := map[string]bool{filepath.Join(r.gitDir, "objects"): true}
 	add := func(h Hash) {
-		name := h.String()
-		p := filepath.Join(r.gitDir, "objects", name[:2], name[2:])
+		p := r.loosePath(h)
 		if _, err := os.Stat(p); err == nil {
 			files = append(files, p)
 			dirs[filepath.Dir(p)] = true

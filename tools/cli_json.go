@@ -89,19 +89,25 @@ func (s *Server) CallTool(ctx context.Context, name string, args map[string]any)
 		if !ok {
 			return "", fmt.Errorf("%s answered %T", name, resp.Result)
 		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if t, ok := c.(mcp.TextContent); ok {
-				b.WriteString(t.Text)
-			}
-		}
-		if res.IsError {
-			return "", errors.New(b.String())
-		}
-		return b.String(), nil
+		return ResultText(res)
 	case mcp.JSONRPCError:
 		return "", errors.New(resp.Error.Message)
 	default:
 		return "", fmt.Errorf("%s answered %T", name, resp)
 	}
+}
+
+// ResultText is the text of a tool's result, or, for a tool error, an error
+// with that text.
+func ResultText(res *mcp.CallToolResult) (string, error) {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	if res.IsError {
+		return "", errors.New(b.String())
+	}
+	return b.String(), nil
 }

@@ -198,3 +198,36 @@ func BenchmarkFit(b *testing.B) {
 		}
 	})
 }
+
+// TestCountBySegments: an answer counted by segments (answer.count) is the
+// count of the whole, on random renderings of both envelopes whose items
+// hold every kind of character at the places segments are cut (symbols
+// before letters, line breaks before rows, quotes escaped and not).
+func TestCountBySegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 11))
+	for c := range 3000 {
+		table := rng.IntN(2) == 0
+		parts := randomParts(rng, rng.IntN(40), table)
+		for i := range parts {
+			if rng.IntN(3) == 0 { // raw text, not JSON: lines, symbols, spaces
+				parts[i].text = randomText(rng, 40)
+			}
+		}
+		render := renderJSON
+		if table {
+			render = renderTSV(randomText(rng, 5))
+		}
+		a := newAnswer(parts, rng.IntN(3), rng.IntN(100000), render)
+		for i := range parts {
+			if rng.IntN(2) == 0 {
+				a.keep(i, parts[i].text, 0)
+			}
+		}
+		for range 2 { // the second count reads the remembered segments
+			out := a.renderWith(rng.IntN(5000))
+			if got, want := a.count(out), CountTokens(out); got != want {
+				t.Fatalf("case %d: counted by segments %d, whole %d:\n%q", c, got, want, out)
+			}
+		}
+	}
+}

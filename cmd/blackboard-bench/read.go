@@ -186,31 +186,7 @@ func measureInProcess(ctx context.Context, dir string, rounds, writes int) (meas
 		return m, readPlan{}, err
 	}
 	srv := tools.NewServer(ws, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench")
-	id := 0
-	call := func(ctx context.Context, tool string, args map[string]any) (string, error) {
-		id++
-		req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
-			"params": map[string]any{"name": tool, "arguments": args}})
-		if err != nil {
-			return "", err
-		}
-		raw, err := json.Marshal(srv.MCP().HandleMessage(ctx, req)) // as a server writes it
-		if err != nil {
-			return "", err
-		}
-		var resp struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal(raw, &resp); err != nil {
-			return "", err
-		}
-		res, err := mcp.ParseCallToolResult(&resp.Result)
-		if err != nil {
-			return "", err
-		}
-		return resultText(res)
-	}
-	m.calls, m.writes, err = measureCalls(ctx, call, plan, rounds, writes, "in-process")
+	m.calls, m.writes, err = measureCalls(ctx, srv.CallTool, plan, rounds, writes, "in-process")
 	return m, plan, err
 }
 
@@ -340,7 +316,7 @@ func (s *stdioServer) call(ctx context.Context, tool string, args map[string]any
 	if err != nil {
 		return "", err
 	}
-	return resultText(res)
+	return tools.ResultText(res)
 }
 
 // memory reads the server's resident set.
@@ -393,21 +369,32 @@ func (s *stdioServer) close() error { return s.client.Close() }
 // plan's calls, then its memory.
 func measureOverStdio(ctx context.Context, binary, dir string, plan readPlan, rounds, writes int) (measured, error) {
 	var m measured
-	start := time.Now()
-	s, err := startServer(ctx, binary, dir)
+	s, first, err := startAndAsk(ctx, binary, dir)
 	if err != nil {
 		return m, err
 	}
 	defer s.close()
-	if _, err := s.call(ctx, "list_keys", map[string]any{}); err != nil {
-		return m, err
-	}
-	m.first = time.Since(start)
+	m.first = first
 	if m.calls, m.writes, err = measureCalls(ctx, s.call, plan, rounds, writes, "mcp"); err != nil {
 		return m, err
 	}
 	m.mem, err = s.settledMemory()
 	return m, err
+}
+
+// startAndAsk starts a server on dir and returns it with the time from
+// its start to its first answer (a listing).
+func startAndAsk(ctx context.Context, binary, dir string) (*stdioServer, time.Duration, error) {
+	start := time.Now()
+	s, err := startServer(ctx, binary, dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := s.call(ctx, "list_keys", map[string]any{}); err != nil {
+		s.close()
+		return nil, 0, err
+	}
+	return s, time.Since(start), nil
 }
 
 // measureOnACopy copies the board as a restore or a move does (cp -a: new
@@ -425,16 +412,12 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 	if out, err := exec.CommandContext(ctx, "cp", "-a", dir, copied).CombinedOutput(); err != nil {
 		return m, fmt.Errorf("cp -a: %w: %s", err, out)
 	}
-	start := time.Now()
-	s, err := startServer(ctx, binary, copied)
+	s, first, err := startAndAsk(ctx, binary, copied)
 	if err != nil {
 		return m, err
 	}
 	defer s.close()
-	if _, err := s.call(ctx, "list_keys", map[string]any{}); err != nil {
-		return m, err
-	}
-	m.first = time.Since(start)
+	m.first = first
 	for _, c := range plan.calls {
 		if _, err := s.call(ctx, c.tool, c.args); err != nil {
 			return m, err
@@ -442,18 +425,4 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 	}
 	m.mem, err = s.settledMemory()
 	return m, err
-}
-
-// resultText is a tool result's text, or its error.
-func resultText(res *mcp.CallToolResult) (string, error) {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	if res.IsError {
-		return "", errors.New(b.String())
-	}
-	return b.String(), nil
 }

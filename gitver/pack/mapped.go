@@ -3,7 +3,6 @@ package pack
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -208,7 +207,7 @@ func (m *Mapped) readAt(off int64, depth int) (plumbing.ObjectType, []byte, erro
 	// The zlib stream starts after the header (and the base): read again
 	// from there, the few bytes of the header buffered aside.
 	r.Reset(io.NewSectionReader(m.f, off+int64(used), m.size-20-off-int64(used)))
-	content, err := inflateFrom(r, size)
+	content, err := inflate(r, size)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -252,28 +251,6 @@ func ofsDeltaOffset(b []byte) (int64, int, error) {
 		rel = (rel+1)<<7 | int64(c&0x7f)
 	}
 	return rel, i, nil
-}
-
-// inflateFrom decompresses size bytes from a zlib stream.
-func inflateFrom(src io.Reader, size int) ([]byte, error) {
-	var zr io.ReadCloser
-	if v, ok := zlibReaders.Get().(io.ReadCloser); ok {
-		if err := v.(zlib.Resetter).Reset(src, nil); err != nil {
-			return nil, err
-		}
-		zr = v
-	} else {
-		var err error
-		if zr, err = zlib.NewReader(src); err != nil {
-			return nil, err
-		}
-	}
-	defer zlibReaders.Put(zr)
-	content := make([]byte, size)
-	if _, err := io.ReadFull(zr, content); err != nil {
-		return nil, err
-	}
-	return content, nil
 }
 
 // applyDelta builds an object from its base and a git delta (a copy or an

@@ -98,7 +98,7 @@ func (r *Reader) Read(i int) (plumbing.ObjectType, []byte, error) {
 	if t < plumbing.CommitObject || t > plumbing.TagObject {
 		return 0, nil, fmt.Errorf("object %s: bad type %d", r.idx.IDs[i], t)
 	}
-	content, err := inflate(entry[used:], size)
+	content, err := inflate(bytes.NewReader(entry[used:]), size)
 	if err != nil {
 		return 0, nil, fmt.Errorf("object %s: %w", r.idx.IDs[i], err)
 	}
@@ -148,9 +148,8 @@ func Checksum(data []byte) plumbing.Hash {
 // zlibReaders keeps decompressors between objects.
 var zlibReaders sync.Pool
 
-// inflate decompresses a zlib stream of size bytes.
-func inflate(compressed []byte, size int) ([]byte, error) {
-	src := bytes.NewReader(compressed)
+// inflate decompresses size bytes from a zlib stream.
+func inflate(src io.Reader, size int) ([]byte, error) {
 	var zr io.ReadCloser
 	if v, ok := zlibReaders.Get().(io.ReadCloser); ok {
 		if err := v.(zlib.Resetter).Reset(src, nil); err != nil {

@@ -15,7 +15,7 @@ import (
 const getStateDescription = "Read notes within budget_tokens; omissions are named."
 
 var getStateSchema = schema(1,
-	strs("uris", "≤100 addresses"),
+	strs("uris", ""),
 	oneOf("mode", "digest", "fields", "table", "full", "ref"),
 	strs("fields", ""),
 	intDefault("budget_tokens", 2000),

@@ -16,7 +16,7 @@ var listKeysSchema = schema(0,
 	oneOf("order", "recent", "name"),
 	intDefault("limit", 20),
 	oneOf("mode", "digest", "table", "ref"),
-	strs("fields", "Table columns"),
+	strs("fields", ""),
 	intDefault("budget_tokens", 2000),
 	intp("since", "After this cursor"),
 )

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
@@ -128,28 +129,35 @@ func TestToolSnapshots(t *testing.T) {
 }
 
 // selfDescribing are the parameters whose name and type say what goes
-// there: a description would cost tokens on every turn and add nothing.
+// there (columns beside rows, fields beside mode=table): a description would
+// cost tokens on every turn and add nothing.
 var selfDescribing = map[string]bool{
-	"update_state.body": true, "update_state.append": true,
-	"get_state.fields": true, "list_keys.kind": true, "search_keys.topic": true,
-	"link_state.src": true, "link_state.dst": true,
+	"update_state.body": true, "update_state.append": true, "update_state.columns": true,
+	"get_state.uris": true, "get_state.fields": true, "list_keys.kind": true, "list_keys.fields": true,
+	"search_keys.topic": true, "link_state.src": true, "link_state.dst": true,
+}
+
+// describedByTool are the parameters the tool's own description explains,
+// by name: the model reads that first, and saying it twice costs twice.
+var describedByTool = map[string]bool{
+	"update_state.expect_version": true,
 }
 
 // TestSchemasMatchArguments: each hand-written schema names exactly the
 // arguments its handler binds, with the required ones first, each typed and
-// described (by its values, its default or a description) unless its name
-// says it all.
+// described (by its values, its default, a description, or by name in the
+// tool's description) unless its name says it all.
 func TestSchemasMatchArguments(t *testing.T) {
 	for _, tt := range []struct {
-		tool   string
-		schema json.RawMessage
-		args   any
+		tool, desc string
+		schema     json.RawMessage
+		args       any
 	}{
-		{"update_state", updateStateSchema, updateStateArgs{}},
-		{"get_state", getStateSchema, getStateArgs{}},
-		{"list_keys", listKeysSchema, listKeysArgs{}},
-		{"search_keys", searchKeysSchema, searchKeysArgs{}},
-		{"link_state", linkStateSchema, linkStateArgs{}},
+		{"update_state", updateStateDescription, updateStateSchema, updateStateArgs{}},
+		{"get_state", getStateDescription, getStateSchema, getStateArgs{}},
+		{"list_keys", listKeysDescription, listKeysSchema, listKeysArgs{}},
+		{"search_keys", searchKeysDescription, searchKeysSchema, searchKeysArgs{}},
+		{"link_state", linkStateDescription, linkStateSchema, linkStateArgs{}},
 	} {
 		var s struct {
 			Properties map[string]struct {
@@ -173,10 +181,12 @@ func TestSchemasMatchArguments(t *testing.T) {
 				t.Errorf("%s: argument %s missing from the schema", tt.tool, n)
 			case p.Type == "":
 				t.Errorf("%s: argument %s has no type", tt.tool, n)
-			case p.Description == "" && p.Enum == nil && p.Default == nil && !selfDescribing[tt.tool+"."+n]:
+			case describedByTool[tt.tool+"."+n] && !strings.Contains(tt.desc, n):
+				t.Errorf("%s: argument %s is listed as described by the tool, whose description does not name it", tt.tool, n)
+			case p.Description == "" && p.Enum == nil && p.Default == nil && !selfDescribing[tt.tool+"."+n] && !describedByTool[tt.tool+"."+n]:
 				t.Errorf("%s: argument %s has no description", tt.tool, n)
-			case p.Description != "" && selfDescribing[tt.tool+"."+n]:
-				t.Errorf("%s: argument %s is listed as self-describing but has a description", tt.tool, n)
+			case p.Description != "" && (selfDescribing[tt.tool+"."+n] || describedByTool[tt.tool+"."+n]):
+				t.Errorf("%s: argument %s is described elsewhere but has a description too", tt.tool, n)
 			}
 		}
 	}

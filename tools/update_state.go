@@ -8,17 +8,17 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const updateStateDescription = "Write a Markdown note as a git commit. Pass expect_version, the version last read; 0 creates."
+const updateStateDescription = "Write a Markdown note. expect_version: the version last read; 0 creates."
 
 var updateStateSchema = schema(2,
 	str("uri", "topic/key"),
 	str("digest", "One-line summary"),
 	str("body", ""),
 	str("source_path", "File the server reads"),
-	strs("columns", "Table header"),
+	strs("columns", ""),
 	rows("rows", "Without columns: appended"),
 	str("append", ""),
-	intp("expect_version", "Last read"),
+	intp("expect_version", ""),
 	strs("sources", "Addresses"),
 	num("confidence", "0-1"),
 	str("kind", "e.g. finding"),

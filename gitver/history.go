@@ -67,19 +67,15 @@ func (r *Repo) DiffTrees(a, b Hash) ([]PathChange, error) {
 	return out, err
 }
 
-func (r *Repo) treeEntries(h Hash) (map[string]object.TreeEntry, error) {
-	m := map[string]object.TreeEntry{}
+func (r *Repo) treeEntries(h Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
-		return m, nil
+		return nil, nil
 	}
 	t, err := r.readTree(h)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range t.Entries {
-		m[e.Name] = e
-	}
-	return m, nil
+	return t.Entries, nil
 }
 
 func (r *Repo) diffTrees(prefix string, a, b Hash, out *[]PathChange) error {
@@ -94,23 +90,96 @@ func (r *Repo) diffTrees(prefix string, a, b Hash, out *[]PathChange) error {
 	if err != nil {
 		return err
 	}
-	for name, x := range ea {
-		y, ok := eb[name]
-		if !ok {
-			y = object.TreeEntry{}
+	return r.diffEntries(prefix, ea, eb, out)
+}
+
+// diffEntries compares two trees' entries. Git keeps a tree's entries in
+// its order (entryCompare), so the two lists are merged in one pass without
+// a map: a board's topic tree holds thousands of entries, and a history walk
+// compares two of them per commit. A tree out of that order (written by
+// some other tool) is compared by name instead.
+func (r *Repo) diffEntries(prefix string, ea, eb []object.TreeEntry, out *[]PathChange) error {
+	if !inGitOrder(ea) || !inGitOrder(eb) {
+		return r.diffEntriesByName(prefix, ea, eb, out)
+	}
+	var none object.TreeEntry
+	i, j := 0, 0
+	for i < len(ea) || j < len(eb) {
+		var err error
+		switch {
+		case j == len(eb) || i < len(ea) && entryCompare(ea[i], eb[j]) < 0:
+			err = r.diffEntry(prefix+ea[i].Name, ea[i], none, out)
+			i++
+		case i == len(ea) || entryCompare(ea[i], eb[j]) > 0:
+			err = r.diffEntry(prefix+eb[j].Name, none, eb[j], out)
+			j++
+		default:
+			err = r.diffEntry(prefix+ea[i].Name, ea[i], eb[j], out)
+			i, j = i+1, j+1
 		}
-		if err := r.diffEntry(prefix+name, x, y, out); err != nil {
+		if err != nil {
 			return err
 		}
 	}
-	for name, y := range eb {
-		if _, ok := ea[name]; !ok {
+	return nil
+}
+
+// diffEntriesByName is diffEntries for trees out of git's order.
+func (r *Repo) diffEntriesByName(prefix string, ea, eb []object.TreeEntry, out *[]PathChange) error {
+	ma := make(map[string]object.TreeEntry, len(ea))
+	for _, e := range ea {
+		ma[e.Name] = e
+	}
+	mb := make(map[string]object.TreeEntry, len(eb))
+	for _, e := range eb {
+		mb[e.Name] = e
+	}
+	for name, x := range ma {
+		if err := r.diffEntry(prefix+name, x, mb[name], out); err != nil {
+			return err
+		}
+	}
+	for name, y := range mb {
+		if _, ok := ma[name]; !ok {
 			if err := r.diffEntry(prefix+name, object.TreeEntry{}, y, out); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// entryCompare orders tree entries as git does: by name, a directory's
+// name compared as if it ended in "/".
+func entryCompare(x, y object.TreeEntry) int {
+	a, b := x.Name, y.Name
+	n := min(len(a), len(b))
+	for k := range n {
+		if a[k] != b[k] {
+			return int(a[k]) - int(b[k])
+		}
+	}
+	next := func(name string, e object.TreeEntry) int {
+		switch {
+		case len(name) > n:
+			return int(name[n])
+		case e.Mode == filemode.Dir:
+			return '/'
+		}
+		return 0
+	}
+	return next(a, x) - next(b, y)
+}
+
+// inGitOrder reports whether entries are strictly in git's order (no name
+// twice).
+func inGitOrder(entries []object.TreeEntry) bool {
+	for k := 1; k < len(entries); k++ {
+		if entryCompare(entries[k-1], entries[k]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // diffEntry compares one name on both sides; either side may be absent (the

@@ -224,6 +224,15 @@ func TestHealthFindings(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "index", "research/a.md", "says version 7; 2 commits changed", ""},
+		{"index misses a note", func(t *testing.T, dir string) {
+			execIndex(t, dir, "UPDATE notes SET present = 0 WHERE key = 'research/a'")
+		}, "index", "research/a.md", "the derived index does not list it", ""},
+		{"index holds another version of a note", func(t *testing.T, dir string) {
+			execIndex(t, dir, "UPDATE notes SET note_blob = '1111111111111111111111111111111111111111' WHERE key = 'research/a'")
+		}, "index", "research/a.md", "holds blob 1111111 of the note", ""},
+		{"index holds another version of a blob file", func(t *testing.T, dir string) {
+			execIndex(t, dir, "UPDATE notes SET content_blob = '2222222222222222222222222222222222222222' WHERE key = 'research/big'")
+		}, "index", "research/big.blob.md", "another version of the note's blob file", ""},
 		{"corrupt loose blob", func(t *testing.T, dir string) {
 			corruptObject(t, dir, fixtures.Git(t, dir, "rev-parse", "HEAD:research/a.md"))
 		}, "objects", "research/a.md", "cannot be read", ""},
@@ -385,4 +394,17 @@ func openWorkspace(t testing.TB, dir string) *fsstore.Workspace {
 	}
 	t.Cleanup(func() { w.Close() })
 	return w
+}
+
+// execIndex changes the derived index behind the program's back.
+func execIndex(t *testing.T, dir, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, note.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -38,54 +38,65 @@ func (c *checker) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opt
 }
 
 // checkIndexNotes compares the index's present notes with the notes of the
-// commit it reflects.
+// commit it reflects, file by file: each note file and each out-of-line
+// content file with its blob, in one pass over the index.
 func (c *checker) checkIndexNotes(files map[string]gitver.Hash, r *Report) {
-	var keys []string
-	for p := range files {
-		if note.IsNoteFile(p) {
-			key, _ := note.KeyOf(p)
-			keys = append(keys, key)
-		}
-	}
-	sort.Strings(keys)
+	var indexed map[string]gitver.Hash
 	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
-		_, total, err := s.List(index.ListQuery{Limit: 1})
-		if err != nil {
-			return err
-		}
-		if total != len(keys) {
-			r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
-				Message: fmt.Sprintf("the derived index lists %d notes; the last commit has %d", total, len(keys)),
-				Fix:     fixReindex})
-		}
-		for start := 0; start < len(keys); start += 500 {
-			batch := keys[start:min(start+500, len(keys))]
-			rows, err := s.Notes(batch)
-			if err != nil {
-				return err
-			}
-			for _, key := range batch {
-				n, ok := rows[key]
-				want := files[key+".md"]
-				switch {
-				case !ok || !n.Present:
-					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
-						Message: "the note is in the last commit but the derived index does not list it", Fix: fixReindex})
-				case n.NoteBlob != want:
-					r.Add(Finding{Check: "index", Severity: SeverityError, Path: key + ".md",
-						Message: fmt.Sprintf("the derived index holds blob %s of the note; the last commit has %s", n.NoteBlob.Short(), want.Short()),
-						Fix:     fixReindex})
-				case n.ContentPath != "" && files[n.ContentPath] != n.ContentBlob:
-					r.Add(Finding{Check: "index", Severity: SeverityError, Path: n.ContentPath,
-						Message: "the derived index holds another version of the note's blob file than the last commit", Fix: fixReindex})
-				}
-			}
-		}
-		return nil
+		var err error
+		indexed, err = s.PresentFiles()
+		return err
 	})
 	if err != nil {
 		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
+		return
+	}
+	notesIn := func(m map[string]gitver.Hash) int {
+		n := 0
+		for p := range m {
+			if note.IsNoteFile(p) {
+				n++
+			}
+		}
+		return n
+	}
+	if got, want := notesIn(indexed), notesIn(files); got != want {
+		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
+			Message: fmt.Sprintf("the derived index lists %d notes; the last commit has %d", got, want),
+			Fix:     fixReindex})
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		if note.IsNoteFile(p) {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		blob, ok := indexed[p]
+		switch {
+		case !ok:
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: p,
+				Message: "the note is in the last commit but the derived index does not list it", Fix: fixReindex})
+		case blob != files[p]:
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: p,
+				Message: fmt.Sprintf("the derived index holds blob %s of the note; the last commit has %s", blob.Short(), files[p].Short()),
+				Fix:     fixReindex})
+		}
+	}
+	var contents []string
+	for p := range indexed {
+		if !note.IsNoteFile(p) {
+			contents = append(contents, p)
+		}
+	}
+	sort.Strings(contents)
+	for _, p := range contents {
+		if files[p] != indexed[p] {
+			r.Add(Finding{Check: "index", Severity: SeverityError, Path: p,
+				Message: "the derived index holds another version of the note's blob file than the last commit", Fix: fixReindex})
+		}
 	}
 }
 

@@ -73,7 +73,8 @@ func (c *checker) readHeadNotes(files map[string]gitver.Hash, r *Report) map[str
 }
 
 // catFiles reads the blobs of paths, in order, through git cat-file
-// --batch, and hands each whose content matches its name to fn. It returns
+// --batch, and hands each whose content matches its name to fn, which must
+// not keep it. It returns
 // how many it read so: all of them, or up to the first it could not (a
 // missing or damaged object, git not installed), from which the caller
 // reads on.
@@ -104,6 +105,7 @@ func (c *checker) catFiles(paths []string, files map[string]gitver.Hash, fn func
 		stdin.Close()
 	}()
 	out := bufio.NewReaderSize(stdout, 1<<16)
+	var buf []byte // one buffer for every blob: a board's last commit may hold a gigabyte
 	read := 0
 	for _, p := range paths {
 		// "<name> blob <size>\n<content>\n", or "<name> missing\n".
@@ -116,11 +118,11 @@ func (c *checker) catFiles(paths []string, files map[string]gitver.Hash, fn func
 		if err != nil {
 			break
 		}
-		content := make([]byte, size+1)
-		if _, err := io.ReadFull(out, content); err != nil || gitver.BlobHash(content[:size]) != files[p] {
+		buf = slices.Grow(buf[:0], size+1)[:size+1]
+		if _, err := io.ReadFull(out, buf); err != nil || gitver.BlobHash(buf[:size]) != files[p] {
 			break
 		}
-		fn(p, content[:size])
+		fn(p, buf[:size])
 		read++
 	}
 	// Done, or stopped at what it cannot read: its exit says nothing more.

@@ -59,7 +59,7 @@ func (r *Report) Infof(format string, args ...any) {
 }
 
 // Options tune the checks. The zero value checks the last 200 commits'
-// objects, 200 notes' versions against up to 5,000 commits of history,
+// objects, 200 notes' versions against up to 2,000 commits of history,
 // calls a git lock file stale after 5 seconds, and runs `git fsck` (when the
 // git CLI is installed) for at most a minute.
 type Options struct {
@@ -72,8 +72,9 @@ type Options struct {
 	// indexed version recounted from git. 0 means 200.
 	SampleNotes int
 	// VersionCommits bounds the history walk of that recount: past it, only
-	// the commits walked are compared. 0 means 5,000 (half a second on a
-	// board of 100,000 notes; reindex recounts the whole history).
+	// the commits walked are compared. 0 means 2,000 (half a second on a
+	// board of 100,000 notes whose recent objects are loose; reindex
+	// recounts the whole history).
 	VersionCommits int
 	// LockAge is the age after which a git lock file counts as left behind
 	// by a dead process. 0 means 5 seconds.
@@ -94,7 +95,7 @@ func (o *Options) defaults() {
 		o.SampleNotes = 200
 	}
 	if o.VersionCommits <= 0 {
-		o.VersionCommits = 5_000
+		o.VersionCommits = 2_000
 	}
 	if o.Progress == nil {
 		o.Progress = func(string) {}

@@ -138,6 +138,9 @@ func TopicPrefixProblem(s string) string {
 	return ""
 }
 
+// reservedSuffixes end no segment: the board's own file names end so.
+var reservedSuffixes = []string{".md", ".blob", ".tsv", ".lock", ".tmp"}
+
 // FoldSegment lower-cases ASCII letters and checks one segment, returning
 // the reason when it is invalid. Only ASCII is folded: Unicode case folding
 // maps some non-ASCII letters (the Kelvin sign) onto ASCII ones.
@@ -162,7 +165,7 @@ func FoldSegment(p string) (folded, problem string) {
 		}
 	}
 	seg := string(b)
-	for _, suffix := range []string{".md", ".blob", ".tsv", ".lock", ".tmp"} {
+	for _, suffix := range reservedSuffixes {
 		if strings.HasSuffix(seg, suffix) {
 			return "", "segment " + QuoteInput(p) + " ends in " + suffix + ", which the board reserves"
 		}
@@ -222,16 +225,44 @@ func KeyOf(p string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	segs := strings.Split(key, "/")
-	if len(segs) < MinSegments || len(segs) > MaxSegments {
+	segs := strings.Count(key, "/") + 1
+	if segs < MinSegments || segs > MaxSegments {
 		return "", false
 	}
-	for _, s := range segs {
-		if folded, bad := FoldSegment(s); bad != "" || folded != s {
+	for rest := key; ; {
+		seg, more, found := strings.Cut(rest, "/")
+		if !isCanonicalSegment(seg) {
 			return "", false
 		}
+		if !found {
+			return key, true
+		}
+		rest = more
 	}
-	return key, true
+}
+
+// isCanonicalSegment reports whether FoldSegment takes seg and leaves it as
+// it is, without allocating: KeyOf asks it of every path of a tree, and a
+// board's tree holds a hundred thousand.
+func isCanonicalSegment(seg string) bool {
+	if seg == "" || len(seg) > MaxSegmentBytes {
+		return false
+	}
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	for _, suffix := range reservedSuffixes {
+		if strings.HasSuffix(seg, suffix) {
+			return false
+		}
+	}
+	return !isDeviceName(seg)
 }
 
 // Files are the files a note may have: its own and its two blob files.

@@ -2,6 +2,7 @@ package note
 
 import (
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,6 +118,30 @@ func TestNoteKeyOf(t *testing.T) {
 		got, _ := KeyOf(tt.path)
 		if got != tt.key {
 			t.Errorf("KeyOf(%q) = %q, want %q", tt.path, got, tt.key)
+		}
+	}
+}
+
+// TestCanonicalSegmentAgreesWithFold: KeyOf's allocation-free test of a
+// segment says yes exactly when FoldSegment takes the segment unchanged, on
+// random segments built from the characters that decide it.
+func TestCanonicalSegmentAgreesWithFold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "z", "0", "9", "A", "Z", ".", "_", "-", "/", " ", "é", "con", "lpt1", "com", "aux",
+		".md", ".blob", ".tsv", ".lock", ".tmp", "conout$", "x"}
+	for i := range 200000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		if i%1000 == 0 {
+			b.WriteString(strings.Repeat("a", 60+rng.IntN(8)))
+		}
+		seg := b.String()
+		folded, problem := FoldSegment(seg)
+		want := problem == "" && folded == seg
+		if got := isCanonicalSegment(seg); got != want {
+			t.Fatalf("isCanonicalSegment(%q) = %v; FoldSegment gives (%q, %q)", seg, got, folded, problem)
 		}
 	}
 }

@@ -237,6 +237,33 @@ func (r *Repo) RemoveStaleIndexLock(since time.Time) (bool, error) {
 	return true, os.Remove(r.IndexLockPath())
 }
 
+// SameAsIndexed lists which of files git's index records with the blob
+// blobs names and with the very stat the file has now (its time to the
+// nanosecond, size and inode): files that hold that blob, as `git status`
+// would judge them without reading them. A file whose time is not before
+// the index file's own is left out, as git does: it may have changed within
+// the moment git recorded it ("racily clean").
+func (r *Repo) SameAsIndexed(files map[string]os.FileInfo, blobs map[string]Hash) (map[string]bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	r.index = c
+	out := map[string]bool{}
+	for p, fi := range files {
+		blob, ok := blobs[p]
+		if !ok || !fi.ModTime().Before(c.mtime) {
+			continue
+		}
+		if e, ok := c.idx.Entry(p); ok && Hash(e.Blob()) == blob && e.Matches(gitindex.StatOf(fi)) {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
 // WroteByGit reports whether git's index records path with the very stat of
 // fi (its time to the nanosecond, size and inode) and with blob: git itself
 // wrote the file (a checkout, a reset, a stash), as no editor's save keeps

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -35,6 +36,9 @@ type checker struct {
 	ws   Workspace
 	dir  string
 	repo *gitver.Repo
+	// readings is what the derived index read of every present note, read
+	// once for the checks that run side by side.
+	readings func() (map[string]index.Reading, error)
 }
 
 // Check checks the workspace at dir and reports every problem it finds,
@@ -90,7 +94,15 @@ func CheckOpen(w Workspace, opts Options) *Report {
 }
 
 func newChecker(w Workspace) *checker {
-	return &checker{ws: w, dir: w.Dir(), repo: w.Repo()}
+	return &checker{ws: w, dir: w.Dir(), repo: w.Repo(), readings: sync.OnceValues(func() (map[string]index.Reading, error) {
+		var readings map[string]index.Reading
+		err := w.ReadIndex(func(s *index.Snapshot) error {
+			var err error
+			readings, err = s.Readings()
+			return err
+		})
+		return readings, err
+	})}
 }
 
 func openFinding(dir string, err error) Finding {
@@ -113,18 +125,19 @@ func openFinding(dir string, err error) Finding {
 // of its own, and the parts are put together in order.
 func (c *checker) run(opts Options, r *Report, journal bool) {
 	progress := opts.Progress
-	progress("the repository")
-	files, head, ok := c.checkRepository(r)
-	if ok {
-		c.checkObjects(head, opts.RecentCommits, r)
-	}
-	c.checkRemote(r)
+	// git's fsck needs nothing of the other checks and takes longest.
 	fsck := &Report{}
 	fsckDone := make(chan struct{})
 	go func() {
 		defer close(fsckDone)
 		c.checkFsck(opts.FsckTimeout, fsck)
 	}()
+	progress("the repository")
+	files, head, ok := c.checkRepository(r)
+	if ok {
+		c.checkObjects(head, opts.RecentCommits, r)
+	}
+	c.checkRemote(r)
 	rest := &Report{}
 	c.checkLocks(opts.LockAge, rest)
 	if journal {
@@ -146,7 +159,7 @@ func (c *checker) run(opts Options, r *Report, journal bool) {
 		read := make(chan struct{})
 		go func() {
 			defer close(read)
-			notes = c.readHeadNotes(files, blobs)
+			notes = c.readHeadNotes(files, opts.ReparseOneIn, blobs)
 		}()
 		disk := c.checkDisk(files, tree)
 		<-read

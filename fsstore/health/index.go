@@ -41,16 +41,18 @@ func (c *checker) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opt
 // commit it reflects, file by file: each note file and each out-of-line
 // content file with its blob, in one pass over the index.
 func (c *checker) checkIndexNotes(files map[string]gitver.Hash, r *Report) {
-	var indexed map[string]gitver.Hash
-	err := c.ws.ReadIndex(func(s *index.Snapshot) error {
-		var err error
-		indexed, err = s.PresentFiles()
-		return err
-	})
+	readings, err := c.readings()
 	if err != nil {
 		r.Add(Finding{Check: "index", Severity: SeverityError, Path: note.IndexFile,
 			Message: "the derived index cannot be read: " + err.Error(), Fix: fixReindex})
 		return
+	}
+	indexed := make(map[string]gitver.Hash, len(readings))
+	for p, rd := range readings {
+		indexed[p] = rd.NoteBlob
+		if rd.ContentPath != "" {
+			indexed[rd.ContentPath] = rd.ContentBlob
+		}
 	}
 	notesIn := func(m map[string]gitver.Hash) int {
 		n := 0

@@ -76,6 +76,11 @@ type Options struct {
 	// board of 100,000 notes whose recent objects are loose; reindex
 	// recounts the whole history).
 	VersionCommits int
+	// ReparseOneIn: the front matter of a note the derived index read from
+	// the same blob, and found sound, is taken from the index; one in
+	// ReparseOneIn of those notes, at random, is parsed again to check the
+	// index's reading. 0 means 50; 1 parses every note.
+	ReparseOneIn int
 	// LockAge is the age after which a git lock file counts as left behind
 	// by a dead process. 0 means 5 seconds.
 	LockAge time.Duration
@@ -93,6 +98,9 @@ func (o *Options) defaults() {
 	}
 	if o.SampleNotes <= 0 {
 		o.SampleNotes = 200
+	}
+	if o.ReparseOneIn <= 0 {
+		o.ReparseOneIn = 50
 	}
 	if o.VersionCommits <= 0 {
 		o.VersionCommits = 2_000

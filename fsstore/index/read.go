@@ -195,6 +195,35 @@ func (s *Snapshot) PresentFiles() (map[string]gitver.Hash, error) {
 	return out, rows.Err()
 }
 
+// Reading is what the index found when it read a present note's file:
+// the blob it read, its blob file's path and blob, its digest, and what was
+// wrong.
+type Reading struct {
+	NoteBlob, ContentBlob        gitver.Hash
+	ContentPath, Digest, Problem string
+}
+
+// Readings returns the reading of every present note, by the path of its
+// file: what a check of the front matter of a whole board need not parse
+// again where the blob is the same.
+func (s *Snapshot) Readings() (map[string]Reading, error) {
+	rows, err := s.t.Query("SELECT key, note_blob, content_blob, content_path, digest, problem FROM notes WHERE present")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Reading{}
+	for rows.Next() {
+		var key string
+		var rd Reading
+		if err := rows.Scan(&key, &rd.NoteBlob, &rd.ContentBlob, &rd.ContentPath, &rd.Digest, &rd.Problem); err != nil {
+			return nil, err
+		}
+		out[key+".md"] = rd
+	}
+	return out, rows.Err()
+}
+
 // DiskStat is what was recorded of a file's stat when it last matched Blob.
 type DiskStat struct {
 	Blob        gitver.Hash

@@ -100,6 +100,10 @@ func (w *Workspace) branchGone(last gitver.Hash) error {
 		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
 }
 
+// bulkCommits is how many commits make a catch-up a bulk write, with the
+// larger page cache for its transaction (index.Tx.Bulk).
+const bulkCommits = 1000
+
 // syncIndex brings the index from the commit it reflects to target, in tx,
 // and returns target's cursor.
 //
@@ -140,6 +144,11 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.
 		}
 		seq = baseSeq
 		if plan, err = w.planSync(tx, target, base, progress); err != nil {
+			return 0, err
+		}
+	}
+	if len(plan.order) >= bulkCommits {
+		if err := tx.Bulk(); err != nil {
 			return 0, err
 		}
 	}

@@ -211,29 +211,36 @@ func (w *Workspace) rescanUnlocked() (paths, problems []string, ok bool) {
 		return nil, nil, false
 	}
 	var indexed gitver.Hash
+	attempts := 0
 	err = w.idx.Read(func(s *index.Snapshot) error {
-		paths = paths[:0] // a retried read starts over
+		// The comparison takes what it compared out of found: a retried
+		// read starts over from a new walk.
+		if attempts++; attempts > 1 {
+			if found, treeProblems, listed = w.WalkNotes(); !listed {
+				return errors.New("the work tree cannot be listed")
+			}
+		}
+		paths = paths[:0]
 		var err error
 		if indexed, _, err = s.Head(); err != nil {
 			return err
 		}
-		present, err := s.PresentFiles()
+		err = s.EachPresentFile(func(f index.PresentFile) error {
+			st, ok := found[f.Path]
+			switch {
+			case !ok: // gone
+				paths = append(paths, f.Path)
+			case !f.HasStat || f.Recorded.Blob != f.Committed || !SameStat(f.Recorded, st):
+				paths = append(paths, f.Path)
+			}
+			delete(found, f.Path)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		stats, err := s.DiskAll()
-		if err != nil {
-			return err
-		}
-		for p, fi := range found {
-			if d, ok := stats[p]; !ok || d.Blob != present[p] || !SameStat(d, fi) {
-				paths = append(paths, p)
-			}
-		}
-		for p := range present {
-			if _, ok := found[p]; !ok {
-				paths = append(paths, p)
-			}
+		for p := range found { // new: no present note has it
+			paths = append(paths, p)
 		}
 		return nil
 	})
@@ -433,9 +440,11 @@ type candidate struct {
 	committed gitver.Hash
 	recorded  index.DiskStat
 	hasStat   bool
-	// walked is the file's stat as a walk of the work tree found it: its
-	// directories are real ones, not links.
-	walked fs.FileInfo
+	looked    bool // committed, recorded and hasStat were read from the index
+	// walked is the file's stat as a walk of the work tree found it (when
+	// wasWalked): its directories are real ones, not links.
+	walked    gitver.FileStat
+	wasWalked bool
 	// strict: the path belongs to a note being written, whose problems are
 	// the write's errors rather than skipped files.
 	strict bool
@@ -475,37 +484,34 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 		for p, fi := range found {
 			if cands[p] == nil {
-				cands[p] = &candidate{walked: fi}
+				cands[p] = &candidate{walked: fi, wasWalked: true}
 			}
 		}
 	}
 	err = w.idx.Read(func(s *index.Snapshot) error {
-		var present map[string]gitver.Hash
-		var stats map[string]index.DiskStat
 		if all {
-			var err error
-			if present, err = s.PresentFiles(); err != nil {
-				return err
-			}
-			if stats, err = s.DiskAll(); err != nil {
-				return err
-			}
-			for p := range present {
-				if cands[p] == nil {
-					cands[p] = &candidate{}
+			err := s.EachPresentFile(func(f index.PresentFile) error {
+				c := cands[f.Path]
+				if c == nil {
+					c = &candidate{}
+					cands[f.Path] = c
 				}
+				c.committed, c.recorded, c.hasStat, c.looked = f.Committed, f.Recorded, f.HasStat, true
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		for p, c := range cands {
+			if c.looked {
+				continue
+			}
 			var err error
-			if b, ok := present[p]; ok {
-				c.committed = b
-			} else if c.committed, err = s.FileBlob(p); err != nil {
+			if c.committed, err = s.FileBlob(p); err != nil {
 				return err
 			}
-			if stats != nil {
-				c.recorded, c.hasStat = stats[p]
-			} else if c.recorded, c.hasStat, err = s.Disk(p); err != nil {
+			if c.recorded, c.hasStat, err = s.Disk(p); err != nil {
 				return err
 			}
 		}
@@ -596,13 +602,12 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
 func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
-	fi := c.walked
-	if fi == nil {
+	st := diskStat(c.walked)
+	if !c.wasWalked {
 		if err := w.checkNoLinks(p); err != nil {
 			return nil, nil, err
 		}
-		var err error
-		fi, err = w.root.Lstat(p)
+		fi, err := w.root.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !c.committed.IsZero() {
 				return &fileChange{path: p, deleted: true}, nil, nil
@@ -612,8 +617,8 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskSta
 		if err != nil {
 			return nil, nil, err
 		}
+		st = statOf(fi)
 	}
-	st := statOf(fi)
 	st.Blob = c.committed
 	if c.hasStat && !c.committed.IsZero() && c.recorded == st {
 		return nil, nil, nil // unchanged since it last matched git

@@ -48,11 +48,11 @@ const tempPattern = ".*" + tempMarker + "*"
 // statOf is the part of a file's metadata that tells whether it changed,
 // as the index records it (the blob left zero).
 func statOf(fi fs.FileInfo) index.DiskStat {
-	s := index.DiskStat{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.Ino = st.Ino
-	}
-	return s
+	return diskStat(gitver.StatOfFile(fi))
+}
+
+func diskStat(st gitver.FileStat) index.DiskStat {
+	return index.DiskStat{Size: st.Size, MTime: st.MTime, Ino: st.Ino}
 }
 
 // checkNoLinks refuses a path when it or any directory on the way is a
@@ -280,8 +280,8 @@ func (p TreeProblem) String() string {
 // directories whose name starts with a dot (.git, .blackboard, editors'
 // folders: no address names them) and does not follow links. ok is false
 // when the work tree itself cannot be listed.
-func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreeProblem, ok bool) {
-	found = map[string]fs.FileInfo{}
+func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []TreeProblem, ok bool) {
+	found = map[string]gitver.FileStat{}
 	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
 		p := w.Rel(abs)
 		if err != nil {
@@ -314,7 +314,7 @@ func (w *Workspace) WalkNotes() (found map[string]fs.FileInfo, problems []TreePr
 			problems = append(problems, TreeProblem{Path: p, What: "not a regular file", Fix: fix})
 		default:
 			if fi, err := d.Info(); err == nil {
-				found[p] = fi
+				found[p] = gitver.StatOfFile(fi)
 			}
 		}
 		return nil

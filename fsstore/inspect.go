@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -31,10 +30,10 @@ func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.i
 
 // SameStat reports whether a file's stat is the one the index recorded when
 // the file last matched its committed blob: then it need not be read again.
-func SameStat(recorded index.DiskStat, fi fs.FileInfo) bool {
-	st := statOf(fi)
-	st.Blob = recorded.Blob
-	return st == recorded
+func SameStat(recorded index.DiskStat, st gitver.FileStat) bool {
+	d := diskStat(st)
+	d.Blob = recorded.Blob
+	return d == recorded
 }
 
 // InterruptedWrite is a write that a killed process left half-finished.

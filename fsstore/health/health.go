@@ -23,7 +23,7 @@ type Workspace interface {
 	ReadIndex(fn func(*index.Snapshot) error) error
 	// WalkNotes lists the work tree's note and blob files, with their stat,
 	// and the paths that would be but cannot be read.
-	WalkNotes() (found map[string]fs.FileInfo, problems []fsstore.TreeProblem, ok bool)
+	WalkNotes() (found map[string]gitver.FileStat, problems []fsstore.TreeProblem, ok bool)
 	// ReadFile reads a workspace file (not following links); ok is false
 	// when it does not exist.
 	ReadFile(p string) (content []byte, info fs.FileInfo, ok bool, err error)

@@ -2,6 +2,7 @@ package index
 
 import (
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -148,5 +149,45 @@ func TestLogCheckpointedInTheBackground(t *testing.T) {
 	}
 	if largest >= written/2 {
 		t.Errorf("the log grew to %d MB while %d MB were written", largest>>20, written>>20)
+	}
+}
+
+// TestBulkCacheLastsOneTransaction: a bulk transaction has the large page
+// cache, and the write connection has the small one again after it, whether
+// it committed or failed (and the connection is not left waiting on
+// itself).
+func TestBulkCacheLastsOneTransaction(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cacheKB := func(q interface{ QueryRow(string, ...any) *sql.Row }) int {
+		var v int
+		if err := q.QueryRow("PRAGMA cache_size").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return -v
+	}
+	failed := errors.New("the transaction fails")
+	for _, outcome := range []error{nil, failed} {
+		err := d.Update(func(tx *Tx) error {
+			if got := cacheKB(tx.t); got != writeCacheKB {
+				t.Errorf("before Bulk: cache %d KB, want %d", got, writeCacheKB)
+			}
+			if err := tx.Bulk(); err != nil {
+				return err
+			}
+			if got := cacheKB(tx.t); got != bulkCacheKB {
+				t.Errorf("in a bulk transaction: cache %d KB, want %d", got, bulkCacheKB)
+			}
+			return outcome
+		})
+		if !errors.Is(err, outcome) {
+			t.Fatalf("Update: %v, want %v", err, outcome)
+		}
+		if got := cacheKB(d.write); got != writeCacheKB {
+			t.Errorf("after a bulk transaction (%v): cache %d KB, want %d", outcome, got, writeCacheKB)
+		}
 	}
 }

@@ -224,6 +224,44 @@ func (s *Snapshot) Readings() (map[string]Reading, error) {
 	return out, rows.Err()
 }
 
+// PresentFile is a file of a present note at the snapshot's head: its
+// blob, and the stat recorded when the file on disk last matched a blob.
+type PresentFile struct {
+	Path      string
+	Committed gitver.Hash
+	Recorded  DiskStat
+	HasStat   bool
+}
+
+// EachPresentFile calls fn with every note file and blob file of the
+// present notes, in no order: what a look at the whole work tree compares
+// the disk with, one row at a time, where maps of the two tables cost a
+// board of 100,000 notes 20 MB.
+func (s *Snapshot) EachPresentFile(fn func(PresentFile) error) error {
+	rows, err := s.t.Query(`
+SELECT f.path, f.blob, coalesce(d.blob,''), coalesce(d.size,0), coalesce(d.mtime,0), coalesce(d.ino,0), d.path IS NOT NULL
+FROM (SELECT key || '.md' AS path, note_blob AS blob FROM notes WHERE present
+      UNION ALL
+      SELECT content_path, content_blob FROM notes WHERE present AND content_path != '') AS f
+LEFT JOIN disk d ON d.path = f.path`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f PresentFile
+		var ino int64
+		if err := rows.Scan(&f.Path, &f.Committed, &f.Recorded.Blob, &f.Recorded.Size, &f.Recorded.MTime, &ino, &f.HasStat); err != nil {
+			return err
+		}
+		f.Recorded.Ino = uint64(ino)
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // DiskStat is what was recorded of a file's stat when it last matched Blob.
 type DiskStat struct {
 	Blob        gitver.Hash

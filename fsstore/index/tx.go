@@ -3,6 +3,7 @@ package index
 import (
 	"database/sql"
 	"errors"
+	"strconv"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -18,6 +19,24 @@ type Tx struct {
 	// stmts caches prepared statements for the transaction: a rebuild runs
 	// the same few statements hundreds of thousands of times.
 	stmts map[string]*sql.Stmt
+	// bulk: the transaction writes thousands of commits, with the larger
+	// page cache (Bulk).
+	bulk bool
+}
+
+// Bulk gives the rest of the transaction the page cache of a bulk write
+// (bulkCacheKB), which a catch-up of thousands of commits needs to keep its
+// pages, until the transaction ends: then the connection's cache is made
+// small again and its pages given back (Update).
+func (x *Tx) Bulk() error {
+	if x.bulk {
+		return nil
+	}
+	if _, err := x.t.Exec("PRAGMA cache_size=-" + strconv.Itoa(bulkCacheKB)); err != nil {
+		return err
+	}
+	x.bulk = true
+	return nil
 }
 
 func (x *Tx) stmt(q string) (*sql.Stmt, error) {

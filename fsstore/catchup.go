@@ -355,6 +355,11 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	}
 	n.Author = f.Str(note.KeyAuthor)
 	n.Updated = f.Str(note.KeyUpdated)
+	claim := f.Claim()
+	n.ClaimedBy, n.Done = claim.By, claim.DoneBy != ""
+	if claim.By != "" && !claim.Until.IsZero() {
+		n.ClaimUntil = claim.Until.Unix()
+	}
 	content := string(f.Body)
 	if blob := f.Str(note.KeyBlob); blob != "" {
 		want := note.SiblingBlobPath(key, blob)

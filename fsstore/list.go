@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"strings"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -45,6 +46,11 @@ type ListOptions struct {
 	After *index.Position
 	// KeyPrefix keeps notes whose key (topic/key...) starts with it.
 	KeyPrefix string
+	// Open lists only the work that can be taken: notes not done, whose
+	// claim is lapsed or was never made, judged by this machine's clock.
+	Open bool
+	// Oldest orders by when each note first appeared, oldest first.
+	Oldest bool
 }
 
 // Listing is a page of List.
@@ -78,7 +84,8 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 	out := &Listing{}
 	out.Cursor, err = w.readAtHead(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
-			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix})
+			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix,
+			Open: opts.Open, Now: time.Now().Unix(), Oldest: opts.Oldest})
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,28 @@ type UpdateRequest struct {
 	Fields map[string]any
 	// Links replace the note's typed links (rel -> targets) when not nil.
 	Links map[string][]string
+
+	// Claim takes (or renews) the caller's claim on the note for Lease
+	// (ClaimTake), releases it (ClaimRelease), or marks the work done
+	// (ClaimDone); "" leaves the claim as it is. A claim needs no content
+	// form and no digest: the note keeps its own.
+	Claim string
+	Lease time.Duration
 }
+
+// The claims a write may make (UpdateRequest.Claim).
+const (
+	ClaimTake    = "take"
+	ClaimRelease = "release"
+	ClaimDone    = "done"
+)
+
+// A claim's lease: how long it holds when the claimer gives no time, and
+// the longest it may hold before it is renewed.
+const (
+	DefaultLease = 10 * time.Minute
+	MaxLease     = 24 * time.Hour
+)
 
 // UpdateResult is what a write reports.
 type UpdateResult struct {
@@ -86,7 +107,12 @@ func (r *UpdateRequest) isAppend() bool { return r.AppendText != nil || r.Append
 func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	w := v.w
 	op := "update"
-	if req.isAppend() {
+	switch {
+	case req.Claim == ClaimTake:
+		op = "claim"
+	case req.Claim != "":
+		op = req.Claim // release, done
+	case req.isAppend():
 		op = "append"
 	}
 	addr, err := w.parseAddress(req.URI)
@@ -97,9 +123,11 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	if !v.c.CanWrite(addr.Short()) {
 		return nil, errorf(op, uri, ErrForbidden, "you may not write topic %s", addr.Topic())
 	}
-	digest, err := cleanDigest(op, uri, req.Digest)
-	if err != nil {
-		return nil, err
+	digest := "" // a claim keeps the note's digest unless it gives one
+	if req.Claim == "" || strings.TrimSpace(req.Digest) != "" {
+		if digest, err = cleanDigest(op, uri, req.Digest); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkUpdate(op, uri, &req); err != nil {
 		return nil, err
@@ -137,8 +165,19 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 }
 
 func checkUpdate(op, uri string, req *UpdateRequest) error {
-	if n := req.forms(); n != 1 {
+	switch n := req.forms(); {
+	case n > 1 || n == 0 && req.Claim == "":
 		return errorf(op, uri, ErrInvalid, "give exactly one content form: body, source_path, columns with rows, or append (got %d)", n)
+	case n == 1 && req.isAppend() && req.Claim != "":
+		return errorf(op, uri, ErrInvalid, "a claim is not made with append; give body, columns with rows, or no content")
+	}
+	switch req.Claim {
+	case "", ClaimTake, ClaimRelease, ClaimDone:
+	default:
+		return errorf(op, uri, ErrInvalid, "claim must be %s, %s or %s", ClaimTake, ClaimRelease, ClaimDone)
+	}
+	if req.Lease != 0 && (req.Claim != ClaimTake || req.Lease < time.Second || req.Lease > MaxLease) {
+		return errorf(op, uri, ErrInvalid, "lease is for claim %s: 1 to %d seconds", ClaimTake, int(MaxLease.Seconds()))
 	}
 	if req.ExpectVersion != nil && *req.ExpectVersion < 0 {
 		return errorf(op, uri, ErrInvalid, "expect_version must be 0 (create) or a version the note had")
@@ -285,6 +324,11 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 		}
 	}
 
+	if digest == "" { // a claim keeps the note's digest
+		if digest = f.Str(note.KeyDigest); digest == "" || !cur.Present {
+			return nil, errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")
+		}
+	}
 	version := cur.Version + 1
 	now := time.Now().UTC().Truncate(time.Second)
 	// New notes get their keys in the documented order: digest, kind,
@@ -326,6 +370,9 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 		}
 	}
 	if err := w.setExtras(f, req); err != nil {
+		return nil, err
+	}
+	if err := setClaim(f, req, agent, op, uri, cur); err != nil {
 		return nil, err
 	}
 	if compare {
@@ -656,4 +703,46 @@ func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
 		return nil
 	}
 	return f.SetLinks(rels, targets)
+}
+
+// setClaim makes req's claim in f, for agent. A claim someone else holds
+// (not lapsed) is taken, released or finished by no one else: that is a
+// conflict that names the holder, whatever expect_version says, so that of
+// agents racing for one task without it exactly one wins too.
+func setClaim(f *note.File, req *UpdateRequest, agent, op, uri string, cur index.Note) error {
+	if req.Claim == "" {
+		return nil
+	}
+	now := time.Now().UTC()
+	c := f.Claim()
+	switch {
+	case c.DoneBy != "":
+		return conflict(op, uri, cur, "the work is done (done_by "+c.DoneBy+")")
+	case c.HeldAt(now) && c.By != agent:
+		return conflict(op, uri, cur, fmt.Sprintf("%s holds the claim until %s", c.By, c.Until.Format(time.RFC3339)))
+	}
+	f.Remove(note.KeyClaimedBy)
+	f.Remove(note.KeyClaimUntil)
+	switch req.Claim {
+	case ClaimTake:
+		lease := req.Lease
+		if lease == 0 {
+			lease = DefaultLease
+		}
+		// The end is rounded up to the second: a lease never ends early.
+		until := now.Add(lease).Truncate(time.Second)
+		if until.Before(now.Add(lease)) {
+			until = until.Add(time.Second)
+		}
+		if err := f.Set(note.KeyClaimedBy, agent); err != nil {
+			return err
+		}
+		return f.Set(note.KeyClaimUntil, until)
+	case ClaimDone:
+		if err := f.Set(note.KeyDoneBy, agent); err != nil {
+			return err
+		}
+		return f.Set(note.KeyDoneAt, now.Truncate(time.Second))
+	}
+	return nil
 }

@@ -13,12 +13,13 @@ const listKeysDescription = "List notes."
 var listKeysSchema = schema(0,
 	str("topic", "Topic or prefix"),
 	str("kind", ""),
-	oneOf("order", "recent", "name"),
+	oneOf("order", "recent", "name", "oldest"),
 	intDefault("limit", 20),
 	oneOf("mode", "digest", "table", "ref"),
 	strs("fields", ""),
 	intDefault("budget_tokens", 2000),
 	intp("since", "After this cursor"),
+	boolp("open", ""),
 )
 
 type listKeysArgs struct {
@@ -30,6 +31,7 @@ type listKeysArgs struct {
 	Fields []string `json:"fields,omitempty"`
 	Budget int      `json:"budget_tokens,omitempty"`
 	Since  int      `json:"since,omitempty"`
+	Open   bool     `json:"open,omitempty"`
 }
 
 func listKeysTool() mcp.Tool {
@@ -49,14 +51,14 @@ func (s *Server) listKeys(ctx context.Context, in listKeysArgs) (*mcp.CallToolRe
 	if err := checkFields(in.Fields); err != nil {
 		return nil, err
 	}
-	if in.Order != "" && in.Order != "recent" && in.Order != "name" {
-		return nil, invalid("order is recent or name")
+	if in.Order != "" && in.Order != "recent" && in.Order != "name" && in.Order != "oldest" {
+		return nil, invalid("order is recent, name or oldest")
 	}
 	if in.Limit < 0 || in.Limit > fsstore.MaxListLimit {
 		return nil, invalid("limit is 1 to %d", fsstore.MaxListLimit)
 	}
 	l, err := v.List(fsstore.ListOptions{Topic: in.Topic, Kind: in.Kind, ByName: in.Order == "name",
-		Limit: in.Limit, Since: in.Since})
+		Oldest: in.Order == "oldest", Limit: in.Limit, Since: in.Since, Open: in.Open})
 	if err != nil {
 		return nil, err
 	}

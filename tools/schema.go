@@ -28,11 +28,12 @@ type prop struct {
 	def             int // for an integer; 0 is none
 }
 
-func str(name, desc string) prop  { return prop{name: name, typ: "string", desc: desc} }
-func num(name, desc string) prop  { return prop{name: name, typ: "number", desc: desc} }
-func intp(name, desc string) prop { return prop{name: name, typ: "integer", desc: desc} }
-func strs(name, desc string) prop { return prop{name: name, typ: "strings", desc: desc} }
-func rows(name, desc string) prop { return prop{name: name, typ: "rows", desc: desc} }
+func str(name, desc string) prop   { return prop{name: name, typ: "string", desc: desc} }
+func num(name, desc string) prop   { return prop{name: name, typ: "number", desc: desc} }
+func intp(name, desc string) prop  { return prop{name: name, typ: "integer", desc: desc} }
+func strs(name, desc string) prop  { return prop{name: name, typ: "strings", desc: desc} }
+func rows(name, desc string) prop  { return prop{name: name, typ: "rows", desc: desc} }
+func boolp(name, desc string) prop { return prop{name: name, typ: "boolean", desc: desc} }
 
 // oneOf is a string parameter that takes one of values; the first is the
 // default when it is optional.

@@ -132,9 +132,9 @@ func TestToolSnapshots(t *testing.T) {
 // there (columns beside rows, fields beside mode=table): a description would
 // cost tokens on every turn and add nothing.
 var selfDescribing = map[string]bool{
-	"update_state.body": true, "update_state.append": true, "update_state.columns": true,
+	"update_state.body": true, "update_state.append": true, "update_state.columns": true, "update_state.kind": true,
 	"get_state.uris": true, "get_state.fields": true, "list_keys.kind": true, "list_keys.fields": true,
-	"search_keys.topic": true, "link_state.src": true, "link_state.dst": true,
+	"search_keys.topic": true, "link_state.src": true, "link_state.dst": true, "list_keys.open": true,
 }
 
 // describedByTool are the parameters the tool's own description explains,

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -21,7 +22,9 @@ var updateStateSchema = schema(2,
 	intp("expect_version", ""),
 	strs("sources", "Addresses"),
 	num("confidence", "0-1"),
-	str("kind", "e.g. finding"),
+	str("kind", ""),
+	oneOf("claim", "take", "release", "done"),
+	intDefault("lease", 600),
 )
 
 type updateStateArgs struct {
@@ -36,6 +39,8 @@ type updateStateArgs struct {
 	Sources       []string   `json:"sources,omitempty"`
 	Confidence    *float64   `json:"confidence,omitempty"`
 	Kind          string     `json:"kind,omitempty"`
+	Claim         string     `json:"claim,omitempty"`
+	Lease         int        `json:"lease,omitempty"`
 }
 
 func updateStateTool() mcp.Tool {
@@ -53,7 +58,7 @@ func updateStateTool() mcp.Tool {
 func (s *Server) updateState(ctx context.Context, in updateStateArgs) (*mcp.CallToolResult, error) {
 	req := fsstore.UpdateRequest{URI: in.URI, Digest: in.Digest, Body: in.Body, SourcePath: in.SourcePath,
 		ExpectVersion: in.ExpectVersion, Sources: in.Sources, Confidence: in.Confidence, Kind: in.Kind,
-		AppendText: in.Append}
+		AppendText: in.Append, Claim: in.Claim, Lease: time.Duration(in.Lease) * time.Second}
 	switch {
 	case in.Columns != nil:
 		req.Columns, req.Rows = in.Columns, in.Rows

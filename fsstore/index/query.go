@@ -63,6 +63,12 @@ type ListQuery struct {
 	After *Position
 	// KeyPrefix keeps the notes whose key starts with it, at any segment.
 	KeyPrefix string
+	// Open keeps the notes no one holds a claim on at Now (Unix seconds)
+	// and that are not done: the work that can be taken.
+	Open bool
+	Now  int64
+	// Oldest orders by when each note first appeared, oldest first.
+	Oldest bool
 }
 
 // Position is a note's place in a newest-first listing: its last change's
@@ -89,7 +95,11 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 		where += " AND key >= ? AND key < ?"
 		args = append(args, q.KeyPrefix, q.KeyPrefix+"\x7f") // keys are ASCII below DEL
 	}
-	if q.After != nil && !q.ByName {
+	if q.Open {
+		where += " AND done = 0 AND (claimed_by = '' OR claim_until <= ?)"
+		args = append(args, q.Now)
+	}
+	if q.After != nil && !q.ByName && !q.Oldest {
 		where += " AND (last_seq < ? OR (last_seq = ? AND key > ?))"
 		args = append(args, q.After.Seq, q.After.Seq, q.After.Key)
 	}
@@ -98,8 +108,11 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 		return nil, 0, err
 	}
 	order := "last_seq DESC, key"
-	if q.ByName {
+	switch {
+	case q.ByName:
 		order = "key"
+	case q.Oldest:
+		order = "id" // a note's row is made when it first appears
 	}
 	rows, err := s.t.Query("SELECT "+noteColumns+" FROM notes WHERE "+where+" ORDER BY "+order+" LIMIT ?",
 		append(args, q.Limit)...)

@@ -157,6 +157,11 @@ type Note struct {
 	Problem     string
 	// LastAuthor is the author of the commit that last changed the note.
 	LastAuthor string
+	// The note's claim, as its front matter has it: who holds it, until
+	// when (Unix seconds), and whether the work is done.
+	ClaimedBy  string
+	ClaimUntil int64
+	Done       bool
 }
 
 // Head is the commit the index reflects, inside the transaction.
@@ -217,7 +222,7 @@ func (x *Tx) AddCommit(c Commit, changes []Change) ([]string, error) {
 	}
 	for _, key := range touched {
 		if _, err := x.exec(`INSERT INTO notes(key,topic,version,last_seq,present,note_blob,content_blob,content_path,
-			digest,kind,author,updated,bytes,est_tokens,problem) VALUES(?,?,1,?,0,'','','','','','','',0,0,'')
+			digest,kind,author,updated,bytes,est_tokens,problem,claimed_by,claim_until,done) VALUES(?,?,1,?,0,'','','','','','','',0,0,'','',0,0)
 			ON CONFLICT(key) DO UPDATE SET version=version+1, last_seq=excluded.last_seq`,
 			key, topicOf(key), c.Seq); err != nil {
 			return nil, err
@@ -311,9 +316,9 @@ type Link struct {
 func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
 	var id int64
 	err := x.queryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
-		author=?, updated=?, bytes=?, est_tokens=?, problem=? WHERE key=? RETURNING id`,
+		author=?, updated=?, bytes=?, est_tokens=?, problem=?, claimed_by=?, claim_until=?, done=? WHERE key=? RETURNING id`,
 		n.Present, n.NoteBlob, n.ContentBlob, n.ContentPath, n.Digest, n.Kind, n.Author, n.Updated,
-		n.Bytes, n.EstTokens, n.Problem, n.Key).Scan(&id)
+		n.Bytes, n.EstTokens, n.Problem, n.ClaimedBy, n.ClaimUntil, n.Done, n.Key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // forgotten by Truncate: the history never had it
 	}
@@ -363,12 +368,13 @@ func (x *Tx) SetDisk(path string, d DiskStat) error {
 }
 
 const noteColumns = `key,topic,version,last_seq,present,note_blob,content_blob,content_path,digest,kind,author,
-	updated,bytes,est_tokens,problem,coalesce((SELECT c.author FROM commits c WHERE c.seq=notes.last_seq),'')`
+	updated,bytes,est_tokens,problem,claimed_by,claim_until,done,coalesce((SELECT c.author FROM commits c WHERE c.seq=notes.last_seq),'')`
 
 func scanNote(row interface{ Scan(...any) error }) (Note, error) {
 	var n Note
 	err := row.Scan(&n.Key, &n.Topic, &n.Version, &n.LastSeq, &n.Present, &n.NoteBlob, &n.ContentBlob,
-		&n.ContentPath, &n.Digest, &n.Kind, &n.Author, &n.Updated, &n.Bytes, &n.EstTokens, &n.Problem, &n.LastAuthor)
+		&n.ContentPath, &n.Digest, &n.Kind, &n.Author, &n.Updated, &n.Bytes, &n.EstTokens, &n.Problem,
+		&n.ClaimedBy, &n.ClaimUntil, &n.Done, &n.LastAuthor)
 	return n, err
 }
 

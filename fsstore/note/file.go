@@ -40,7 +40,7 @@ const (
 func IsOwnKey(key string) bool {
 	switch key {
 	case KeyDigest, KeyKind, KeyAuthor, KeyUpdated, KeyConfidence, KeySources, KeyLinks, KeyColumns, KeyBlob,
-		KeyBytes, KeySummary, "version":
+		KeyBytes, KeySummary, KeyClaimedBy, KeyClaimUntil, KeyDoneBy, KeyDoneAt, "version":
 		return true
 	}
 	return false

@@ -27,6 +27,9 @@ type Summary struct {
 	// with supersedes or contradicts.
 	SupersededBy   []string
 	ContradictedBy []string
+	// ClaimedBy holds a claim on the note until ClaimUntil (RFC 3339), as
+	// its front matter says: lapsed or not, as the reader's clock decides.
+	ClaimedBy, ClaimUntil string
 }
 
 // ListOptions select notes for List. The zero value lists every note,
@@ -146,6 +149,7 @@ func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
 	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
+	sum.ClaimedBy, sum.ClaimUntil = claimOf(n)
 	for _, b := range back {
 		switch b.Rel {
 		case "supersedes":
@@ -231,4 +235,13 @@ func (v *View) Topics() ([]string, error) {
 		return err
 	})
 	return out, err
+}
+
+// claimOf is the claim the index holds of n: its holder and the time it
+// lapses, "" for none.
+func claimOf(n index.Note) (by, until string) {
+	if n.ClaimedBy == "" {
+		return "", ""
+	}
+	return n.ClaimedBy, time.Unix(n.ClaimUntil, 0).UTC().Format(time.RFC3339)
 }

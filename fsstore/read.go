@@ -34,6 +34,9 @@ type NoteView struct {
 	// SupersededBy and ContradictedBy name present notes linking here.
 	SupersededBy   []string
 	ContradictedBy []string
+	// The note's claim (README "Claiming work"): who holds it and until
+	// when, and who finished the work and when.
+	ClaimedBy, ClaimUntil, DoneBy, DoneAt string
 }
 
 // Cursor returns the board's change sequence: the number of commits in the
@@ -73,6 +76,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	nv := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem,
 		SupersededBy: sum.SupersededBy, ContradictedBy: sum.ContradictedBy}
+	nv.ClaimedBy, nv.ClaimUntil = claimOf(n)
 	if n.Problem != "" {
 		return nv, nil
 	}
@@ -87,6 +91,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	// Addresses the caller may not read are not shown, even as targets.
 	nv.Sources = v.readable(f.Strs(note.KeySources))
 	nv.Columns = f.Strs(note.KeyColumns)
+	nv.DoneBy, nv.DoneAt = f.Str(note.KeyDoneBy), f.Str(note.KeyDoneAt)
 	if rels, targets := f.Links(); len(rels) > 0 {
 		for rel, t := range targets {
 			if t = v.readable(t); len(t) > 0 {

@@ -183,13 +183,13 @@ func tableRow(n *fsstore.NoteView, fields []string) part {
 // summaryFields are the fields a note's summary holds: a table of them is
 // made from the index alone, without reading each note from git.
 var summaryFields = map[string]bool{"kind": true, "author": true, "updated": true, "digest": true,
-	"est_tokens": true, "bytes": true, "superseded_by": true, "contradicted_by": true}
+	"est_tokens": true, "bytes": true, "superseded_by": true, "contradicted_by": true, "claimed_by": true, "claim_until": true}
 
 // summaryView is the note as its summary gives it.
 func summaryView(s *fsstore.Summary) *fsstore.NoteView {
 	return &fsstore.NoteView{URI: s.URI, Version: s.Version, Digest: s.Digest, Kind: s.Kind, Author: s.Author,
 		Updated: s.Updated, Bytes: s.Bytes, EstTokens: s.EstTokens, Problem: s.Problem,
-		SupersededBy: s.SupersededBy, ContradictedBy: s.ContradictedBy}
+		SupersededBy: s.SupersededBy, ContradictedBy: s.ContradictedBy, ClaimedBy: s.ClaimedBy, ClaimUntil: s.ClaimUntil}
 }
 
 // respond fits parts into the budget and renders the envelope.

@@ -23,12 +23,12 @@ var defaultFields = []string{"kind", "author", "updated", "confidence", "sources
 // knownFields are the fields a read may ask for.
 var knownFields = map[string]bool{"kind": true, "author": true, "updated": true, "confidence": true,
 	"sources": true, "links": true, "columns": true, "digest": true, "est_tokens": true, "bytes": true,
-	"superseded_by": true, "contradicted_by": true}
+	"superseded_by": true, "contradicted_by": true, "claimed_by": true, "claim_until": true, "done_by": true, "done_at": true}
 
 func checkFields(fields []string) error {
 	for _, f := range fields {
 		if !knownFields[f] {
-			return invalid("unknown field %q; fields are kind, author, updated, confidence, sources, links, columns, digest, est_tokens, bytes, superseded_by, contradicted_by", f)
+			return invalid("unknown field %q; fields are kind, author, updated, confidence, sources, links, columns, digest, est_tokens, bytes, superseded_by, contradicted_by, claimed_by, claim_until, done_by, done_at", f)
 		}
 	}
 	return nil
@@ -88,6 +88,14 @@ func fieldValue(n *fsstore.NoteView, f string) (any, bool) {
 		return n.SupersededBy, len(n.SupersededBy) > 0
 	case "contradicted_by":
 		return n.ContradictedBy, len(n.ContradictedBy) > 0
+	case "claimed_by":
+		return n.ClaimedBy, n.ClaimedBy != ""
+	case "claim_until":
+		return n.ClaimUntil, n.ClaimUntil != ""
+	case "done_by":
+		return n.DoneBy, n.DoneBy != ""
+	case "done_at":
+		return n.DoneAt, n.DoneAt != ""
 	}
 	return nil, false
 }

@@ -164,4 +164,24 @@ func TestClaimChecks(t *testing.T) {
 	if got := openWork(t, w); strings.Join(got, " ") != "tasks/a" {
 		t.Fatalf("open work after a person released the claim = %v", got)
 	}
+	// A person reassigns it: the new holder holds it against the others.
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	f = readFile(t, w, "tasks/a.md")
+	f = strings.Replace(f, "digest: a task\n", "digest: a task\nclaimed_by: coder-9\nclaim_until: "+until+"\n", 1)
+	writeFile(t, w, "tasks/a.md", f)
+	w.FilesChanged([]string{"tasks/a.md"}, false)
+	if _, err := w.CommitEdits(); err != nil {
+		t.Fatal(err)
+	}
+	if got := openWork(t, w); len(got) != 0 {
+		t.Fatalf("open work after a person gave the task to coder-9 = %v", got)
+	}
+	_, err := claimAs(w, "coder-1", "tasks/a", ClaimTake, -1, 0)
+	assertKind(t, err, ErrConflict)
+	if !strings.Contains(err.Error(), "coder-9 holds the claim until "+until) {
+		t.Fatalf("the conflict does not name the person's choice: %v", err)
+	}
+	if _, err := claimAs(w, "coder-9", "tasks/a", ClaimDone, -1, 0); err != nil {
+		t.Fatalf("the new holder finishes: %v", err)
+	}
 }

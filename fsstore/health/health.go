@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -177,6 +178,7 @@ func (c *checker) run(opts Options, r *Report, journal bool) {
 	<-indexDone
 	rest.merge(indexed)
 	checkAccess(c.dir, rest)
+	c.checkClaims(time.Now(), rest)
 	progress("git fsck")
 	<-fsckDone
 	r.merge(fsck)

@@ -221,6 +221,10 @@ func TestHealthFindings(t *testing.T) {
 		{"blob outside the note's own names", func(t *testing.T, dir string) {
 			commitByHand(t, dir, map[string]string{"research/odd.md": "---\ndigest: odd\nblob: ../../secret\n---\n"})
 		}, "blob", "research/odd.md", "not this note's own blob file", ""},
+		{"claim held by an agent that does not write", func(t *testing.T, dir string) {
+			until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+			commitByHand(t, dir, map[string]string{"research/task.md": "---\ndigest: a task\nclaimed_by: ghost\nclaim_until: " + until + "\n---\n"})
+		}, "claims", "research/task.md", "ghost holds the claim until", ""},
 		{"stale index.lock", func(t *testing.T, dir string) {
 			ageFile(t, filepath.Join(dir, ".git", "index.lock"), time.Minute)
 		}, "locks", ".git/index.lock", "1m0s old", ""},

@@ -316,3 +316,48 @@ func (s *Snapshot) Versions() (map[string]NoteVersion, error) {
 	}
 	return out, rows.Err()
 }
+
+// HeldClaim is a claim on a present note that is not done.
+type HeldClaim struct {
+	Key, By string
+	Until   int64 // Unix seconds
+}
+
+// Claims lists the claims on present notes not done, by note, and when
+// each author last committed (Unix seconds): what tells a claim whose
+// holder stopped writing.
+func (s *Snapshot) Claims() (claims []HeldClaim, lastCommit map[string]int64, err error) {
+	rows, err := s.t.Query("SELECT key, claimed_by, claim_until FROM notes WHERE present AND claimed_by != '' AND done = 0 ORDER BY key")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c HeldClaim
+		if err := rows.Scan(&c.Key, &c.By, &c.Until); err != nil {
+			return nil, nil, err
+		}
+		claims = append(claims, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	lastCommit = map[string]int64{}
+	if len(claims) == 0 {
+		return claims, lastCommit, nil
+	}
+	authors, err := s.t.Query("SELECT author, max(time) FROM commits GROUP BY author")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer authors.Close()
+	for authors.Next() {
+		var a string
+		var at int64
+		if err := authors.Scan(&a, &at); err != nil {
+			return nil, nil, err
+		}
+		lastCommit[a] = at
+	}
+	return claims, lastCommit, authors.Err()
+}

@@ -40,8 +40,11 @@ func (w worker) callQuiet(name string, args map[string]any) (toolResult, error) 
 // openTasks lists the open tasks under topic, oldest first.
 func (w worker) openTasks(topic string) ([]item, error) {
 	res, err := w.callQuiet("list_keys", map[string]any{"topic": topic, "open": true, "order": "oldest", "mode": "ref", "limit": 100})
-	if err != nil || res.isError {
-		return nil, fmt.Errorf("list_keys: %w %s", err, res.text)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("list_keys: %w", err)
+	case res.isError:
+		return nil, fmt.Errorf("list_keys: %s", res.text)
 	}
 	var e envelope
 	if err := json.Unmarshal([]byte(res.text), &e); err != nil {
@@ -88,8 +91,11 @@ func (w worker) work(topic string, rng *rand.Rand, lease int) ([]string, error) 
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		res, err = w.callQuiet("update_state", map[string]any{"uri": task.URI, "claim": "done", "expect_version": took.Version,
 			"body": "done by " + w.name})
-		if err != nil || res.isError {
-			return done, fmt.Errorf("finish %s: %w %s", task.URI, err, res.text)
+		switch {
+		case err != nil:
+			return done, fmt.Errorf("finish %s: %w", task.URI, err)
+		case res.isError:
+			return done, fmt.Errorf("finish %s: %s", task.URI, res.text)
 		}
 		done = append(done, task.URI)
 	}

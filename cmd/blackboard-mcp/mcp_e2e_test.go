@@ -759,7 +759,7 @@ func TestMCPListKeys(t *testing.T) {
 		t.Errorf("list of an empty topic = %+v", e)
 	}
 	for _, args := range []map[string]any{
-		{"topic": "../x"}, {"order": "oldest"}, {"limit": -1}, {"mode": "full"}, {"budget_tokens": 20001}, {"fields": []string{"secret"}}, {"topic": 7},
+		{"topic": "../x"}, {"order": "newest"}, {"open": "yes"}, {"limit": -1}, {"mode": "full"}, {"budget_tokens": 20001}, {"fields": []string{"secret"}}, {"topic": 7},
 	} {
 		s.fail("list_keys", args, "invalid")
 	}

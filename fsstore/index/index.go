@@ -80,6 +80,9 @@ CREATE TABLE notes(
 CREATE INDEX notes_recent ON notes(present, last_seq);
 CREATE INDEX notes_topic ON notes(topic, present, last_seq);
 CREATE INDEX notes_kind ON notes(kind, present, last_seq);
+-- The open work (ListQuery.Open): claim_until is 0 when no one claimed.
+CREATE INDEX notes_open ON notes(present, done, claim_until);
+CREATE INDEX notes_topic_open ON notes(topic, present, done, claim_until);
 -- Typed links from a note's front matter, by short address.
 CREATE TABLE links(
 	src TEXT NOT NULL,

@@ -96,7 +96,8 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 		args = append(args, q.KeyPrefix, q.KeyPrefix+"\x7f") // keys are ASCII below DEL
 	}
 	if q.Open {
-		where += " AND done = 0 AND (claimed_by = '' OR claim_until <= ?)"
+		// claim_until is 0 for a note no one claimed (SetNoteState).
+		where += " AND done = 0 AND claim_until <= ?"
 		args = append(args, q.Now)
 	}
 	if q.After != nil && !q.ByName && !q.Oldest {

@@ -314,6 +314,9 @@ type Link struct {
 // outgoing links; version and last_seq are kept. A note that is not present
 // leaves search and keeps no links.
 func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
+	if n.ClaimedBy == "" {
+		n.ClaimUntil = 0 // the open work is found by claim_until alone
+	}
 	var id int64
 	err := x.queryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
 		author=?, updated=?, bytes=?, est_tokens=?, problem=?, claimed_by=?, claim_until=?, done=? WHERE key=? RETURNING id`,

@@ -1,11 +1,15 @@
 package fsstore
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // claimAs makes a claim on uri as agent, with expect_version when expect
@@ -184,4 +188,55 @@ func TestClaimChecks(t *testing.T) {
 	if _, err := claimAs(w, "coder-9", "tasks/a", ClaimDone, -1, 0); err != nil {
 		t.Fatalf("the new holder finishes: %v", err)
 	}
+}
+
+// TestOpenWorkAgreesWithTheFiles: the open work the index lists is the
+// work whose file, read by note.Claim, no one holds and no one finished, on
+// random claims a person wrote (held, lapsed, garbled, finished, none).
+func TestOpenWorkAgreesWithTheFiles(t *testing.T) {
+	w := newWorkspace(t, false)
+	rng := rand.New(rand.NewPCG(5, 6))
+	past, future := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	var paths []string
+	for i := range 60 {
+		var fm strings.Builder
+		fmt.Fprintf(&fm, "---\ndigest: task %d\n", i)
+		if rng.IntN(3) > 0 {
+			fm.WriteString("claimed_by: agent-" + strconv.Itoa(rng.IntN(3)) + "\n")
+		}
+		switch rng.IntN(5) {
+		case 0:
+			fm.WriteString("claim_until: " + past + "\n")
+		case 1, 2:
+			fm.WriteString("claim_until: " + future + "\n")
+		case 3:
+			fm.WriteString("claim_until: soon\n")
+		}
+		if rng.IntN(4) == 0 {
+			fm.WriteString("done_by: agent-9\n")
+		}
+		fm.WriteString("---\nwork\n")
+		p := fmt.Sprintf("tasks/t%02d.md", i)
+		writeFile(t, w, p, fm.String())
+		paths = append(paths, p)
+	}
+	w.FilesChanged(paths, false)
+	if _, err := w.CommitEdits(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	now := time.Now()
+	for i := range 60 {
+		f, err := note.Parse([]byte(readFile(t, w, paths[i])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := f.Claim(); !c.HeldAt(now) && c.DoneBy == "" {
+			want = append(want, fmt.Sprintf("tasks/t%02d", i))
+		}
+	}
+	if got := openWork(t, w); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("open work by the index:\n%v\nby the files:\n%v", got, want)
+	}
+	t.Logf("%d of 60 tasks open", len(want))
 }

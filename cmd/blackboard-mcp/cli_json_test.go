@@ -70,10 +70,14 @@ func TestCLIListAndSearchJSONAreTheTools(t *testing.T) {
 			"body": "the LRU is undersized", "expect_version": 0, "kind": []string{"finding", "decision"}[i%2]})
 	}
 	s.link("research/cache-3", "supersedes", "research/cache-1")
+	s.write(map[string]any{"uri": "research/cache-5", "claim": "take"})
+	s.write(map[string]any{"uri": "research/cache-6", "claim": "done"})
 	lists := map[string]map[string]any{
 		"ls research --json -n 5":                   {"topic": "research", "limit": 5},
 		"ls research --json --kind decision --name": {"topic": "research", "kind": "decision", "order": "name"},
 		"ls --json --since 3":                       {"since": 3},
+		"ls research --json --open -n 20":           {"topic": "research", "open": true, "order": "oldest", "limit": 20},
+		"ls --json --oldest":                        {"order": "oldest"},
 	}
 	want := map[string]string{}
 	for cmd, args := range lists {

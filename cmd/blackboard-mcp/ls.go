@@ -19,9 +19,11 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	byName := fs.Bool("name", false, "order by address instead of newest change first")
 	limit := fs.Int("n", fsstore.DefaultListLimit, "show at most this many notes")
 	since := fs.Int("since", 0, "only notes changed after this cursor")
+	open := fs.Bool("open", false, "only the work no one holds a claim on and no one finished, oldest first")
+	oldest := fs.Bool("oldest", false, "order by when each note first appeared, oldest first")
 	asJSON := fs.Bool("json", false, "print what list_keys gives (digest mode, the largest budget)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp ls [TOPIC] [--kind K] [--name] [-n N] [--since CURSOR] [--json]\n\nLists notes under a topic or topic prefix (all topics without one), newest change first.")
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp ls [TOPIC] [--kind K] [--name | --oldest] [--open] [-n N] [--since CURSOR] [--json]\n\nLists notes under a topic or topic prefix (all topics without one), newest change first.")
 		fs.PrintDefaults()
 	}
 	pos, err := cli.Parse(fs, args)
@@ -31,7 +33,10 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(pos) > 1 {
 		return cli.Usagef("ls takes at most one topic")
 	}
-	opts := fsstore.ListOptions{Kind: *kind, ByName: *byName, Limit: *limit, Since: *since}
+	if *byName && (*oldest || *open) {
+		return cli.Usagef("--name orders by address; --oldest and --open by first appearance: give one")
+	}
+	opts := fsstore.ListOptions{Kind: *kind, ByName: *byName, Limit: *limit, Since: *since, Open: *open, Oldest: *oldest || *open}
 	if len(pos) == 1 {
 		opts.Topic = pos[0]
 	}
@@ -43,8 +48,14 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if *asJSON {
 		args := map[string]any{"topic": opts.Topic, "kind": opts.Kind, "limit": opts.Limit, "since": opts.Since,
 			"mode": "digest", "budget_tokens": tools.MaxBudget}
-		if opts.ByName {
+		switch {
+		case opts.ByName:
 			args["order"] = "name"
+		case opts.Oldest:
+			args["order"] = "oldest"
+		}
+		if opts.Open {
+			args["open"] = true
 		}
 		return printTool(ctx, w, stdout, "list_keys", args)
 	}
@@ -70,6 +81,9 @@ func oneLine(n fsstore.Summary) string {
 	s := n.Digest
 	if len(n.SupersededBy) > 0 {
 		s += "  [superseded]"
+	}
+	if n.ClaimedBy != "" {
+		s += "  [claimed by " + n.ClaimedBy + " until " + n.ClaimUntil + "]"
 	}
 	return s
 }

@@ -489,6 +489,9 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	err = w.idx.Read(func(s *index.Snapshot) error {
+		for _, c := range cands {
+			c.looked = false // a retried read starts over
+		}
 		if all {
 			err := s.EachPresentFile(func(f index.PresentFile) error {
 				c := cands[f.Path]

@@ -171,30 +171,6 @@ func (s *Snapshot) Disk(path string) (DiskStat, bool, error) {
 	return d, err == nil, err
 }
 
-// PresentFiles returns the note and blob files of every present note, with
-// their blobs at the snapshot's head: what a scan of the work tree compares
-// the disk with.
-func (s *Snapshot) PresentFiles() (map[string]gitver.Hash, error) {
-	rows, err := s.t.Query("SELECT key, note_blob, content_path, content_blob FROM notes WHERE present")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]gitver.Hash{}
-	for rows.Next() {
-		var key, contentPath string
-		var noteBlob, contentBlob gitver.Hash
-		if err := rows.Scan(&key, &noteBlob, &contentPath, &contentBlob); err != nil {
-			return nil, err
-		}
-		out[key+".md"] = noteBlob
-		if contentPath != "" {
-			out[contentPath] = contentBlob
-		}
-	}
-	return out, rows.Err()
-}
-
 // Reading is what the index found when it read a present note's file:
 // the blob it read, its blob file's path and blob, its digest, and what was
 // wrong.

@@ -27,6 +27,7 @@ Usage:
   blackboard-mcp health [--json]                  check the workspace; exit 1 with each problem and its fix
   blackboard-mcp token add|list|revoke            agents' tokens and topics (access control)
   blackboard-mcp import SOURCE                    bring in a memory.jsonl or a folder of Markdown notes
+  blackboard-mcp view [--http 127.0.0.1:PORT]     a live page of the board for people, on this machine
 
 Addresses are bb://<workspace>/<topic>/<key...> or the short form <topic>/<key...>.
 The workspace is --dir DIR, else $BLACKBOARD_DIR, else the current directory.
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	verbs["reindex"] = runReindex
 	verbs["serve"] = runServe
+	verbs["view"] = runView
 	return cli.Program{Usage: usage, Verbs: verbs}.Run(ctx, args, stdin, stdout, stderr)
 }
 

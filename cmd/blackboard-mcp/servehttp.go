@@ -25,6 +25,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/web"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
@@ -341,6 +342,8 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	// People watch the board at /: the same access rules, read-only.
+	mux.Handle("/", web.New(ws, log, cfg.tls != nil || cfg.behindTLSProxy).Handler())
 	hs := &http.Server{
 		Handler:           mux,
 		TLSConfig:         cfg.tls,

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestViewShowsTheBoardLive: `view` serves the page on loopback and prints
+// its URL; a write through MCP from another process and a person's save
+// reach an open page's event stream within a second or two, and the page
+// then shows the new digest.
+func TestViewShowsTheBoardLive(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	agent := startServer(t, serverOpts{dir: dir, agent: "writer"})
+	agent.write(map[string]any{"uri": "research/cache", "digest": "first finding", "body": "x", "expect_version": 0})
+
+	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
+	out, err := view.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("view printed %q: %v", line, err)
+	}
+	base := strings.TrimSuffix(strings.TrimSpace(line), "/")
+	page := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if p := page("/"); !strings.Contains(p, "first finding") {
+		t.Fatalf("the board's page:\n%s", p)
+	}
+	resp, err := http.Get(base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 8)
+	go func() {
+		s := bufio.NewScanner(resp.Body)
+		for s.Scan() {
+			if s.Text() == "event: moved" {
+				events <- "moved"
+			}
+		}
+	}()
+	waitMoved := func(what string, start time.Time) {
+		t.Helper()
+		select {
+		case <-events:
+			t.Logf("%s reached the open page's stream after %v", what, time.Since(start).Round(time.Millisecond))
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s: no event within 2 s", what)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the stream has looked once
+	start := time.Now()
+	agent.write(map[string]any{"uri": "research/cache", "digest": "second finding", "body": "y", "expect_version": 1})
+	waitMoved("a write through MCP", start)
+	if p := page("/t/research"); !strings.Contains(p, "second finding") {
+		t.Fatalf("the topic's page after the write:\n%s", p)
+	}
+	start = time.Now()
+	note := filepath.Join(dir, "research", "cache.md")
+	b, err := os.ReadFile(note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(note, []byte(strings.Replace(string(b), "second finding", "a person's finding", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitMoved("a person's save", start)
+	if p := page("/n/research/cache"); !strings.Contains(p, "a person&#39;s finding") {
+		t.Fatalf("the note's page after the save:\n%s", p)
+	}
+}

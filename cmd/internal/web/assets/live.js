@@ -1,0 +1,25 @@
+// Live updates: when the server says the board moved, fetch this page's
+// main part again and put it in place. Without JavaScript the page still
+// works; it is only not live.
+(function () {
+  if (!window.EventSource) return;
+  var dot = document.getElementById("live");
+  var busy = false, again = false;
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(location.href, { headers: { "X-Part": "main" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html !== null) document.getElementById("main").innerHTML = html;
+      })
+      .finally(function () { busy = false; if (again) { again = false; refresh(); } });
+  }
+  var es = new EventSource("/events");
+  es.onopen = function () { if (dot) dot.className = "live on"; };
+  es.onerror = function () { if (dot) dot.className = "live"; };
+  es.addEventListener("moved", function (e) {
+    document.body.dataset.cursor = e.data;
+    refresh();
+  });
+})();

@@ -1,0 +1,204 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+// markdown renders notes as GitHub does, but never a note's raw HTML or a
+// link to javascript: (goldmark's defaults without WithUnsafe).
+var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
+
+var funcs = template.FuncMap{
+	"short": func(uri string) string { _, key, _ := strings.Cut(strings.TrimPrefix(uri, "bb://"), "/"); return key },
+	"ago": func(t time.Time) string {
+		d := time.Since(t).Round(time.Second)
+		switch {
+		case d < time.Minute:
+			return d.String() + " ago"
+		case d < time.Hour:
+			return d.Round(time.Minute).String() + " ago"
+		case d < 48*time.Hour:
+			return d.Round(time.Hour).String() + " ago"
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+}
+
+// page is what every page template gets.
+type page struct {
+	Board, Title string
+	Cursor       int
+	Data         any
+}
+
+// render writes a page; a request for the main part alone (the live
+// update's) gets that part.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var b bytes.Buffer
+	tmpl := name
+	if r.Header.Get("X-Part") == "main" {
+		tmpl = name + "-main"
+	}
+	if err := s.pages.ExecuteTemplate(&b, tmpl, data); err != nil {
+		s.log.Error("page", "template", tmpl, "err", err)
+		http.Error(w, "the page could not be made; the server's log says why", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	msg := "the board could not be read; the server's log says why"
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound), errors.Is(err, fsstore.ErrForbidden):
+		status, msg = http.StatusNotFound, "no such note or topic"
+	case errors.Is(err, fsstore.ErrInvalid):
+		status, msg = http.StatusBadRequest, "not an address of this board"
+	default:
+		s.log.Error("page", "path", r.URL.Path, "err", err)
+	}
+	s.render(w, r, status, "error", page{Board: s.ws.Name(), Title: msg, Data: msg})
+}
+
+// topicCount is a topic of the board and how many notes it holds.
+type topicCount struct {
+	Topic string
+	Notes int
+}
+
+func (s *Server) board(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
+	topics, err := v.Topics()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var counts []topicCount
+	for _, t := range topics {
+		l, err := v.List(fsstore.ListOptions{Topic: t, Limit: 1})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		counts = append(counts, topicCount{t, len(l.Notes) + l.Omitted})
+	}
+	recent, err := v.List(fsstore.ListOptions{Limit: 50})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "board", page{Board: s.ws.Name(), Title: s.ws.Name(), Cursor: recent.Cursor,
+		Data: map[string]any{"Topics": counts, "Recent": recent}})
+}
+
+func (s *Server) topic(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
+	t := r.PathValue("topic")
+	l, err := v.List(fsstore.ListOptions{Topic: t, Limit: 200})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "topic", page{Board: s.ws.Name(), Title: t, Cursor: l.Cursor,
+		Data: map[string]any{"Topic": t, "Notes": l}})
+}
+
+func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
+	key := r.PathValue("key")
+	n, err := v.Get(key, true)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	history, err := v.Log(key, 100)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if c, ok := r.Context().Value(viewKey{}).(*fsstore.Caller); ok {
+		history = visibleHistory(c, s.ws.Name(), history)
+	}
+	body := template.HTML("")
+	var table [][]string
+	if len(n.Columns) > 0 {
+		for _, line := range strings.Split(strings.TrimRight(n.Content, "\n"), "\n") {
+			table = append(table, strings.Split(line, "\t"))
+		}
+	} else {
+		var b bytes.Buffer
+		if err := markdown.Convert([]byte(n.Content), &b); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		body = template.HTML(b.String()) //nolint:gosec // goldmark without WithUnsafe: raw HTML and dangerous links are not rendered
+	}
+	var rels []string
+	for rel := range n.Links {
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	cursor, _ := s.ws.Cursor()
+	s.render(w, r, http.StatusOK, "note", page{Board: s.ws.Name(), Title: key, Cursor: cursor,
+		Data: map[string]any{"Key": key, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history}})
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	var hits []fsstore.Hit
+	if q != "" {
+		var err error
+		if hits, _, err = v.Search(q, r.URL.Query().Get("topic"), 50); err != nil && !errors.Is(err, fsstore.ErrInvalid) {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	cursor, _ := s.ws.Cursor()
+	s.render(w, r, http.StatusOK, "search", page{Board: s.ws.Name(), Title: "search: " + q, Cursor: cursor,
+		Data: map[string]any{"Q": q, "Hits": hits}})
+}
+
+// visibleHistory is a note's history as c may see it. A commit's subject
+// can name other notes (a link's targets; a person's message, anything), so
+// for a caller that may not read every topic the addresses it may not read
+// are hidden, and a person's own message is left out.
+func visibleHistory(c *fsstore.Caller, board string, log []fsstore.LogEntry) []fsstore.LogEntry {
+	if c.ReadsAll() {
+		return log
+	}
+	prefix := "bb://" + board + "/"
+	readable := func(uri string) bool {
+		key, ok := strings.CutPrefix(strings.TrimRight(uri, ",.;:)"), prefix)
+		return ok && c.CanRead(key)
+	}
+	out := make([]fsstore.LogEntry, len(log))
+	for i, e := range log {
+		if !e.ByProgram {
+			e.Subject = "(a commit made with git)"
+		}
+		words := strings.Fields(e.Subject)
+		for j, word := range words {
+			if strings.HasPrefix(word, "bb://") && !readable(word) {
+				words[j] = "(an address you may not read)"
+			}
+		}
+		e.Subject = strings.Join(words, " ")
+		if e.MovedFrom != "" && !readable(e.MovedFrom) {
+			e.MovedFrom = ""
+		}
+		out[i] = e
+	}
+	return out
+}

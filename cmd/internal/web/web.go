@@ -1,0 +1,179 @@
+// Package web is the page where people watch the board: its topics and
+// notes, a note's text and history, search, updated live when the branch
+// moves. It reads through the same View as the tools, so a token sees on
+// the page exactly what its agent may read; it never writes.
+//
+// Pages are rendered on the server with html/template (every value is
+// escaped) and Markdown through goldmark without raw HTML or dangerous
+// links; a little JavaScript, embedded like the rest, swaps in the parts
+// that changed when the server says the branch moved (server-sent events).
+// With JavaScript off the pages work, without live updates.
+package web
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// tokenCookie holds a person's token on a board with an access file.
+const tokenCookie = "bb_token"
+
+// Server serves the page of one workspace.
+type Server struct {
+	ws    *fsstore.Workspace
+	log   *slog.Logger
+	pages *template.Template
+	// tls: the page is served over TLS (directly or behind a proxy that
+	// terminates it): the token cookie is then Secure.
+	tls bool
+	// poll is how often the event stream looks whether the branch moved.
+	poll time.Duration
+}
+
+// New returns the page server of ws; tls says whether people reach it over
+// TLS.
+func New(ws *fsstore.Workspace, log *slog.Logger, tls bool) *Server {
+	return &Server{ws: ws, log: log, tls: tls, poll: 250 * time.Millisecond,
+		pages: template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))}
+}
+
+// Handler routes the page's paths: / (the board), /t/TOPIC, /n/KEY, /search,
+// /events (the live stream), /login and /assets/.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", http.FileServerFS(assets))
+	mux.HandleFunc("GET /login", s.loginForm)
+	mux.HandleFunc("POST /login", s.login)
+	mux.Handle("GET /events", s.reader(s.events))
+	mux.Handle("GET /search", s.reader(s.search))
+	mux.Handle("GET /t/{topic...}", s.reader(s.topic))
+	mux.Handle("GET /n/{key...}", s.reader(s.note))
+	mux.Handle("GET /{$}", s.reader(s.board))
+	return s.guard(mux)
+}
+
+// guard refuses what the MCP endpoint refuses too: on a loopback address,
+// a Host that is not this machine (DNS rebinding); and a POST from another
+// origin.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local) && !loopbackHost(r.Host) {
+			http.Error(w, "forbidden: the Host is not this machine's, and the server listens on loopback only", http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); r.Method != http.MethodGet && origin != "" && !sameOrigin(origin, r.Host) {
+			http.Error(w, "forbidden: a request from another origin", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type viewKey struct{}
+
+// reader serves h with the View of the person asking: on a board without
+// access file, everything; with one, what their token may read, and the
+// login form without a token.
+func (s *Server) reader(h func(http.ResponseWriter, *http.Request, *fsstore.View)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, ok := s.caller(r)
+		if !ok {
+			if r.URL.Path == "/events" {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), viewKey{}, caller)), s.ws.As(caller))
+	})
+}
+
+// caller is the person asking: the open caller on a board without access
+// file, else the agent of the token in the cookie (or a bearer header).
+func (s *Server) caller(r *http.Request) (*fsstore.Caller, bool) {
+	af, _, err := s.ws.Access()
+	if err != nil {
+		return nil, false
+	}
+	if af == nil {
+		return fsstore.OpenCaller("person"), true
+	}
+	token := ""
+	if c, err := r.Cookie(tokenCookie); err == nil {
+		token = c.Value
+	} else if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		token = strings.TrimSpace(t)
+	}
+	if token == "" {
+		return nil, false
+	}
+	agent, ok := af.Authenticate(token)
+	if !ok {
+		return nil, false
+	}
+	return fsstore.AgentCaller(agent), true
+}
+
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "login", map[string]any{"Board": s.ws.Name()})
+}
+
+// login keeps a valid token in a cookie the page's scripts cannot read,
+// sent to this site alone.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	af, _, err := s.ws.Access()
+	if err == nil && af != nil {
+		if _, ok := af.Authenticate(token); ok {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, Secure: s.tls,
+				SameSite: http.SameSiteStrictMode, MaxAge: 30 * 24 * 3600})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+	}
+	s.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Board": s.ws.Name(), "Failed": true})
+}
+
+func loopback(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return false
+}
+
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func sameOrigin(origin, host string) bool {
+	rest, ok := strings.CutPrefix(origin, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(origin, "https://")
+	}
+	return ok && rest == host
+}

@@ -1,0 +1,193 @@
+package web
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+)
+
+// board makes a workspace with a few notes, hostile ones among them, and
+// returns it open.
+func board(t *testing.T) *fsstore.Workspace {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "acme")
+	if err := fsstore.Init(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true, Agent: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	v := w.As(fsstore.OpenCaller("writer"))
+	zero := 0
+	for _, n := range []struct{ uri, digest, body string }{
+		{"research/cache", "Cache hit rate fell <b>after</b> the deploy", "# Findings\n\nThe LRU is **undersized**.\n\n" +
+			"<script>alert(1)</script>\n\n[click](javascript:alert(2)) <img src=x onerror=alert(3)>\n"},
+		{"secret/plan", "The secret plan", "only for the planner"},
+		{"research/big", "A long report", strings.Repeat("a line of the long report\n", 800)},
+	} {
+		body := n.body
+		if _, err := v.Update(fsstore.UpdateRequest{URI: n.uri, Digest: n.digest, Body: &body, ExpectVersion: &zero}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/table", Digest: "A table", Columns: []string{"k", "v"},
+		Rows: [][]string{{"<i>x</i>", "1"}}, ExpectVersion: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Link("research/cache", "depends_on", []string{"secret/plan"}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func get(t *testing.T, h http.Handler, path string, header ...string) (int, string) {
+	t.Helper()
+	r := httptest.NewRequest("GET", path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec.Code, rec.Body.String()
+}
+
+func TestPagesOfAnOpenBoard(t *testing.T) {
+	w := board(t)
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	code, page := get(t, h, "/")
+	if code != 200 || !strings.Contains(page, `href="/t/research"`) || !strings.Contains(page, "research/cache") {
+		t.Fatalf("the board: %d\n%s", code, page)
+	}
+	code, page = get(t, h, "/n/research/cache")
+	if code != 200 {
+		t.Fatalf("a note: %d\n%s", code, page)
+	}
+	for _, want := range []string{"<h1>Findings</h1>", "<strong>undersized</strong>", "Cache hit rate fell &lt;b&gt;after&lt;/b&gt; the deploy",
+		`href="/n/secret/plan"`, "depends_on", "History"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the note's page lacks %q", want)
+		}
+	}
+	for _, hostile := range []string{"<script>alert", "javascript:", "onerror=alert", "<b>after</b>"} {
+		if strings.Contains(page, hostile) {
+			t.Errorf("the note's page holds %q unescaped:\n%s", hostile, page)
+		}
+	}
+	if code, page = get(t, h, "/n/research/table"); code != 200 || !strings.Contains(page, "<th>k</th>") || !strings.Contains(page, "&lt;i&gt;x&lt;/i&gt;") {
+		t.Errorf("a table note: %d\n%s", code, page)
+	}
+	if code, page = get(t, h, "/n/research/big"); code != 200 || strings.Count(page, "a line of the long report") != 800 {
+		t.Errorf("an out-of-line note: %d, %d lines", code, strings.Count(page, "a line of the long report"))
+	}
+	if code, _ = get(t, h, "/n/research/none"); code != 404 {
+		t.Errorf("a missing note: %d", code)
+	}
+	if code, _ = get(t, h, "/n/../../etc/passwd"); code == 200 {
+		t.Errorf("a hostile address: %d", code)
+	}
+	if code, page = get(t, h, "/search?q=undersized"); code != 200 || !strings.Contains(page, "research/cache") {
+		t.Errorf("search: %d\n%s", code, page)
+	}
+	// The live update's request gets the main part alone.
+	if _, part := get(t, h, "/t/research", "X-Part", "main"); strings.Contains(part, "<html") || !strings.Contains(part, "research/cache") {
+		t.Errorf("the main part:\n%s", part)
+	}
+}
+
+func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
+	w := board(t)
+	af := &access.File{Agents: []access.Agent{{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}}}}
+	data, err := af.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.Dir(), ".blackboard", "access.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	if code, _ := get(t, h, "/"); code != http.StatusSeeOther {
+		t.Errorf("the board without a token: %d, want a redirect to the login", code)
+	}
+	// Logging in sets a cookie the page's scripts cannot read.
+	r := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {"tok-reader"}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	cookie := rec.Result().Cookies()
+	if rec.Code != http.StatusSeeOther || len(cookie) != 1 || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("login: %d %+v", rec.Code, cookie)
+	}
+	auth := []string{"Cookie", tokenCookie + "=tok-reader"}
+	for path, hidden := range map[string]string{"/": "secret", "/n/research/cache": "secret/plan", "/search?q=secret": "secret/plan"} {
+		code, page := get(t, h, path, auth...)
+		if code != 200 || strings.Contains(page, hidden) {
+			t.Errorf("%s as reader: %d, shows %q:\n%s", path, code, hidden, page)
+		}
+	}
+	if code, _ := get(t, h, "/n/secret/plan", auth...); code != 404 {
+		t.Errorf("a hidden note: %d, want 404", code)
+	}
+	if code, _ := get(t, h, "/", "Cookie", tokenCookie+"=wrong"); code != http.StatusSeeOther {
+		t.Errorf("a wrong token: %d", code)
+	}
+}
+
+// TestEventsSayWhenTheBranchMoves: the live stream names the new cursor
+// when a write lands.
+func TestEventsSayWhenTheBranchMoves(t *testing.T) {
+	w := board(t)
+	s := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
+	s.poll = 20 * time.Millisecond
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	time.Sleep(100 * time.Millisecond)
+	body, one := "new", 1
+	if _, err := w.As(fsstore.OpenCaller("writer")).Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &one}); err == nil {
+		t.Fatal("a stale expect_version was taken")
+	}
+	cur := w.As(fsstore.OpenCaller("writer"))
+	n, err := cur.Get("research/cache", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cur.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := w.Cursor()
+	lines := bufio.NewScanner(resp.Body)
+	deadline := time.AfterFunc(2*time.Second, func() { resp.Body.Close() })
+	defer deadline.Stop()
+	for lines.Scan() {
+		if lines.Text() == "event: moved" && lines.Scan() {
+			if got := lines.Text(); got != "data: "+itoa(want) {
+				t.Fatalf("moved to %q, want cursor %d", got, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no moved event within 2 s of a write")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

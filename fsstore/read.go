@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -190,6 +191,50 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	}
 	return out, nil
 }
+
+// ContentAt is the note's content (its body, or its table as TSV) as the
+// commit left it: one of the commits its Log lists, which also decides who
+// may read it. A commit that deleted the note leaves none.
+func (v *View) ContentAt(uri, commit string) (string, error) {
+	w := v.w
+	log, err := v.Log(uri, maxContentAtLog)
+	if err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(log, func(e LogEntry) bool { return e.Commit == commit })
+	if i < 0 {
+		return "", errorf("read", uri, ErrNotFound, "no version of the note was made by commit %s", note.QuoteInput(commit))
+	}
+	if log[i].Deleted {
+		return "", nil
+	}
+	addr, err := w.parseAddress(uri)
+	if err != nil {
+		return "", err
+	}
+	h, err := gitver.ParseHash(commit)
+	if err != nil {
+		return "", err
+	}
+	n := index.Note{}
+	if n.NoteBlob, err = w.repo.PathBlob(h, addr.NotePath()); err != nil {
+		return "", err
+	}
+	for _, p := range note.BlobFiles(addr.Short()) {
+		b, err := w.repo.PathBlob(h, p)
+		if err != nil {
+			return "", err
+		}
+		if !b.IsZero() {
+			n.ContentBlob = b
+		}
+	}
+	_, content, err := w.loadNote(n)
+	return content, err
+}
+
+// maxContentAtLog bounds the versions ContentAt looks among.
+const maxContentAtLog = 1000
 
 // versionAt is a note's version at commit c on the commit graph: the
 // number of commits c reaches that changed it (SPEC 4), the number a write

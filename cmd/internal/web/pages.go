@@ -20,6 +20,14 @@ import (
 var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
 
 var funcs = template.FuncMap{
+	// next is the entry after i in a newest-first history: the version
+	// before it; nil for the oldest.
+	"next": func(h []fsstore.LogEntry, i int) *fsstore.LogEntry {
+		if i+1 < len(h) {
+			return &h[i+1]
+		}
+		return nil
+	},
 	"short": func(uri string) string { _, key, _ := strings.Cut(strings.TrimPrefix(uri, "bb://"), "/"); return key },
 	"ago": func(t time.Time) string {
 		d := time.Since(t).Round(time.Second)
@@ -145,6 +153,21 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 		}
 		body = template.HTML(b.String()) //nolint:gosec // goldmark without WithUnsafe: raw HTML and dangerous links are not rendered
 	}
+	var diff []diffLine
+	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
+	if from != "" && to != "" {
+		a, err := v.ContentAt(key, from)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		b, err := v.ContentAt(key, to)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		diff = lineDiff(a, b)
+	}
 	var rels []string
 	for rel := range n.Links {
 		rels = append(rels, rel)
@@ -152,7 +175,8 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 	slices.Sort(rels)
 	cursor, _ := s.ws.Cursor()
 	s.render(w, r, http.StatusOK, "note", page{Board: s.ws.Name(), Title: key, Cursor: cursor,
-		Data: map[string]any{"Key": key, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history}})
+		Data: map[string]any{"Key": key, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history,
+			"Diff": diff, "From": from, "To": to}})
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request, v *fsstore.View) {

@@ -191,3 +191,40 @@ func TestEventsSayWhenTheBranchMoves(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestNoteDiff: the note's page shows the changes between two of its
+// versions, and only of its own commits.
+func TestNoteDiff(t *testing.T) {
+	w := board(t)
+	v := w.As(fsstore.OpenCaller("writer"))
+	n, err := v.Get("research/cache", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(n.Content, "The LRU is **undersized**.", "The LRU is <em>fine</em> now.", 1)
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := v.Log("research/cache", 10)
+	if err != nil || len(log) != 3 {
+		t.Fatalf("log: %v %v", log, err)
+	}
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	code, page := get(t, h, "/n/research/cache?from="+log[2].Commit+"&to="+log[0].Commit)
+	if code != 200 {
+		t.Fatalf("diff: %d\n%s", code, page)
+	}
+	for _, want := range []string{`<span class="ddel">- The LRU is **undersized**.</span>`,
+		`<span class="dadd">&#43; The LRU is &lt;em&gt;fine&lt;/em&gt; now.</span>`, `<span class="dkeep">  # Findings</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, page)
+		}
+	}
+	other, err := v.Log("secret/plan", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, h, "/n/research/cache?from="+other[0].Commit+"&to="+log[0].Commit); code != 404 {
+		t.Errorf("a diff with another note's commit: %d, want 404", code)
+	}
+}

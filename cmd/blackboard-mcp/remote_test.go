@@ -963,12 +963,15 @@ func recordPushes(t *testing.T, bare string) func() []float64 {
 	}
 }
 
-// pushedApart checks that no two pushes came closer than pace, less a fifth
-// for the time between a push and its hook.
+// pushedApart checks that no two pushes came closer than pace, less two
+// fifths: pushes are paced from their start, and the hook records their
+// end, which a loaded machine delays by a push's own time (a clean CI run
+// saw 0.75 s between the hooks of pushes paced 1 s apart). Unpaced, pushes
+// come tens of milliseconds apart.
 func pushedApart(t *testing.T, times []float64, pace time.Duration) {
 	t.Helper()
 	for i := 1; i < len(times); i++ {
-		if gap := times[i] - times[i-1]; gap < 0.8*pace.Seconds() {
+		if gap := times[i] - times[i-1]; gap < 0.6*pace.Seconds() {
 			t.Errorf("pushes %d and %d came %.3fs apart, want at least %s", i, i+1, gap, pace)
 		}
 	}

@@ -192,6 +192,47 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	return out, nil
 }
 
+// Activity is a commit of the branch as a caller sees it: the notes it
+// changed that the caller may read, by address.
+type Activity struct {
+	Cursor    int
+	Commit    string
+	Author    string
+	Time      time.Time
+	Subject   string
+	ByProgram bool
+	URIs      []string
+}
+
+// Activity lists what the last limit commits of the branch changed, newest
+// first: only commits that changed a note the caller may read, and only
+// those notes.
+func (v *View) Activity(limit int) ([]Activity, error) {
+	w := v.w
+	var out []Activity
+	_, err := w.readAtHead(func(s *index.Snapshot) error {
+		commits, err := s.Activity(limit)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, c := range commits {
+			a := Activity{Cursor: c.Seq, Commit: c.Hash.String(), Author: c.Author, Time: time.Unix(c.Time, 0).UTC(),
+				Subject: c.Subject, ByProgram: c.ByProgram}
+			for _, key := range c.Notes {
+				if v.c.CanRead(key) {
+					a.URIs = append(a.URIs, w.uri(key))
+				}
+			}
+			if len(a.URIs) > 0 {
+				out = append(out, a)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ContentAt is the note's content (its body, or its table as TSV) as the
 // commit left it: one of the commits its Log lists, which also decides who
 // may read it. A commit that deleted the note leaves none.

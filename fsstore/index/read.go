@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"syscall"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -336,4 +337,40 @@ func (s *Snapshot) Claims() (claims []HeldClaim, lastCommit map[string]int64, er
 		lastCommit[a] = at
 	}
 	return claims, lastCommit, authors.Err()
+}
+
+// ActivityCommit is a commit of the branch with the notes it changed.
+type ActivityCommit struct {
+	Seq       int
+	Hash      gitver.Hash
+	Author    string
+	Time      int64 // Unix seconds
+	Subject   string
+	ByProgram bool
+	Notes     []string // keys, in key order
+}
+
+// Activity lists the last limit commits of the branch, newest first, each
+// with the notes it changed.
+func (s *Snapshot) Activity(limit int) ([]ActivityCommit, error) {
+	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.time, c.subject, c.by_program,
+		coalesce((SELECT group_concat(note, char(10)) FROM (SELECT DISTINCT note FROM changes x WHERE x.seq = c.seq AND x.note != '' ORDER BY note)), '')
+		FROM commits c ORDER BY c.seq DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ActivityCommit
+	for rows.Next() {
+		var a ActivityCommit
+		var notes string
+		if err := rows.Scan(&a.Seq, &a.Hash, &a.Author, &a.Time, &a.Subject, &a.ByProgram, &notes); err != nil {
+			return nil, err
+		}
+		if notes != "" {
+			a.Notes = strings.Split(notes, "\n")
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }

@@ -48,8 +48,8 @@ func New(ws *fsstore.Workspace, log *slog.Logger, tls bool) *Server {
 		pages: template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))}
 }
 
-// Handler routes the page's paths: / (the board), /t/TOPIC, /n/KEY, /search,
-// /events (the live stream), /login and /assets/.
+// Handler routes the page's paths: / (the board), /t/TOPIC, /n/KEY,
+// /activity, /search, /events (the live stream), /login and /assets/.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
@@ -57,6 +57,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /login", s.login)
 	mux.Handle("GET /events", s.reader(s.events))
 	mux.Handle("GET /search", s.reader(s.search))
+	mux.Handle("GET /activity", s.reader(s.activity))
 	mux.Handle("GET /t/{topic...}", s.reader(s.topic))
 	mux.Handle("GET /n/{key...}", s.reader(s.note))
 	mux.Handle("GET /{$}", s.reader(s.board))

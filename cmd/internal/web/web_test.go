@@ -99,6 +99,10 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 	if code, _ = get(t, h, "/n/../../etc/passwd"); code == 200 {
 		t.Errorf("a hostile address: %d", code)
 	}
+	if code, page = get(t, h, "/activity"); code != 200 || !strings.Contains(page, "link research/cache v2: depends_on bb://acme/secret/plan") ||
+		!strings.Contains(page, `href="/n/secret/plan"`) {
+		t.Errorf("activity: %d\n%s", code, page)
+	}
 	if code, page = get(t, h, "/search?q=undersized"); code != 200 || !strings.Contains(page, "research/cache") {
 		t.Errorf("search: %d\n%s", code, page)
 	}
@@ -132,7 +136,8 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 		t.Fatalf("login: %d %+v", rec.Code, cookie)
 	}
 	auth := []string{"Cookie", tokenCookie + "=tok-reader"}
-	for path, hidden := range map[string]string{"/": "secret", "/n/research/cache": "secret/plan", "/search?q=secret": "secret/plan"} {
+	for path, hidden := range map[string]string{"/": "secret", "/n/research/cache": "secret/plan", "/search?q=secret": "secret/plan",
+		"/activity": "secret"} {
 		code, page := get(t, h, path, auth...)
 		if code != 200 || strings.Contains(page, hidden) {
 			t.Errorf("%s as reader: %d, shows %q:\n%s", path, code, hidden, page)

@@ -233,6 +233,39 @@ func (v *View) Activity(limit int) ([]Activity, error) {
 	return out, err
 }
 
+// Link is a typed link between two notes, by address.
+type Link struct {
+	Src, Rel, Dst string
+}
+
+// Backlinks lists the present notes that link to uri, by relation and
+// address: only the notes the caller may read.
+func (v *View) Backlinks(uri string) ([]Link, error) {
+	w := v.w
+	addr, err := w.parseAddress(uri)
+	if err != nil {
+		return nil, err
+	}
+	if !v.c.CanRead(addr.Short()) {
+		return nil, errorf("read", addr.String(), ErrNotFound, "no such note")
+	}
+	var out []Link
+	_, err = w.readAtHead(func(s *index.Snapshot) error {
+		back, err := s.Backlinks(addr.Short(), note.Relations...)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, b := range back {
+			if v.c.CanRead(b.Src) {
+				out = append(out, Link{Src: w.uri(b.Src), Rel: b.Rel, Dst: addr.String()})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ContentAt is the note's content (its body, or its table as TSV) as the
 // commit left it: one of the commits its Log lists, which also decides who
 // may read it. A commit that deleted the note leaves none.

@@ -168,6 +168,17 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 		}
 		diff = lineDiff(a, b)
 	}
+	back, err := v.Backlinks(key)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var out []fsstore.Link
+	for rel, dsts := range n.Links {
+		for _, d := range dsts {
+			out = append(out, fsstore.Link{Src: n.URI, Rel: rel, Dst: d})
+		}
+	}
 	var rels []string
 	for rel := range n.Links {
 		rels = append(rels, rel)
@@ -176,7 +187,7 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 	cursor, _ := s.ws.Cursor()
 	s.render(w, r, http.StatusOK, "note", page{Board: s.ws.Name(), Title: key, Cursor: cursor,
 		Data: map[string]any{"Key": key, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history,
-			"Diff": diff, "From": from, "To": to}})
+			"Diff": diff, "From": from, "To": to, "Graph": graph(n.URI, out, back), "Back": back}})
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request, v *fsstore.View) {

@@ -87,6 +87,12 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 			t.Errorf("the note's page holds %q unescaped:\n%s", hostile, page)
 		}
 	}
+	if !strings.Contains(page, `<svg class="graph"`) || !strings.Contains(page, `class="rel-depends_on"`) {
+		t.Errorf("the note's page draws no graph of its links")
+	}
+	if _, page = get(t, h, "/n/secret/plan"); !strings.Contains(page, "depends_on from") || !strings.Contains(page, `<a href="/n/research/cache"><text`) {
+		t.Errorf("the linked note's page shows no backlink:\n%s", page)
+	}
 	if code, page = get(t, h, "/n/research/table"); code != 200 || !strings.Contains(page, "<th>k</th>") || !strings.Contains(page, "&lt;i&gt;x&lt;/i&gt;") {
 		t.Errorf("a table note: %d\n%s", code, page)
 	}

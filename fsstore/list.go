@@ -237,6 +237,22 @@ func (v *View) Topics() ([]string, error) {
 	return out, err
 }
 
+// TopicCounts lists the topics the caller may read with how many notes
+// each holds (a note of a topic the caller reads only in part counts only
+// where it may read).
+func (v *View) TopicCounts() ([]index.TopicCount, error) {
+	scope, err := v.scope("")
+	if err != nil {
+		return nil, err
+	}
+	var out []index.TopicCount
+	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+		out, err = s.TopicCounts(scope)
+		return err
+	})
+	return out, err
+}
+
 // claimOf is the claim the index holds of n: its holder and the time it
 // lapses, "" for none.
 func claimOf(n index.Note) (by, until string) {

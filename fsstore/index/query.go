@@ -239,3 +239,29 @@ func (s *Snapshot) Topics(scope Scope) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// TopicCount is a topic and how many present notes it holds.
+type TopicCount struct {
+	Topic string
+	Notes int
+}
+
+// TopicCounts lists the topics in scope with their present notes, by
+// topic: one pass over the topic index.
+func (s *Snapshot) TopicCounts(scope Scope) ([]TopicCount, error) {
+	cond, args, byKey := scope.where()
+	rows, err := s.t.Query("SELECT topic, count(*) FROM notes WHERE "+present(byKey)+" AND "+cond+" GROUP BY topic ORDER BY topic", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TopicCount
+	for rows.Next() {
+		var t TopicCount
+		if err := rows.Scan(&t.Topic, &t.Notes); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

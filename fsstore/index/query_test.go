@@ -1,6 +1,7 @@
 package index
 
 import (
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,26 @@ func TestListAgreesWithScope(t *testing.T) {
 			}
 			if len(got) != min(limit, len(want)) {
 				t.Fatalf("round %d, scope %q: %d items, want %d", round, scope.Prefixes, len(got), min(limit, len(want)))
+			}
+			// The topics' counts are the same notes, by topic.
+			wantCounts := map[string]int{}
+			for _, r := range want {
+				topic, _, _ := strings.Cut(r.key, "/")
+				wantCounts[topic]++
+			}
+			var counts []TopicCount
+			if err := d.Read(func(s *Snapshot) error {
+				counts, err = s.TopicCounts(scope)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			gotCounts := map[string]int{}
+			for _, c := range counts {
+				gotCounts[c.Topic] = c.Notes
+			}
+			if !maps.Equal(gotCounts, wantCounts) {
+				t.Fatalf("round %d, scope %q: topic counts %v, want %v", round, scope.Prefixes, gotCounts, wantCounts)
 			}
 		}
 	}

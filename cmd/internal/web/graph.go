@@ -17,7 +17,7 @@ func graph(center string, out, in []fsstore.Link) template.HTML {
 	if len(out)+len(in) == 0 {
 		return ""
 	}
-	const w, rowH, top = 760.0, 34.0, 24.0
+	const w, rowH, top, gap = 960.0, 52.0, 24.0, 105.0
 	rows := max(len(out), len(in), 1)
 	h := top*2 + rowH*float64(rows-1)
 	mid := h / 2
@@ -40,15 +40,15 @@ func graph(center string, out, in []fsstore.Link) template.HTML {
 		for i, l := range links {
 			y := top + rowH*float64(i) + (h-2*top-rowH*float64(len(links)-1))/2
 			if x < w/2 {
-				edge(x+120, y, w/2-70, mid, l.Rel)
+				edge(x+gap, y, w/2-gap, mid, l.Rel)
 			} else {
-				edge(w/2+70, mid, x-120, y, l.Rel)
+				edge(w/2+gap, mid, x-gap, y, l.Rel)
 			}
 			node(x, y+4, peer(l), "peer")
 		}
 	}
-	side(in, 130, func(l fsstore.Link) string { return l.Src })
-	side(out, w-130, func(l fsstore.Link) string { return l.Dst })
+	side(in, 120, func(l fsstore.Link) string { return l.Src })
+	side(out, w-120, func(l fsstore.Link) string { return l.Dst })
 	node(w/2, mid+4, center, "center")
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // built above from escaped labels and numbers

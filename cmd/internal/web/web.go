@@ -18,12 +18,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 //go:embed assets
@@ -42,21 +39,12 @@ type Server struct {
 	tls bool
 	// poll is how often the event stream looks whether the branch moved.
 	poll time.Duration
-	// counts are the topics' note counts at a commit, by caller.
-	countsMu sync.Mutex
-	counts   map[string]countsAt
-}
-
-// countsAt are a caller's topic counts at a commit.
-type countsAt struct {
-	head   gitver.Hash
-	topics []index.TopicCount
 }
 
 // New returns the page server of ws; tls says whether people reach it over
 // TLS.
 func New(ws *fsstore.Workspace, log *slog.Logger, tls bool) *Server {
-	return &Server{ws: ws, log: log, tls: tls, poll: 250 * time.Millisecond, counts: map[string]countsAt{},
+	return &Server{ws: ws, log: log, tls: tls, poll: 250 * time.Millisecond,
 		pages: template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))}
 }
 

@@ -138,8 +138,26 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	cookie := rec.Result().Cookies()
-	if rec.Code != http.StatusSeeOther || len(cookie) != 1 || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode {
+	if rec.Code != http.StatusSeeOther || len(cookie) != 1 || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode || cookie[0].Secure {
 		t.Fatalf("login: %d %+v", rec.Code, cookie)
+	}
+	// Served over TLS (serve --http with a certificate, or behind a proxy
+	// that terminates TLS), the cookie is sent over TLS only.
+	r = httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {"tok-reader"}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec = httptest.NewRecorder()
+	New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), true).Handler().ServeHTTP(rec, r)
+	if c := rec.Result().Cookies(); len(c) != 1 || !c[0].Secure {
+		t.Fatalf("login over TLS: %+v", c)
+	}
+	// A login posted from another site is refused.
+	r = httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {"tok-reader"}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "https://evil.example")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusForbidden || len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("a login from another origin: %d %+v", rec.Code, rec.Result().Cookies())
 	}
 	auth := []string{"Cookie", tokenCookie + "=tok-reader"}
 	for path, hidden := range map[string]string{"/": "secret", "/n/research/cache": "secret/plan", "/search?q=secret": "secret/plan",

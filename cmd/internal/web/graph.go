@@ -54,6 +54,7 @@ func graph(center string, out, in []fsstore.Link) template.HTML {
 	return template.HTML(b.String()) //nolint:gosec // built above from escaped labels and numbers
 }
 
+// shortOf is an address's short form: topic/key, without bb://board/.
 func shortOf(uri string) string {
 	_, key, _ := strings.Cut(strings.TrimPrefix(uri, "bb://"), "/")
 	return key

@@ -28,7 +28,7 @@ var funcs = template.FuncMap{
 		}
 		return nil
 	},
-	"short": func(uri string) string { _, key, _ := strings.Cut(strings.TrimPrefix(uri, "bb://"), "/"); return key },
+	"short": shortOf,
 	"ago": func(t time.Time) string {
 		d := time.Since(t).Round(time.Second)
 		switch {
@@ -55,7 +55,7 @@ type page struct {
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	var b bytes.Buffer
 	tmpl := name
-	if r.Header.Get("X-Part") == "main" {
+	if r.Header.Get("X-Part") == "main" && s.pages.Lookup(name+"-main") != nil {
 		tmpl = name + "-main"
 	}
 	if err := s.pages.ExecuteTemplate(&b, tmpl, data); err != nil {

@@ -9,7 +9,10 @@
     if (busy) { again = true; return; }
     busy = true;
     fetch(location.href, { headers: { "X-Part": "main" }, credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (r) {
+        if (r.redirected) { location.reload(); return null; } // signed out: the page asks again
+        return r.ok ? r.text() : null;
+      })
       .then(function (html) {
         if (html !== null) document.getElementById("main").innerHTML = html;
       })

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -175,7 +176,8 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		le := LogEntry{Version: e.Version, Commit: e.Hash.String(), Author: e.Author,
-			Time: time.Unix(e.Time, 0).UTC(), Subject: e.Subject, Deleted: e.NoteBlob.IsZero(), ByProgram: e.ByProgram}
+			Time: time.Unix(e.Time, 0).UTC(), Subject: v.visibleSubject(e.Subject, e.ByProgram), Deleted: e.NoteBlob.IsZero(),
+			ByProgram: e.ByProgram}
 		if e.MovedFrom != "" && v.c.CanRead(e.MovedFrom) {
 			le.MovedFrom = e.MovedFrom
 		}
@@ -218,7 +220,7 @@ func (v *View) Activity(limit int) ([]Activity, error) {
 		out = out[:0]
 		for _, c := range commits {
 			a := Activity{Cursor: c.Seq, Commit: c.Hash.String(), Author: c.Author, Time: time.Unix(c.Time, 0).UTC(),
-				Subject: c.Subject, ByProgram: c.ByProgram}
+				Subject: v.visibleSubject(c.Subject, c.ByProgram), ByProgram: c.ByProgram}
 			for _, key := range c.Notes {
 				if v.c.CanRead(key) {
 					a.URIs = append(a.URIs, w.uri(key))
@@ -264,6 +266,29 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 		return nil
 	})
 	return out, err
+}
+
+// visibleSubject is a commit's subject as the caller may see it. A subject
+// can name other notes (a link's targets; a person's message, anything), so
+// for a caller that may not read every topic the addresses it may not read
+// are hidden, and a person's own message is left out.
+func (v *View) visibleSubject(subject string, byProgram bool) string {
+	if v.c.ReadsAll() {
+		return subject
+	}
+	if !byProgram {
+		return "(a commit made with git)"
+	}
+	words := strings.Fields(subject)
+	for i, word := range words {
+		if !strings.HasPrefix(word, "bb://") {
+			continue
+		}
+		if a, err := v.w.parseAddress(strings.TrimRight(word, ",.;:)")); err != nil || !v.c.CanRead(a.Short()) {
+			words[i] = "(an address you may not read)"
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // ContentAt is the note's content (its body, or its table as TSV) as the

@@ -121,9 +121,6 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 		s.fail(w, r, err)
 		return
 	}
-	if c, ok := r.Context().Value(viewKey{}).(*fsstore.Caller); ok {
-		history = visibleHistory(c, s.ws.Name(), history)
-	}
 	body := template.HTML("")
 	var table [][]string
 	if len(n.Columns) > 0 {
@@ -190,57 +187,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *fsstore.View)
 		Data: map[string]any{"Q": q, "Hits": hits}})
 }
 
-// visibleHistory is a note's history as c may see it (visibleSubject).
-func visibleHistory(c *fsstore.Caller, board string, log []fsstore.LogEntry) []fsstore.LogEntry {
-	if c.ReadsAll() {
-		return log
-	}
-	out := make([]fsstore.LogEntry, len(log))
-	for i, e := range log {
-		e.Subject = visibleSubject(c, board, e.Subject, e.ByProgram)
-		if e.MovedFrom != "" && !readableURI(c, board, e.MovedFrom) {
-			e.MovedFrom = ""
-		}
-		out[i] = e
-	}
-	return out
-}
-
-// visibleSubject is a commit's subject as c may see it. A subject can name
-// other notes (a link's targets; a person's message, anything), so for a
-// caller that may not read every topic the addresses it may not read are
-// hidden, and a person's own message is left out.
-func visibleSubject(c *fsstore.Caller, board, subject string, byProgram bool) string {
-	if c.ReadsAll() {
-		return subject
-	}
-	if !byProgram {
-		return "(a commit made with git)"
-	}
-	words := strings.Fields(subject)
-	for j, word := range words {
-		if strings.HasPrefix(word, "bb://") && !readableURI(c, board, word) {
-			words[j] = "(an address you may not read)"
-		}
-	}
-	return strings.Join(words, " ")
-}
-
-func readableURI(c *fsstore.Caller, board, uri string) bool {
-	key, ok := strings.CutPrefix(strings.TrimRight(uri, ",.;:)"), "bb://"+board+"/")
-	return ok && c.CanRead(key)
-}
-
 func (s *Server) activity(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 	commits, err := v.Activity(200)
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	if c, ok := r.Context().Value(viewKey{}).(*fsstore.Caller); ok {
-		for i := range commits {
-			commits[i].Subject = visibleSubject(c, s.ws.Name(), commits[i].Subject, commits[i].ByProgram)
-		}
 	}
 	cursor, _ := s.ws.Cursor()
 	s.render(w, r, http.StatusOK, "activity", page{Board: s.ws.Name(), Title: "activity", Cursor: cursor, Data: commits})

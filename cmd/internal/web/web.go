@@ -11,7 +11,6 @@
 package web
 
 import (
-	"context"
 	"embed"
 	"html/template"
 	"log/slog"
@@ -84,8 +83,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-type viewKey struct{}
-
 // reader serves h with the View of the person asking: on a board without
 // access file, everything; with one, what their token may read, and the
 // login form without a token.
@@ -100,7 +97,7 @@ func (s *Server) reader(h func(http.ResponseWriter, *http.Request, *fsstore.View
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), viewKey{}, caller)), s.ws.As(caller))
+		h(w, r, s.ws.As(caller))
 	})
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -38,20 +37,7 @@ func TestViewInABrowser(t *testing.T) {
 	agent.link("research/cache", "cites", "ops/deploy-2.4.7")
 	agent.link("research/cache", "supersedes", "research/old-theory")
 
-	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
-	out, err := view.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := view.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("view: %v", err)
-	}
-	base := strings.TrimSuffix(strings.TrimSpace(line), "/")
+	base := startView(t, dir)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
 		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))

@@ -20,20 +20,7 @@ func TestViewShowsTheBoardLive(t *testing.T) {
 	agent := startServer(t, serverOpts{dir: dir, agent: "writer"})
 	agent.write(map[string]any{"uri": "research/cache", "digest": "first finding", "body": "x", "expect_version": 0})
 
-	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
-	out, err := view.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := view.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
-		t.Fatalf("view printed %q: %v", line, err)
-	}
-	base := strings.TrimSuffix(strings.TrimSpace(line), "/")
+	base := startView(t, dir)
 	page := func(path string) string {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -89,4 +76,24 @@ func TestViewShowsTheBoardLive(t *testing.T) {
 	if p := page("/n/research/cache"); !strings.Contains(p, "a person&#39;s finding") {
 		t.Fatalf("the note's page after the save:\n%s", p)
 	}
+}
+
+// startView runs `view` on dir on a free loopback port until the test ends
+// and returns the page's URL (without the final /), as it printed it.
+func startView(t *testing.T, dir string) string {
+	t.Helper()
+	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
+	out, err := view.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("view printed %q: %v", line, err)
+	}
+	return strings.TrimSuffix(strings.TrimSpace(line), "/")
 }

@@ -3,10 +3,74 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
+
+// moves tells the open event streams when the branch moved: one look at
+// the branch every poll for all of them, made only while one is open.
+type moves struct {
+	mu      sync.Mutex
+	streams int
+	stop    chan struct{} // ends the look, once no stream is open
+	next    chan struct{} // closed at the next move, then replaced
+	cursor  int           // the board's cursor after the last move
+}
+
+// join counts an open stream, starting the look with the first.
+func (s *Server) join() {
+	m := &s.moves
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.streams++; m.streams == 1 {
+		m.stop, m.next = make(chan struct{}), make(chan struct{})
+		go s.look(m.stop)
+	}
+}
+
+// leave counts a stream closed, ending the look with the last.
+func (s *Server) leave() {
+	m := &s.moves
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.streams--; m.streams == 0 {
+		close(m.stop)
+	}
+}
+
+// nextMove is closed when the branch next moves.
+func (s *Server) nextMove() <-chan struct{} {
+	s.moves.mu.Lock()
+	defer s.moves.mu.Unlock()
+	return s.moves.next
+}
+
+func (s *Server) look(stop <-chan struct{}) {
+	last, _ := s.ws.BranchHead()
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		head, err := s.ws.BranchHead()
+		if err != nil || head == last {
+			continue
+		}
+		last = head
+		cursor, _ := s.ws.Cursor()
+		m := &s.moves
+		m.mu.Lock()
+		moved := m.next
+		m.next, m.cursor = make(chan struct{}), cursor
+		m.mu.Unlock()
+		close(moved)
+	}
+}
 
 // events streams "moved" with the board's cursor whenever the branch moves
 // (an agent's write from any process, a person's commit, a pull): the page
@@ -24,28 +88,21 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *fsstore.View)
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 1000\n\n")
 	flusher.Flush()
-	last, _ := s.ws.Repo().Head()
-	tick := time.NewTicker(s.poll)
-	defer tick.Stop()
-	quiet := time.Now()
+	s.join()
+	defer s.leave()
 	for {
+		moved := s.nextMove()
 		select {
 		case <-r.Context().Done():
 			return
-		case <-tick.C:
-		}
-		head, err := s.ws.Repo().Head()
-		switch {
-		case err == nil && head != last:
-			last = head
-			cursor, _ := s.ws.Cursor()
+		case <-moved:
+			s.moves.mu.Lock()
+			cursor := s.moves.cursor
+			s.moves.mu.Unlock()
 			fmt.Fprintf(w, "event: moved\ndata: %d\n\n", cursor)
-		case time.Since(quiet) > 15*time.Second:
+		case <-time.After(15 * time.Second):
 			fmt.Fprint(w, ": still here\n\n")
-		default:
-			continue
 		}
-		quiet = time.Now()
 		flusher.Flush()
 	}
 }

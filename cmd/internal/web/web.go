@@ -36,8 +36,9 @@ type Server struct {
 	// tls: the page is served over TLS (directly or behind a proxy that
 	// terminates it): the token cookie is then Secure.
 	tls bool
-	// poll is how often the event stream looks whether the branch moved.
-	poll time.Duration
+	// poll is how often the event streams look whether the branch moved.
+	poll  time.Duration
+	moves moves
 }
 
 // New returns the page server of ws; tls says whether people reach it over

@@ -175,48 +175,63 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	}
 }
 
-// TestEventsSayWhenTheBranchMoves: the live stream names the new cursor
-// when a write lands.
+// TestEventsSayWhenTheBranchMoves: every open stream names the new cursor
+// when a write lands; they share one look at the branch, which ends with
+// the last stream.
 func TestEventsSayWhenTheBranchMoves(t *testing.T) {
 	w := board(t)
 	s := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 	s.poll = 20 * time.Millisecond
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
+	var streams []*http.Response
+	for range 2 {
+		resp, err := http.Get(srv.URL + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("content type %q", ct)
+		}
+		streams = append(streams, resp)
 	}
 	time.Sleep(100 * time.Millisecond)
-	body, one := "new", 1
-	if _, err := w.As(fsstore.OpenCaller("writer")).Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &one}); err == nil {
-		t.Fatal("a stale expect_version was taken")
-	}
-	cur := w.As(fsstore.OpenCaller("writer"))
-	n, err := cur.Get("research/cache", false)
+	v := w.As(fsstore.OpenCaller("writer"))
+	n, err := v.Get("research/cache", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cur.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
+	body := "new"
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := w.Cursor()
-	lines := bufio.NewScanner(resp.Body)
-	deadline := time.AfterFunc(2*time.Second, func() { resp.Body.Close() })
-	defer deadline.Stop()
-	for lines.Scan() {
-		if lines.Text() == "event: moved" && lines.Scan() {
-			if got := lines.Text(); got != "data: "+itoa(want) {
-				t.Fatalf("moved to %q, want cursor %d", got, want)
+	for i, resp := range streams {
+		lines := bufio.NewScanner(resp.Body)
+		deadline := time.AfterFunc(2*time.Second, func() { resp.Body.Close() })
+		got := ""
+		for got == "" && lines.Scan() {
+			if lines.Text() == "event: moved" && lines.Scan() {
+				got = lines.Text()
 			}
-			return
+		}
+		deadline.Stop()
+		if got != "data: "+itoa(want) {
+			t.Fatalf("stream %d: moved to %q within 2 s of a write, want cursor %d", i, got, want)
+		}
+		resp.Body.Close()
+	}
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		s.moves.mu.Lock()
+		open := s.moves.streams
+		s.moves.mu.Unlock()
+		if open == 0 {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("%d streams still counted after all closed", open)
 		}
 	}
-	t.Fatal("no moved event within 2 s of a write")
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

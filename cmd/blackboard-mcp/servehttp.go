@@ -442,11 +442,7 @@ func (h *httpHandler) authenticate(r *http.Request) (*fsstore.Caller, bool) {
 	if err != nil || af == nil {
 		return nil, false
 	}
-	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return nil, false
-	}
-	agent, ok := af.Authenticate(strings.TrimSpace(token))
+	agent, ok := af.Authenticate(web.BearerToken(r))
 	if !ok {
 		return nil, false
 	}

@@ -112,11 +112,9 @@ func (s *Server) caller(r *http.Request) (*fsstore.Caller, bool) {
 	if af == nil {
 		return fsstore.OpenCaller("person"), true
 	}
-	token := ""
+	token := BearerToken(r)
 	if c, err := r.Cookie(tokenCookie); err == nil {
 		token = c.Value
-	} else if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		token = strings.TrimSpace(t)
 	}
 	if token == "" {
 		return nil, false
@@ -126,6 +124,16 @@ func (s *Server) caller(r *http.Request) (*fsstore.Caller, bool) {
 		return nil, false
 	}
 	return fsstore.AgentCaller(agent), true
+}
+
+// BearerToken is the token of a request's "Authorization: Bearer" header,
+// "" for none.
+func BearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {

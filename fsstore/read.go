@@ -292,32 +292,34 @@ func (v *View) visibleSubject(subject string, byProgram bool) string {
 }
 
 // ContentAt is the note's content (its body, or its table as TSV) as the
-// commit left it: one of the commits its Log lists, which also decides who
-// may read it. A commit that deleted the note leaves none.
+// commit left it: one of the last maxContentAtLog commits that changed it,
+// by the index (no other commit's files are read). A commit that deleted
+// the note leaves none.
 func (v *View) ContentAt(uri, commit string) (string, error) {
 	w := v.w
-	log, err := v.Log(uri, maxContentAtLog)
-	if err != nil {
-		return "", err
-	}
-	i := slices.IndexFunc(log, func(e LogEntry) bool { return e.Commit == commit })
-	if i < 0 {
-		return "", errorf("read", uri, ErrNotFound, "no version of the note was made by commit %s", note.QuoteInput(commit))
-	}
-	if log[i].Deleted {
-		return "", nil
-	}
 	addr, err := w.parseAddress(uri)
 	if err != nil {
 		return "", err
 	}
+	notFound := errorf("read", addr.String(), ErrNotFound, "no version of the note was made by commit %s", note.QuoteInput(commit))
 	h, err := gitver.ParseHash(commit)
-	if err != nil {
+	if err != nil || !v.c.CanRead(addr.Short()) {
+		return "", notFound
+	}
+	changed := false
+	if _, err := w.readAtHead(func(s *index.Snapshot) error {
+		events, err := s.History(addr.Short(), maxContentAtLog)
+		changed = slices.ContainsFunc(events, func(e index.Event) bool { return e.Hash == h })
+		return err
+	}); err != nil {
 		return "", err
 	}
+	if !changed {
+		return "", notFound
+	}
 	n := index.Note{}
-	if n.NoteBlob, err = w.repo.PathBlob(h, addr.NotePath()); err != nil {
-		return "", err
+	if n.NoteBlob, err = w.repo.PathBlob(h, addr.NotePath()); err != nil || n.NoteBlob.IsZero() {
+		return "", err // deleted by that commit: no content
 	}
 	for _, p := range note.BlobFiles(addr.Short()) {
 		b, err := w.repo.PathBlob(h, p)
@@ -332,7 +334,7 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 	return content, err
 }
 
-// maxContentAtLog bounds the versions ContentAt looks among.
+// maxContentAtLog bounds the commits ContentAt looks among.
 const maxContentAtLog = 1000
 
 // versionAt is a note's version at commit c on the commit graph: the

@@ -81,21 +81,32 @@ func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bo
 }
 
 // keepDisplacedFile keeps tmp, the file a write displaced from path, which
-// held blob when its stat fi was taken, and removes tmp's own name. A
-// failure only loses the chance to see later writes into it: the write
-// itself went through.
-func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash, fi fs.FileInfo) {
+// held blob when its stat fi was taken (or blob with text appended, which
+// then goes onto the note), and removes tmp's own name. base is blob's
+// content when git may not have it. A failure only loses the chance to see
+// later writes into it: the write itself went through.
+func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
 	defer w.root.Remove(tmp)
 	dir := filepath.Join(w.repo.GitDir(), displacedDir, filepath.FromSlash(path))
 	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
 	from := filepath.Join(w.dir, filepath.FromSlash(tmp))
+	if base != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return
+		}
+		if err := os.WriteFile(held+baseSuffix, base, 0o644); err != nil {
+			return
+		}
+	}
 	err := os.Link(from, held)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
 		err = os.Link(from, held)
 	}
-	if err == nil {
-		w.displaced.kept.Store(true)
+	if err != nil {
+		os.Remove(held + baseSuffix)
+		return
 	}
+	w.displaced.kept.Store(true)
 }
 
 // takeDisplaced looks at the kept files, at most once a second: what a
@@ -249,7 +260,7 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists && bytes.Equal(merged, current) {
 		return true, nil
 	}
-	tmp, _, err := w.stageFile(path, merged)
+	tmp, info, err := w.stageFile(path, merged)
 	if err != nil {
 		return false, err
 	}
@@ -257,7 +268,7 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists {
 		expect = gitver.BlobHash(current)
 	}
-	if placed, err := w.placeFile(tmp, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
+	if placed, err := w.placeFile(stagedFile{tmp, info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
 		return false, err
 	}
 	if err := w.syncDir(pathpkg.Dir(path)); err != nil {

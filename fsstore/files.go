@@ -344,11 +344,12 @@ func (w *Workspace) Rel(abs string) string {
 // the person's save back: their file stays, to be committed on top of the
 // write as their edit.
 
-// placeFile moves the staged file tmp, holding the blob ours, to dst,
-// provided dst still holds the blob expect ("" for no file). It reports
-// false when a person's save was found there instead and kept; tmp is gone
-// either way.
-func (w *Workspace) placeFile(tmp, dst string, expect, ours gitver.Hash) (bool, error) {
+// placeFile moves the staged file, holding the blob ours, to dst, provided
+// dst still holds the blob expect (zero for no file). It reports false when
+// a person's save was found there instead and kept; the staged file is gone
+// either way (or kept, when a person wrote into it: settleSwappedBack).
+func (w *Workspace) placeFile(staged stagedFile, dst string, expect, ours gitver.Hash) (bool, error) {
+	tmp := staged.tmp
 	d, err := w.root.Open(path.Dir(dst))
 	if err != nil {
 		return false, err
@@ -386,36 +387,74 @@ func (w *Workspace) placeFile(tmp, dst string, expect, ours gitver.Hash) (bool, 
 	if w.holds(tmp, expect) {
 		// Kept, not deleted: a person may still have it open.
 		if statErr == nil {
-			w.keepDisplacedFile(tmp, dst, expect, before)
+			w.keepDisplacedFile(tmp, dst, expect, before, nil)
 		} else {
 			w.root.Remove(tmp)
 		}
 		return true, nil
 	}
-	// A person saved dst after it was compared: give their save its place
-	// back. Each exchange puts the newest file back in dst; what comes out
-	// is what the previous exchange put there (the write's file, which is
-	// in git), unless the person saved again meanwhile: then that newer
-	// save goes back in, and the older one comes out, superseded like two
-	// saves within one debounce.
-	prev := ours
-	for range 8 {
-		displaced, _ := w.blobOf(tmp)
-		if err := unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE); err != nil {
-			return false, err
-		}
-		reach("swapped back")
-		out, ok := w.blobOf(tmp)
-		if !ok {
-			break // it cannot be told apart: better left than deleted
-		}
-		if out == prev {
-			w.root.Remove(tmp)
-			break
-		}
-		prev = displaced
+	// A person changed dst's file after it was compared: it goes back in
+	// place, and the write's file comes out again.
+	if err := unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE); err != nil {
+		return false, err
 	}
-	return false, nil
+	reach("swapped back")
+	return false, w.settleSwappedBack(fd, tmp, dst, expect, ours, staged.info.Size())
+}
+
+// settleSwappedBack deals with the write's file, at tmp again after its
+// moment in dst's place (placeFile), as a person may have left it:
+//   - as it was placed: it goes.
+//   - with text appended (a person opened the note meanwhile): it is kept
+//     like a displaced file, and what they appended goes onto the note
+//     (takeDisplaced).
+//   - replaced by a save: that save is newer than the changed file put
+//     back, and takes its place; the file that comes out is superseded, as
+//     two saves within one debounce are, unless text was appended to what
+//     the write expected: then that text goes onto the note, as above.
+//
+// Nothing a person wrote through a handle they held is dropped.
+func (w *Workspace) settleSwappedBack(fd int, tmp, dst string, expect, ours gitver.Hash, oursSize int64) error {
+	st, err := w.root.Lstat(tmp)
+	if err != nil {
+		return nil // gone already
+	}
+	content, _, ok, err := w.ReadFile(tmp)
+	if err != nil || !ok {
+		return nil // it cannot be told apart: better left than deleted
+	}
+	if gitver.BlobHash(content) == ours {
+		w.root.Remove(tmp)
+		return nil
+	}
+	if appendedTo(content, oursSize, ours) {
+		w.keepDisplacedFile(tmp, dst, ours, st, content[:oursSize])
+		return nil
+	}
+	from, to := path.Base(tmp), path.Base(dst)
+	if err := unix.Renameat2(fd, from, fd, to, unix.RENAME_EXCHANGE); err != nil {
+		return err
+	}
+	reach("swapped again")
+	if st, err = w.root.Lstat(tmp); err != nil {
+		return nil
+	}
+	older, _, ok, err := w.ReadFile(tmp)
+	if err != nil || !ok {
+		return nil
+	}
+	if base, err := w.repo.ReadBlob(expect); err == nil && appendedTo(older, int64(len(base)), expect) {
+		w.keepDisplacedFile(tmp, dst, expect, st, nil)
+		return nil
+	}
+	w.root.Remove(tmp)
+	return nil
+}
+
+// appendedTo reports whether content is the blob base, of size n, with text
+// appended.
+func appendedTo(content []byte, n int64, base gitver.Hash) bool {
+	return int64(len(content)) > n && gitver.BlobHash(content[:n]) == base
 }
 
 // blobOf returns the blob name of the file at p.

@@ -233,7 +233,7 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, infos map[strin
 				}
 			}
 		default:
-			placed, err = w.placeFile(staged[i].tmp, f.Path, f.Old, f.New)
+			placed, err = w.placeFile(staged[i], f.Path, f.Old, f.New)
 			staged[i].tmp = ""
 		}
 		if err != nil {

@@ -1,9 +1,12 @@
 package fsstore
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
@@ -193,6 +196,84 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 		t.Errorf("t/k = %+v", n)
 	}
 	assertClean(t, w)
+}
+
+// During one write, a person appends to a note through a handle opened
+// before it: the line lands in the file the write displaced, and the write
+// gives that file its place back. Meanwhile someone else has opened the
+// note, finding the write's file in place, and appended to it, or saved
+// over it from an editor. Every line reaches a version.
+func TestAppendsDuringSwapBackAllStay(t *testing.T) {
+	fixtures.RequireGit(t)
+	for _, second := range []string{"append", "save"} {
+		t.Run(second, func(t *testing.T) {
+			w := newWorkspace(t, false)
+			put(t, w, "t/log", 0, "log", "start\n")
+			held, err := os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			want := []string{"start", "the agent's", "through the old handle"}
+			if second == "append" {
+				want = append(want, "through a new handle")
+			} else {
+				want = append(want, "saved from an editor")
+			}
+			stop := onSteps(t, func(step string) {
+				if step != "exchanged" {
+					return
+				}
+				if _, err := held.WriteString("through the old handle\n"); err != nil {
+					t.Error(err)
+				}
+				if second == "save" {
+					writeFile(t, w, "t/log.md.new", noteText("log", "saved from an editor\n"))
+					if err := w.root.Rename("t/log.md.new", "t/log.md"); err != nil {
+						t.Error(err)
+					}
+					return
+				}
+				f, err := os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := f.WriteString("through a new handle\n"); err != nil {
+					t.Error(err)
+				}
+				f.Close()
+			})
+			put(t, w, "t/log", 1, "log", "the agent's\n")
+			stop()
+			held.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				commitEdits(t, w)
+				if err := w.Repair(); err != nil {
+					t.Fatal(err)
+				}
+				all := ""
+				for _, c := range strings.Fields(fixtures.Git(t, w.Dir(), "log", "--format=%H", "--", "t/log.md")) {
+					all += fixtures.Git(t, w.Dir(), "show", c+":t/log.md") + "\n"
+				}
+				missing := []string{}
+				for _, line := range want {
+					if !strings.Contains(all, line+"\n") {
+						missing = append(missing, line)
+					}
+				}
+				if len(missing) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("not in any version: %q; the file holds:\n%s", missing, readFile(t, w, "t/log.md"))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			assertClean(t, w)
+		})
+	}
 }
 
 // A write that deletes a blob file while a person saves it keeps their file

@@ -25,10 +25,17 @@ const settleTimeout = 15 * time.Second
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	eventuallyOr(t, what, cond, func() string { return "" })
+}
+
+// eventuallyOr is eventually that says, when time runs out, what is still
+// missing.
+func eventuallyOr(t testing.TB, what string, cond func() bool, missing func() string) {
+	t.Helper()
 	deadline := time.Now().Add(settleTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out waiting until %s %s", what, missing())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

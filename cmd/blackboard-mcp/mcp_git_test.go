@@ -1033,20 +1033,22 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 		s.write(map[string]any{"uri": key, "digest": "the team's log", "append": fmt.Sprintf("agent line %d\n", i)})
 	}
 	person.Wait()
-	eventually(t, "every line is in a version", func() bool {
+	var absent []string
+	eventuallyOr(t, "every line is in a version", func() bool {
 		all := ""
 		for _, c := range strings.Fields(fixtures.GitOutput(t, dir, "log", "--format=%H", "--", key+".md")) {
 			all += fixtures.GitOutput(t, dir, "show", c+":"+key+".md")
 		}
+		absent = absent[:0]
 		for i := range lines {
 			for _, who := range []string{"person", "agent"} {
-				if !strings.Contains(all, fmt.Sprintf("%s line %d\n", who, i)) {
-					return false
+				if line := fmt.Sprintf("%s line %d\n", who, i); !strings.Contains(all, line) {
+					absent = append(absent, line)
 				}
 			}
 		}
-		return true
-	})
+		return len(absent) == 0
+	}, func() string { return fmt.Sprintf("not in any version: %q", absent) })
 	final := s.itemOf(key).Body
 	missing := 0
 	for i := range lines {

@@ -253,6 +253,24 @@ func (v *View) TopicCounts() ([]index.TopicCount, error) {
 	return out, err
 }
 
+// Folders lists the folders one level below topic (a topic or a deeper
+// prefix) that hold notes the caller may read, each with how many it holds
+// at any depth: the topic tree, one level at a time.
+func (v *View) Folders(topic string) ([]index.TopicCount, error) {
+	segs, err := v.w.parseTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	under := strings.Join(segs, "/")
+	scope := index.Scope{Prefixes: v.c.read.Narrow(under)}
+	var out []index.TopicCount
+	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+		out, err = s.Folders(scope, under)
+		return err
+	})
+	return out, err
+}
+
 // claimOf is the claim the index holds of n: its holder and the time it
 // lapses, "" for none.
 func claimOf(n index.Note) (by, until string) {

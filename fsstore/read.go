@@ -268,6 +268,35 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 	return out, err
 }
 
+// LinksFrom returns the links of the notes uris (as List gives them) that
+// the caller may see: only those to notes it may read, by note URI.
+func (v *View) LinksFrom(uris []string) (map[string][]Link, error) {
+	w := v.w
+	keys := make([]string, 0, len(uris))
+	for _, u := range uris {
+		if addr, err := w.parseAddress(u); err == nil && v.c.CanRead(addr.Short()) {
+			keys = append(keys, addr.Short())
+		}
+	}
+	out := map[string][]Link{}
+	_, err := w.readAtHead(func(s *index.Snapshot) error {
+		links, err := s.LinksFrom(keys)
+		if err != nil {
+			return err
+		}
+		clear(out)
+		for src, ls := range links {
+			for _, l := range ls {
+				if v.c.CanRead(l.Dst) {
+					out[w.uri(src)] = append(out[w.uri(src)], Link{Src: w.uri(src), Rel: l.Rel, Dst: w.uri(l.Dst)})
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // visibleSubject is a commit's subject as the caller may see it. A subject
 // can name other notes (a link's targets; a person's message, anything), so
 // for a caller that may not read every topic the addresses it may not read

@@ -1048,7 +1048,10 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 			}
 		}
 		return len(absent) == 0
-	}, func() string { return fmt.Sprintf("not in any version: %q", absent) })
+	}, func() string {
+		return fmt.Sprintf("not in any version: %q\nhistory:\n%s\nserver log:\n%s", absent,
+			fixtures.GitOutput(t, dir, "log", "--format=%h %s"), s.stderr.String())
+	})
 	final := s.itemOf(key).Body
 	missing := 0
 	for i := range lines {

@@ -17,7 +17,7 @@ import (
 // see its history and a diff; then an agent's write through MCP from
 // another process, and a person's save, show on the open page within 2 s
 // without a reload. With BLACKBOARD_SCREENSHOTS=DIR it writes screenshots
-// of the board and of a note there (the README's come from it).
+// of the board, a note and its graph there (the README's come from it).
 func TestViewInABrowser(t *testing.T) {
 	browser := findBrowser()
 	if browser == "" {
@@ -34,8 +34,12 @@ func TestViewInABrowser(t *testing.T) {
 		"body": "## Findings\n\nThe LRU is **undersized**: 4 GB for 9 GB of keys.\n", "expect_version": 1, "kind": "finding"})
 	agent.write(map[string]any{"uri": "ops/deploy-2.4.7", "digest": "Deploy 2.4.7 went out at 14:02 UTC", "body": "rollout", "expect_version": 0})
 	agent.write(map[string]any{"uri": "research/old-theory", "digest": "The CDN was to blame", "body": "no", "expect_version": 0})
+	agent.write(map[string]any{"uri": "ops/postmortem-2.4.7", "digest": "Postmortem: the deploy did not cause the misses", "body": "traffic did", "expect_version": 0})
+	agent.write(map[string]any{"uri": "research/db/replicas", "digest": "Two replicas lag by seconds", "body": "lag", "expect_version": 0})
 	agent.link("research/cache", "cites", "ops/deploy-2.4.7")
 	agent.link("research/cache", "supersedes", "research/old-theory")
+	agent.link("ops/postmortem-2.4.7", "contradicts", "research/cache")
+	agent.link("research/db/replicas", "depends_on", "research/cache")
 
 	base := startView(t, dir)
 
@@ -53,19 +57,24 @@ func TestViewInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 	shots := os.Getenv("BLACKBOARD_SCREENSHOTS")
-	shoot := func(name string) chromedp.Action[chromedp.Void] {
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	// shoot writes the whole page, or the element sel, as name.
+	shoot := func(name string, sel ...string) chromedp.Action[chromedp.Void] {
 		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 			if shots == "" {
 				return chromedp.Void{}, nil
 			}
-			png, err := chromedp.FullScreenshot(100)(ctx, tg) // 100: PNG
+			take := chromedp.FullScreenshot(100) // 100: PNG
+			if len(sel) > 0 {
+				take = chromedp.Screenshot(css(sel[0]))
+			}
+			png, err := take(ctx, tg)
 			if err != nil {
 				return chromedp.Void{}, err
 			}
 			return chromedp.Void{}, os.WriteFile(filepath.Join(shots, name), png, 0o644)
 		}
 	}
-	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(css(`a[href="/t/research"]`)),
@@ -77,6 +86,7 @@ func TestViewInABrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`svg.graph`)),
 		chromedp.WaitVisible(css(`#live.on`)),
 		shoot("note.png"),
+		shoot("graph.png", `svg.graph`),
 		chromedp.Click(css(`table.history tbody tr:nth-last-child(2) a[href*="from="]`)), // v1 to v2
 		chromedp.WaitVisible(css(`pre.diff .dadd`)),
 	); err != nil {

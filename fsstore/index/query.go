@@ -222,6 +222,38 @@ func (s *Snapshot) BacklinksTo(keys []string, rels ...string) (map[string][]Back
 	return out, rows.Err()
 }
 
+// OutLink is a link from a note: its relation and target.
+type OutLink struct {
+	Rel, Dst string
+}
+
+// LinksFrom returns, for each of keys, its links, in one query.
+func (s *Snapshot) LinksFrom(keys []string) (map[string][]OutLink, error) {
+	out := map[string][]OutLink{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	rows, err := s.t.Query(`SELECT src, rel, dst FROM links WHERE src IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",")+`) ORDER BY src, rel, dst`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var src string
+		var l OutLink
+		if err := rows.Scan(&src, &l.Rel, &l.Dst); err != nil {
+			return nil, err
+		}
+		out[src] = append(out[src], l)
+	}
+	return out, rows.Err()
+}
+
 // Topics lists the topics of present notes within scope, in order.
 func (s *Snapshot) Topics(scope Scope) ([]string, error) {
 	cond, args, byKey := scope.where()
@@ -245,6 +277,34 @@ func (s *Snapshot) Topics(scope Scope) ([]string, error) {
 type TopicCount struct {
 	Topic string
 	Notes int
+}
+
+// Folders lists the folders one level below the prefix under ("research",
+// "research/cache") that hold present notes in scope, each with how many it
+// holds at any depth, by name: the branches of the topic tree below under.
+// It reads the key index's range of under.
+func (s *Snapshot) Folders(scope Scope, under string) ([]TopicCount, error) {
+	cond, args, _ := scope.where()
+	from := len(under) + 2 // where a child's name begins in a key (SQL counts from 1)
+	query := "SELECT substr(key, 1, ? + instr(substr(key, ?), '/') - 2) AS folder, count(*) FROM notes" +
+		" WHERE key >= ? AND key < ? AND " + present(true) + " AND " + cond +
+		" AND instr(substr(key, ?), '/') > 0 GROUP BY folder ORDER BY folder"
+	args = append([]any{from, from, under + "/", under + "0"}, args...)
+	args = append(args, from)
+	rows, err := s.t.Query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TopicCount
+	for rows.Next() {
+		var f TopicCount
+		if err := rows.Scan(&f.Topic, &f.Notes); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
 }
 
 // TopicCounts lists the topics in scope with their present notes, by

@@ -117,6 +117,33 @@ func TestListAgreesWithScope(t *testing.T) {
 			if !maps.Equal(gotCounts, wantCounts) {
 				t.Fatalf("round %d, scope %q: topic counts %v, want %v", round, scope.Prefixes, gotCounts, wantCounts)
 			}
+			// So are the folders one level below a prefix, by folder.
+			parts := make([]string, 1+rng.IntN(2))
+			for j := range parts {
+				parts[j] = segs[rng.IntN(len(segs))]
+			}
+			under := strings.Join(parts, "/")
+			wantFolders := map[string]int{}
+			for _, r := range want {
+				if rest, ok := strings.CutPrefix(r.key, under+"/"); ok {
+					if child, _, deeper := strings.Cut(rest, "/"); deeper {
+						wantFolders[under+"/"+child]++
+					}
+				}
+			}
+			if err := d.Read(func(s *Snapshot) error {
+				counts, err = s.Folders(scope, under)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			gotFolders := map[string]int{}
+			for _, c := range counts {
+				gotFolders[c.Topic] = c.Notes
+			}
+			if !maps.Equal(gotFolders, wantFolders) {
+				t.Fatalf("round %d, scope %q: folders under %s %v, want %v", round, scope.Prefixes, under, gotFolders, wantFolders)
+			}
 		}
 	}
 }

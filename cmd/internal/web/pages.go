@@ -29,18 +29,30 @@ var funcs = template.FuncMap{
 		return nil
 	},
 	"short": shortOf,
-	"ago": func(t time.Time) string {
-		d := time.Since(t).Round(time.Second)
-		switch {
-		case d < time.Minute:
-			return d.String() + " ago"
-		case d < time.Hour:
-			return d.Round(time.Minute).String() + " ago"
-		case d < 48*time.Hour:
-			return d.Round(time.Hour).String() + " ago"
+	// age says how long ago an RFC 3339 time was.
+	"age": func(rfc3339 string) string {
+		t, err := time.Parse(time.RFC3339, rfc3339)
+		if err != nil {
+			return rfc3339
 		}
-		return t.UTC().Format("2006-01-02")
+		return ago(t)
 	},
+	"ago": ago,
+}
+
+// ago says how long ago t was, in the largest unit that fits; a date
+// beyond two days.
+func ago(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return d.String() + " ago"
+	case d < time.Hour:
+		return d.Round(time.Minute).String() + " ago"
+	case d < 48*time.Hour:
+		return d.Round(time.Hour).String() + " ago"
+	}
+	return t.UTC().Format("2006-01-02")
 }
 
 // page is what every page template gets.
@@ -94,19 +106,73 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 		s.fail(w, r, err)
 		return
 	}
+	rows, err := withLinks(v, recent.Notes)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, "board", page{Board: s.ws.Name(), Title: s.ws.Name(), Cursor: recent.Cursor,
-		Data: map[string]any{"Topics": counts, "Recent": recent}})
+		Data: map[string]any{"Topics": counts, "Recent": rows}})
 }
 
+// noteRow is a listed note with the links it makes.
+type noteRow struct {
+	fsstore.Summary
+	Links []fsstore.Link
+}
+
+// withLinks gives each listed note its links, in one look at the index.
+func withLinks(v *fsstore.View, notes []fsstore.Summary) ([]noteRow, error) {
+	uris := make([]string, len(notes))
+	for i, n := range notes {
+		uris[i] = n.URI
+	}
+	links, err := v.LinksFrom(uris)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]noteRow, len(notes))
+	for i, n := range notes {
+		rows[i] = noteRow{n, links[n.URI]}
+	}
+	return rows, nil
+}
+
+// crumb is one step of the way from the board down to a topic.
+type crumb struct{ Name, Path string }
+
 func (s *Server) topic(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
-	t := r.PathValue("topic")
+	t := strings.Trim(r.PathValue("topic"), "/")
+	folders, err := v.Folders(t)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	l, err := v.List(fsstore.ListOptions{Topic: t, Limit: 200})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if len(l.Notes) == 0 && len(folders) == 0 {
+		s.fail(w, r, fsstore.ErrNotFound)
+		return
+	}
+	rows, err := withLinks(v, l.Notes)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var crumbs []crumb
+	segs := strings.Split(t, "/")
+	for i, seg := range segs[:len(segs)-1] {
+		crumbs = append(crumbs, crumb{seg, strings.Join(segs[:i+1], "/")})
+	}
+	for i := range folders {
+		folders[i].Topic = strings.TrimPrefix(folders[i].Topic, t+"/")
+	}
 	s.render(w, r, http.StatusOK, "topic", page{Board: s.ws.Name(), Title: t, Cursor: l.Cursor,
-		Data: map[string]any{"Topic": t, "Notes": l}})
+		Data: map[string]any{"Topic": t, "Name": segs[len(segs)-1], "Crumbs": crumbs, "Folders": folders,
+			"Notes": rows, "Omitted": l.Omitted}})
 }
 
 func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {

@@ -38,6 +38,8 @@ func board(t *testing.T) *fsstore.Workspace {
 			"<script>alert(1)</script>\n\n[click](javascript:alert(2)) <img src=x onerror=alert(3)>\n"},
 		{"secret/plan", "The secret plan", "only for the planner"},
 		{"research/big", "A long report", strings.Repeat("a line of the long report\n", 800)},
+		{"research/db/replicas", "Two replicas lag", "by seconds"},
+		{"research/db/pg/tuning", "work_mem is too small", "raise it"},
 	} {
 		body := n.body
 		if _, err := v.Update(fsstore.UpdateRequest{URI: n.uri, Digest: n.digest, Body: &body, ExpectVersion: &zero}); err != nil {
@@ -112,6 +114,19 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 	if code, page = get(t, h, "/search?q=undersized"); code != 200 || !strings.Contains(page, "research/cache") {
 		t.Errorf("search: %d\n%s", code, page)
 	}
+	// The topic tree: a topic's folders with their counts, its notes with
+	// their links, the way back up.
+	if code, page = get(t, h, "/t/research"); code != 200 || !strings.Contains(page, `<a href="/t/research/db">db/</a> <span class="count">2</span>`) ||
+		!strings.Contains(page, `<span class="rel-depends_on">depends_on</span> <a href="/n/secret/plan">`) {
+		t.Errorf("a topic: %d\n%s", code, page)
+	}
+	if code, page = get(t, h, "/t/research/db"); code != 200 || !strings.Contains(page, `<a href="/t/research">research</a> / db</h1>`) ||
+		!strings.Contains(page, `<a href="/t/research/db/pg">pg/</a> <span class="count">1</span>`) || strings.Contains(page, "research/cache") {
+		t.Errorf("a folder of a topic: %d\n%s", code, page)
+	}
+	if code, _ = get(t, h, "/t/research/none"); code != 404 {
+		t.Errorf("a missing folder: %d", code)
+	}
 	// The live update's request gets the main part alone.
 	if _, part := get(t, h, "/t/research", "X-Part", "main"); strings.Contains(part, "<html") || !strings.Contains(part, "research/cache") {
 		t.Errorf("the main part:\n%s", part)
@@ -120,7 +135,8 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 
 func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	w := board(t)
-	af := &access.File{Agents: []access.Agent{{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}}}}
+	af := &access.File{Agents: []access.Agent{{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},
+		{Name: "dba", TokenSHA256: access.HashToken("tok-dba"), Read: []string{"research/db"}}}}
 	data, err := af.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +177,7 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	}
 	auth := []string{"Cookie", tokenCookie + "=tok-reader"}
 	for path, hidden := range map[string]string{"/": "secret", "/n/research/cache": "secret/plan", "/search?q=secret": "secret/plan",
-		"/activity": "secret"} {
+		"/activity": "secret", "/t/research": "secret"} {
 		code, page := get(t, h, path, auth...)
 		if code != 200 || strings.Contains(page, hidden) {
 			t.Errorf("%s as reader: %d, shows %q:\n%s", path, code, hidden, page)
@@ -169,6 +185,16 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	}
 	if code, _ := get(t, h, "/n/secret/plan", auth...); code != 404 {
 		t.Errorf("a hidden note: %d, want 404", code)
+	}
+	// A token for part of a topic sees that part of the tree alone.
+	dba := []string{"Cookie", tokenCookie + "=tok-dba"}
+	if code, page := get(t, h, "/", dba...); code != 200 || !strings.Contains(page, `<a href="/t/research">research</a> <span class="count">2</span>`) ||
+		strings.Contains(page, "research/cache") {
+		t.Errorf("the board for part of a topic: %d\n%s", code, page)
+	}
+	if code, page := get(t, h, "/t/research", dba...); code != 200 || !strings.Contains(page, `db/</a> <span class="count">2</span>`) ||
+		strings.Contains(page, "research/cache") || strings.Contains(page, "research/big") {
+		t.Errorf("a topic for part of it: %d\n%s", code, page)
 	}
 	if code, _ := get(t, h, "/", "Cookie", tokenCookie+"=wrong"); code != http.StatusSeeOther {
 		t.Errorf("a wrong token: %d", code)

@@ -725,6 +725,39 @@ func TestHTTPExposure(t *testing.T) {
 		if got := g.get([]string{"research/tls"}, "ref", 0); len(got.Items) != 1 || got.Items[0].Version != 1 {
 			t.Errorf("the Go SDK over TLS reads %+v", got.Items)
 		}
+		// The page beside /mcp: its login keeps the token in a cookie sent
+		// over TLS only, out of the page's scripts' reach.
+		page := strings.TrimSuffix(s.url, "/mcp")
+		noRedirect := *s.client
+		noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := noRedirect.Get(page + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+			t.Errorf("the page without a token: %d to %q, want the login", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		resp, err = noRedirect.PostForm(page+"/login", url.Values{"token": {alice}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cookies := resp.Cookies()
+		if len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
+			t.Fatalf("the page's login over TLS sets %+v", cookies)
+		}
+		req, _ := http.NewRequest(http.MethodGet, page+"/t/research", nil)
+		req.AddCookie(cookies[0])
+		resp, err = noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "over TLS") {
+			t.Errorf("the topic's page with the cookie: %d\n%s", resp.StatusCode, body)
+		}
 	})
 }
 

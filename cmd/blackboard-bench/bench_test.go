@@ -356,3 +356,23 @@ func TestReadThroughMCP(t *testing.T) {
 		t.Errorf("the copy of the board is left behind: %v", matches)
 	}
 }
+
+// TestWriteWithPagesOpen runs the write bench with pages of the board open
+// in every other run: both runs print their figures and their ratio, every
+// page ends on the board's last cursor, and no write is lost.
+func TestWriteWithPagesOpen(t *testing.T) {
+	fixtures.RequireGit(t)
+	dir := filepath.Join(t.TempDir(), "gen")
+	runBinary(t, benchBinary, "generate", dir, "--notes", "200", "--commits", "200", "--name", "acme", "--seed", "3")
+	out := runBinary(t, benchBinary, "write", "--dir", dir, "--procs", "3", "--writes", "8", "--notes", "4",
+		"--pages", "5", "--runs", "2", "--server", mcpBinary)
+	for _, want := range []string{"run=1 procs=3 pages=0 ", "run=2 procs=3 pages=5 converged=", "pages=5/none rate=",
+		"acked=48 commits=48 lost=0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("write with pages printed no %q:\n%s", want, out)
+		}
+	}
+	if m := regexp.MustCompile(`moves=(\d+) fetches=(\d+)`).FindStringSubmatch(out); m == nil || atoi(t, m[1]) == 0 || atoi(t, m[2]) == 0 {
+		t.Errorf("the open pages saw no move, or fetched nothing:\n%s", out)
+	}
+}

@@ -11,13 +11,18 @@ const usage = `blackboard-bench: measures blackboard-mcp's write path and makes 
 
 Usage:
   blackboard-bench write [--dir DIR] [--procs N] [--writes M] [--notes K] [--no-sync]
+                         [--pages P --runs R [--server BINARY]]
       M updates per process, round-robin over K notes per process, each with
       the right expect_version; N > 1 runs N processes of this binary on the
       workspace at once and checks afterwards that no write was lost. From one
       process, it also makes as many floor commits, in turns with the writes:
       only what a durable commit of one note must do (loose objects, a ref by
       lock file, the note's file, fsynced as the product does), and prints
-      both and their ratio.
+      both and their ratio. With --pages, R runs of the N processes,
+      alternately without and with P pages of the board open on a view of
+      blackboard-mcp (each following the board's moves as the page's script
+      does); after each run with pages, every page must show the board's last
+      cursor. It prints each run and the writes with pages against without.
   blackboard-bench read [--dir DIR] [--server BINARY] [--rounds N] [--writes M] [--copy=false]
       measures an agent's catch-up (listings of 100 and 20 rows, 20 digests,
       searches from a word to a question) and M writes through a real MCP

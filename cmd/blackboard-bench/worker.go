@@ -28,6 +28,7 @@ const workerVerb = "worker"
 type workerJob struct {
 	Notes  []string `json:"notes"`
 	Writes int      `json:"writes"`
+	First  int      `json:"first,omitempty"` // the number of the first write: each run's contents differ
 	Agent  string   `json:"agent"`
 }
 
@@ -74,7 +75,7 @@ func runWorker(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 	// every other writer's files.
 	watching := w.Watch(fsstore.WatchOptions{})
 	defer watching.Stop()
-	res, err := writeNotes(w, job.Notes, 0, job.Writes, job.Agent, &writeHooks{
+	res, err := writeNotes(w, job.Notes, job.First, job.Writes, job.Agent, &writeHooks{
 		ready: func() error {
 			if err := out.Encode(workerMsg{Ready: true}); err != nil {
 				return err
@@ -103,9 +104,10 @@ func unixNano(t time.Time) int64 {
 }
 
 // runWorkers runs procs workers of this binary on dir, each on its own
-// slice of notes, starts them together and collects what each acknowledged.
-// The results are returned even on failure: acknowledged writes count.
-func runWorkers(ctx context.Context, dir string, noSync bool, notes []string, procs, writes int) ([]result, error) {
+// slice of notes, starts them together and collects what each acknowledged,
+// writes each, numbered from first. The results are returned even on
+// failure: acknowledged writes count.
+func runWorkers(ctx context.Context, dir string, noSync bool, notes []string, procs, first, writes int) ([]result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -158,7 +160,7 @@ func runWorkers(ctx context.Context, dir string, noSync bool, notes []string, pr
 			return abort(-1, err)
 		}
 		children = append(children, ch)
-		job, _ := json.Marshal(workerJob{Notes: notes[i*per : (i+1)*per], Writes: writes, Agent: fmt.Sprintf("bench-p%d", i+1)})
+		job, _ := json.Marshal(workerJob{Notes: notes[i*per : (i+1)*per], Writes: writes, First: first, Agent: fmt.Sprintf("bench-p%d", i+1)})
 		if _, err := ch.stdin.Write(append(job, '\n')); err != nil {
 			return abort(-1, err)
 		}

@@ -29,6 +29,9 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	procs := fs.Int("procs", 1, "processes writing at once, each to its own notes")
 	writes := fs.Int("writes", 1000, "writes per process")
 	notes := fs.Int("notes", 20, "distinct notes per process, written round-robin")
+	pages := fs.Int("pages", 0, "with --procs > 1: pages of the board held open (a view of --server) in every other run")
+	runs := fs.Int("runs", 2, "with --pages: runs, alternately without and with the pages open")
+	server := fs.String("server", "", "with --pages: the blackboard-mcp binary (default: the one beside this one, or on PATH)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -39,6 +42,9 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	if *procs < 1 || *writes < 1 || *notes < 1 {
 		return cli.Usagef("--procs, --writes and --notes must be at least 1")
+	}
+	if *pages > 0 && (*procs < 2 || *runs < 2) {
+		return cli.Usagef("--pages needs --procs of 2 or more and --runs of 2 or more")
 	}
 	w, err := c.Open("") // every write names its own author
 	if err != nil {
@@ -79,9 +85,12 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		results = append(results, res)
 		watching.Stop()
 		w.Close()
+	} else if *pages > 0 {
+		w.Close()
+		results, runErr = writeBesidePages(ctx, stdout, w.Dir(), c.NoSync, *server, picked, *procs, *writes, *pages, *runs, label)
 	} else {
 		w.Close()
-		results, runErr = runWorkers(ctx, w.Dir(), c.NoSync, picked, *procs, *writes)
+		results, runErr = runWorkers(ctx, w.Dir(), c.NoSync, picked, *procs, 0, *writes)
 	}
 	// What was acknowledged is counted against the branch even after a
 	// failure: a failed write must not have lost an earlier one.
@@ -92,7 +101,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	var all result
 	for i, r := range results {
 		all.add(r)
-		if *procs > 1 && len(r.lat) > 0 {
+		if *procs > 1 && *pages == 0 && len(r.lat) > 0 {
 			fmt.Fprintf(stdout, "write proc=%d/%d %s %s\n", i+1, *procs, label, r.stats())
 		}
 	}
@@ -208,15 +217,20 @@ func (r *result) stats() string {
 	if len(r.lat) == 0 {
 		return "n=0"
 	}
-	rate := 0.0 // unknown: the process failed before saying when it started
+	return fmt.Sprintf("n=%d p50=%s p95=%s p99=%s max=%s rate=%.1f/s",
+		len(r.lat), millis(r.quantile(0.50)), millis(r.quantile(0.95)), millis(r.quantile(0.99)), millis(r.quantile(1)), r.rate())
+}
+
+// rate is acknowledged writes a second; 0 when unknown (the process failed
+// before saying when it started).
+func (r *result) rate() float64 {
 	switch {
 	case r.busy > 0:
-		rate = float64(len(r.lat)) / r.busy.Seconds()
+		return float64(len(r.lat)) / r.busy.Seconds()
 	case !r.start.IsZero() && r.end.After(r.start):
-		rate = float64(len(r.lat)) / r.end.Sub(r.start).Seconds()
+		return float64(len(r.lat)) / r.end.Sub(r.start).Seconds()
 	}
-	return fmt.Sprintf("n=%d p50=%s p95=%s p99=%s max=%s rate=%.1f/s",
-		len(r.lat), millis(r.quantile(0.50)), millis(r.quantile(0.95)), millis(r.quantile(0.99)), millis(r.quantile(1)), rate)
+	return 0
 }
 
 // quantile is the nearest rank: the smallest latency at or above p of all

@@ -35,10 +35,13 @@ func startView(ctx context.Context, binary, dir string) (*viewServer, error) {
 		return nil, err
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "http://") {
+	if err == nil && !strings.HasPrefix(line, "http://") {
+		err = fmt.Errorf("it printed %q, not its URL", line)
+	}
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("%s view printed %q: %v", binary, line, err)
+		return nil, fmt.Errorf("%s view: %w", binary, err)
 	}
 	return &viewServer{cmd: cmd, base: strings.TrimSuffix(strings.TrimSpace(line), "/")}, nil
 }

@@ -41,7 +41,7 @@ func TestViewInABrowser(t *testing.T) {
 	agent.link("ops/postmortem-2.4.7", "contradicts", "research/cache")
 	agent.link("research/db/replicas", "depends_on", "research/cache")
 
-	base := startView(t, dir)
+	base, stopView := startViewOn(t, dir, "127.0.0.1:0")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
 		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
@@ -118,6 +118,19 @@ func TestViewInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen(ctx, t, "A person saved this", start, "a person's save")
+	// The page's server stops, an agent writes meanwhile, and the server
+	// starts again: the open page reconnects by itself (the stream asks the
+	// browser to retry after a second), shows what it missed, and is live
+	// again.
+	stopView()
+	agent.write(map[string]any{"uri": "research/cache", "digest": "Written while the page's server was down",
+		"body": "The LRU is fine now.\n", "expect_version": 6})
+	startViewOn(t, dir, strings.TrimPrefix(base, "http://"))
+	seen(ctx, t, "Written while the page's server was down", time.Now(), "a write while the page's server was down")
+	start = time.Now()
+	agent.write(map[string]any{"uri": "research/cache", "digest": "Written after the page's server restarted",
+		"body": "The LRU is fine now.\n", "expect_version": 7})
+	seen(ctx, t, "Written after the page's server restarted", start, "a write after the server restarted")
 }
 
 // seen waits until the open page shows text, at most 2 s after start.

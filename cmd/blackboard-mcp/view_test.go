@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -82,7 +83,15 @@ func TestViewShowsTheBoardLive(t *testing.T) {
 // and returns the page's URL (without the final /), as it printed it.
 func startView(t *testing.T, dir string) string {
 	t.Helper()
-	view := cliCommand(dir, "view", "--http", "127.0.0.1:0")
+	base, _ := startViewOn(t, dir, "127.0.0.1:0")
+	return base
+}
+
+// startViewOn runs `view` on dir at addr until stop is called or the test
+// ends, and returns the page's URL (without the final /), as it printed it.
+func startViewOn(t *testing.T, dir, addr string) (base string, stop func()) {
+	t.Helper()
+	view := cliCommand(dir, "view", "--http", addr)
 	out, err := view.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +99,12 @@ func startView(t *testing.T, dir string) string {
 	if err := view.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = view.Process.Kill(); _ = view.Wait() })
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = view.Process.Kill(); _ = view.Wait() }) }
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
 		t.Fatalf("view printed %q: %v", line, err)
 	}
-	return strings.TrimSuffix(strings.TrimSpace(line), "/")
+	return strings.TrimSuffix(strings.TrimSpace(line), "/"), stop
 }

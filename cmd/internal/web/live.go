@@ -72,9 +72,9 @@ func (s *Server) look(stop <-chan struct{}) {
 	}
 }
 
-// events streams "moved" with the board's cursor whenever the branch moves
-// (an agent's write from any process, a person's commit, a pull): the page
-// then fetches its main part again. A comment every 15 seconds keeps
+// events streams "now" with the board's cursor, then "moved" with the new
+// one whenever the branch moves (an agent's write from any process, a
+// person's commit, a pull): the page then fetches its main part again. A comment every 15 seconds keeps
 // proxies from closing an idle stream; the browser reconnects by itself
 // after a restart.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *fsstore.View) {
@@ -87,11 +87,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *fsstore.View)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 1000\n\n")
-	flusher.Flush()
 	s.join()
 	defer s.leave()
-	for {
-		moved := s.nextMove()
+	// The cursor now, first: a page that reconnects (after a restart of
+	// the server, or made before the stream opened) fetches its part again
+	// when the board moved meanwhile.
+	moved := s.nextMove()
+	if cursor, err := s.ws.Cursor(); err == nil {
+		fmt.Fprintf(w, "event: now\ndata: %d\n\n", cursor)
+	}
+	flusher.Flush()
+	for ; ; moved = s.nextMove() {
 		select {
 		case <-r.Context().Done():
 			return

@@ -21,6 +21,11 @@
   var es = new EventSource("/events");
   es.onopen = function () { if (dot) dot.className = "live on"; };
   es.onerror = function () { if (dot) dot.className = "live"; };
+  es.addEventListener("now", function (e) {
+    if (e.data === document.body.dataset.cursor) return;
+    document.body.dataset.cursor = e.data; // moved while the stream was closed
+    refresh();
+  });
   es.addEventListener("moved", function (e) {
     document.body.dataset.cursor = e.data;
     refresh();

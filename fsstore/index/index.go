@@ -28,7 +28,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 5
+const schemaVersion = 6
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -79,6 +79,9 @@ CREATE TABLE notes(
 );
 CREATE INDEX notes_recent ON notes(present, last_seq);
 CREATE INDEX notes_topic ON notes(topic, present, last_seq);
+-- The present notes' addresses: a range of them is counted, by folder,
+-- from this index alone (Folders).
+CREATE INDEX notes_live_key ON notes(key) WHERE present = 1;
 CREATE INDEX notes_kind ON notes(kind, present, last_seq);
 -- The open work (ListQuery.Open): claim_until is 0 when no one claimed.
 CREATE INDEX notes_open ON notes(present, done, claim_until);

@@ -42,6 +42,29 @@ func (s Scope) where() (cond string, args []any, byKey bool) {
 	return "(" + strings.Join(parts, " OR ") + ")", args, byKey
 }
 
+// whereKeys is where with a topic t as the range of addresses from "t/" up
+// to "t0": a condition on the key alone, which an index of keys answers
+// without reading the notes' rows.
+func (s Scope) whereKeys() (cond string, args []any) {
+	if s.Prefixes == nil {
+		return "1", nil
+	}
+	if len(s.Prefixes) == 0 {
+		return "0", nil
+	}
+	var parts []string
+	for _, p := range s.Prefixes {
+		if !strings.Contains(p, "/") {
+			parts = append(parts, "(key >= ? AND key < ?)")
+			args = append(args, p+"/", p+"0")
+			continue
+		}
+		parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
+		args = append(args, p, p+"0", p, p+"/")
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", args
+}
+
 // present is the condition that a note is on the branch. Beside a scope of
 // address ranges it is kept from choosing the index: the planner, without
 // statistics, would take notes_recent (present, last_seq) and read every
@@ -284,10 +307,10 @@ type TopicCount struct {
 // holds at any depth, by name: the branches of the topic tree below under.
 // It reads the key index's range of under.
 func (s *Snapshot) Folders(scope Scope, under string) ([]TopicCount, error) {
-	cond, args, _ := scope.where()
+	cond, args := scope.whereKeys()
 	from := len(under) + 2 // where a child's name begins in a key (SQL counts from 1)
-	query := "SELECT substr(key, 1, ? + instr(substr(key, ?), '/') - 2) AS folder, count(*) FROM notes" +
-		" WHERE key >= ? AND key < ? AND " + present(true) + " AND " + cond +
+	query := "SELECT substr(key, 1, ? + instr(substr(key, ?), '/') - 2) AS folder, count(*) FROM notes INDEXED BY notes_live_key" +
+		" WHERE key >= ? AND key < ? AND present = 1 AND " + cond +
 		" AND instr(substr(key, ?), '/') > 0 GROUP BY folder ORDER BY folder"
 	args = append([]any{from, from, under + "/", under + "0"}, args...)
 	args = append(args, from)

@@ -404,30 +404,22 @@ func (w *Workspace) placeFile(staged stagedFile, dst string, expect, ours gitver
 
 // settleSwappedBack deals with the write's file, at tmp again after its
 // moment in dst's place (placeFile), as a person may have left it:
-//   - as it was placed: it goes.
-//   - with text appended (a person opened the note meanwhile): it is kept
-//     like a displaced file, and what they appended goes onto the note
-//     (takeDisplaced).
+//   - as it was placed, or with text appended (a person opened the note
+//     meanwhile): it is kept like a displaced file, and what they appended
+//     goes onto the note (takeDisplaced).
 //   - replaced by a save: that save is newer than the changed file put
 //     back, and takes its place; the file that comes out is superseded, as
-//     two saves within one debounce are, unless text was appended to what
-//     the write expected: then that text goes onto the note, as above.
+//     two saves within one debounce are, except for text appended to what
+//     the write expected, which goes onto the note as above.
 //
-// Nothing a person wrote through a handle they held is dropped.
+// Whatever comes out is kept, not deleted: a person who opened it while it
+// was in place may still write into it, and that text reaches the note.
 func (w *Workspace) settleSwappedBack(fd int, tmp, dst string, expect, ours gitver.Hash, oursSize int64) error {
-	st, err := w.root.Lstat(tmp)
-	if err != nil {
-		return nil // gone already
+	st, content, ok := w.lookAt(tmp)
+	if !ok {
+		return nil // gone, or it cannot be told apart: better left than deleted
 	}
-	content, _, ok, err := w.ReadFile(tmp)
-	if err != nil || !ok {
-		return nil // it cannot be told apart: better left than deleted
-	}
-	if gitver.BlobHash(content) == ours {
-		w.root.Remove(tmp)
-		return nil
-	}
-	if appendedTo(content, oursSize, ours) {
+	if int64(len(content)) >= oursSize && gitver.BlobHash(content[:oursSize]) == ours {
 		w.keepDisplacedFile(tmp, dst, ours, st, content[:oursSize])
 		return nil
 	}
@@ -436,25 +428,29 @@ func (w *Workspace) settleSwappedBack(fd int, tmp, dst string, expect, ours gitv
 		return err
 	}
 	reach("swapped again")
-	if st, err = w.root.Lstat(tmp); err != nil {
+	if st, content, ok = w.lookAt(tmp); !ok {
 		return nil
 	}
-	older, _, ok, err := w.ReadFile(tmp)
-	if err != nil || !ok {
+	if base, err := w.repo.ReadBlob(expect); err == nil && int64(len(content)) > int64(len(base)) &&
+		gitver.BlobHash(content[:len(base)]) == expect {
+		w.keepDisplacedFile(tmp, dst, expect, st, base)
 		return nil
 	}
-	if base, err := w.repo.ReadBlob(expect); err == nil && appendedTo(older, int64(len(base)), expect) {
-		w.keepDisplacedFile(tmp, dst, expect, st, nil)
-		return nil
-	}
-	w.root.Remove(tmp)
+	w.keepDisplacedFile(tmp, dst, gitver.BlobHash(content), st, content)
 	return nil
 }
 
-// appendedTo reports whether content is the blob base, of size n, with text
-// appended.
-func appendedTo(content []byte, n int64, base gitver.Hash) bool {
-	return int64(len(content)) > n && gitver.BlobHash(content[:n]) == base
+// lookAt returns the stat of the file at p, taken first, and its content.
+func (w *Workspace) lookAt(p string) (fs.FileInfo, []byte, bool) {
+	st, err := w.root.Lstat(p)
+	if err != nil {
+		return nil, nil, false
+	}
+	content, _, ok, err := w.ReadFile(p)
+	if err != nil || !ok {
+		return nil, nil, false
+	}
+	return st, content, true
 }
 
 // blobOf returns the blob name of the file at p.

@@ -202,10 +202,11 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 // before it: the line lands in the file the write displaced, and the write
 // gives that file its place back. Meanwhile someone else has opened the
 // note, finding the write's file in place, and appended to it, or saved
-// over it from an editor. Every line reaches a version.
+// over it from an editor, or appends to it only after the write returned.
+// Every line reaches a version.
 func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 	fixtures.RequireGit(t)
-	for _, second := range []string{"append", "save"} {
+	for _, second := range []string{"append", "save", "append later"} {
 		t.Run(second, func(t *testing.T) {
 			w := newWorkspace(t, false)
 			put(t, w, "t/log", 0, "log", "start\n")
@@ -215,10 +216,12 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 			}
 			defer held.Close()
 			want := []string{"start", "the agent's", "through the old handle"}
-			if second == "append" {
-				want = append(want, "through a new handle")
-			} else {
+			var later *os.File
+			switch second {
+			case "save":
 				want = append(want, "saved from an editor")
+			default:
+				want = append(want, "through a new handle")
 			}
 			stop := onSteps(t, func(step string) {
 				if step != "exchanged" {
@@ -239,6 +242,10 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				if second == "append later" {
+					later = f
+					return
+				}
 				if _, err := f.WriteString("through a new handle\n"); err != nil {
 					t.Error(err)
 				}
@@ -247,6 +254,12 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 			put(t, w, "t/log", 1, "log", "the agent's\n")
 			stop()
 			held.Close()
+			if later != nil {
+				if _, err := later.WriteString("through a new handle\n"); err != nil {
+					t.Error(err)
+				}
+				later.Close()
+			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				commitEdits(t, w)

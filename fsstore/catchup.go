@@ -393,7 +393,8 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	return tx.SetNoteState(n, index.Text(note.TextOf(key, f, content)), links)
 }
 
-// Progress reports a long rebuild: stage is "commits" or "notes".
+// Progress reports a long rebuild: stage is "commits", "notes" or
+// "vectors" (total 0: unknown).
 type Progress func(stage string, done, total int)
 
 // Reindex rebuilds the derived index from git, in one transaction: other
@@ -411,6 +412,18 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 		}
 		seq, err = w.syncIndex(tx, head, nil, progress)
 		return err
+	})
+	if err != nil {
+		return seq, err
+	}
+	// The notes' vectors, made again from the start.
+	w.embed.mu.Lock()
+	w.embed.upTo = -1
+	w.embed.mu.Unlock()
+	_, err = w.EmbedPending(true, func(done int) {
+		if progress != nil {
+			progress("vectors", done, 0)
+		}
 	})
 	return seq, err
 }

@@ -83,6 +83,7 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.start(opts)
 		ws.loop()
 	})
+	ws.done.Go(ws.embedLoop)
 	if w.remote != "" {
 		if opts.FetchEvery <= 0 {
 			opts.FetchEvery = RemoteFetchEvery
@@ -90,6 +91,34 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.done.Go(func() { ws.fetchLoop(opts.FetchEvery) })
 	}
 	return ws
+}
+
+// embedEvery is how often a watching server makes the vectors of notes
+// that changed (EmbedPending).
+const embedEvery = time.Second
+
+// embedLoop makes the vectors of new and changed notes in the background,
+// off the write path: a search meanwhile finds them by their words.
+func (ws *Watching) embedLoop() {
+	tick := time.NewTicker(embedEvery)
+	defer tick.Stop()
+	failing := ""
+	for {
+		select {
+		case <-ws.stop:
+			return
+		case <-tick.C:
+		}
+		_, err := ws.w.EmbedPending(false, nil)
+		switch {
+		case err != nil && err.Error() != failing:
+			failing = err.Error()
+			ws.logf("search by meaning: %v; notes are found by their words meanwhile", err)
+		case err == nil && failing != "":
+			failing = ""
+			ws.logf("search by meaning: working again")
+		}
+	}
 }
 
 // fetchLoop fetches the board's remote every period and brings the local

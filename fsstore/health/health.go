@@ -179,6 +179,7 @@ func (c *checker) run(opts Options, r *Report, journal bool) {
 	rest.merge(indexed)
 	checkAccess(c.dir, rest)
 	c.checkClaims(time.Now(), rest)
+	c.checkVectors(rest)
 	progress("git fsck")
 	<-fsckDone
 	r.merge(fsck)

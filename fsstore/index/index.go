@@ -28,7 +28,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 6
+const schemaVersion = 7
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -103,7 +103,19 @@ CREATE INDEX links_dst ON links(dst, rel);
 -- Full text of present notes. Contentless: the text lives in git; the index
 -- keeps only what ranking needs (2.8 times smaller).
 CREATE VIRTUAL TABLE fts USING fts5(addr, digest, body, fields, ids,
-	content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+	content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+-- What each present note means (package meaning): a vector made off the
+-- write path from the note's text as of source (its note and content
+-- blobs), by model. gen orders the vectors as they were made, so that a
+-- reader loads only what is newer than what it holds.
+CREATE TABLE vectors(
+	id INTEGER PRIMARY KEY, -- the note's row
+	source TEXT NOT NULL,   -- note_blob:content_blob it was made from
+	model TEXT NOT NULL,
+	gen INTEGER NOT NULL,
+	vec BLOB NOT NULL
+);
+CREATE INDEX vectors_gen ON vectors(gen);
 -- What a file looked like on disk when its content was last known to equal
 -- the committed blob: a matching stat means no need to hash the file again.
 CREATE TABLE disk(

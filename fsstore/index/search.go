@@ -151,6 +151,87 @@ func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
 	}
 }
 
+// SearchAnyWord returns the notes that hold any of q's terms, best first by
+// BM25 of the terms they hold, for a query asked in plain words (a
+// question). Ranking reads every posting of every term ranked, so only the
+// rarest terms are ranked, as many as budget postings hold: a term most
+// notes hold weighs little in BM25 and costs the most. When even the
+// rarest is too common, it is Search with any term matching.
+func (s *Snapshot) SearchAnyWord(q SearchQuery, budget int) ([]Hit, error) {
+	type counted struct {
+		match string
+		notes int
+	}
+	var terms []counted
+	seen := map[string]bool{}
+	for _, t := range q.Terms {
+		m := t.match()
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		var n int
+		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, m, budget+1).
+			Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 && n <= budget {
+			terms = append(terms, counted{m, n})
+		}
+	}
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].notes < terms[j].notes })
+	var kept []string
+	postings := 0
+	for _, t := range terms {
+		if postings+t.notes > budget {
+			break
+		}
+		postings += t.notes
+		kept = append(kept, t.match)
+	}
+	if len(kept) == 0 {
+		q.AnyTerm = true
+		return s.Search(q)
+	}
+	match := strings.Join(kept, " OR ")
+	ranked := rankedMatch{match: match, rank: match}
+	for want := max(4*q.Limit, 40); ; want *= 8 {
+		hits, exhausted, err := s.searchCandidates(ranked, q.Scope, q.Limit, want)
+		if err != nil || len(hits) >= q.Limit || exhausted {
+			return hits, err
+		}
+	}
+}
+
+// HoldingIdentifiers returns the notes in scope, at most limit, that hold
+// every one of ids exactly (their squashed token in the ids column).
+func (s *Snapshot) HoldingIdentifiers(ids []string, scope Scope, limit int) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "ids : " + ftsString(note.Squash(id))
+	}
+	rows, err := s.t.Query(`SELECT n.key FROM fts JOIN notes n ON n.id = fts.rowid
+		WHERE fts MATCH ? AND n.present = 1 LIMIT ?`, strings.Join(parts, " AND "), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, err
+		}
+		if scope.contains(key) {
+			out[key] = true
+		}
+	}
+	return out, rows.Err()
+}
+
 // rankBudget bounds the work of ranking: matches times query terms. BM25
 // scores every match before it knows the best, each term of the query for
 // each match, about 10 ms for 1,000 matches of one term on 100,000 notes: a
@@ -272,6 +353,9 @@ func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int)
 	}
 	return hits, exhausted, nil
 }
+
+// Contains reports whether key is under one of the scope's prefixes.
+func (s Scope) Contains(key string) bool { return s.contains(key) }
 
 // contains reports whether key is under one of the scope's prefixes.
 func (s Scope) contains(key string) bool {

@@ -177,7 +177,7 @@ func (x *Tx) SetHead(hash gitver.Hash) error {
 // old index until the rebuild that follows commits.
 func (x *Tx) Reset() error {
 	x.fts = map[int64]*Text{}
-	for _, table := range []string{"meta", "commits", "changes", "notes", "links", "disk", "fts", "topics"} {
+	for _, table := range []string{"meta", "commits", "changes", "notes", "links", "disk", "fts", "topics", "vectors"} {
 		if _, err := x.exec("DELETE FROM " + table); err != nil {
 			return err
 		}

@@ -1,0 +1,250 @@
+package fsstore
+
+import (
+	"container/heap"
+	"errors"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/meaning"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// Search by meaning needs a vector for each note (package meaning). They
+// belong to the derived index, made off the write path: a watching server
+// makes those missing after writes, pulls and people's edits (one process
+// of the board at a time), reindex makes them all. Each process holds the
+// vectors in memory to search them, and loads what is newer before a
+// search.
+
+// embedBatch is how many notes' vectors are made and stored at a time.
+const embedBatch = 256
+
+// embedding is what a process knows of the vectors it made.
+type embedding struct {
+	mu sync.Mutex
+	// upTo is the cursor up to which every note has its vector, as far as
+	// this process made them; -1 before its first pass.
+	upTo int
+}
+
+// EmbedPending makes the vectors the index lacks: of notes new or changed
+// since the last pass, or of every note when the model changed or the
+// branch moved back. It returns how many it made; none when another
+// process of the board is making them, unless wait, which waits for it to
+// finish first. progress, if not nil, is told of each batch.
+func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error) {
+	lock, ok, err := w.embedLock(wait)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer lock.Close()
+	w.embed.mu.Lock()
+	defer w.embed.mu.Unlock()
+	_, cursor, err := w.idx.Head()
+	if err != nil {
+		return 0, err
+	}
+	since := w.embed.upTo
+	if since < 0 || cursor < since {
+		since = 0 // everything: the first pass, or the branch moved back
+	}
+	if since == cursor && w.embed.upTo >= 0 {
+		return 0, nil
+	}
+	made := 0
+	var after int64
+	for {
+		var batch []index.Unembedded
+		if err := w.idx.Read(func(s *index.Snapshot) error {
+			var err error
+			batch, err = s.Unembedded(meaning.Model, since, after, embedBatch)
+			return err
+		}); err != nil {
+			return made, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		vs := make([]index.NewVector, 0, len(batch))
+		for _, u := range batch {
+			text, err := w.meaningText(u.NoteBlob, u.ContentBlob)
+			if err != nil {
+				return made, err
+			}
+			v, _ := meaning.Embed(text) // no word known: a zero vector, near nothing
+			b := make([]byte, meaning.Dims)
+			for i, x := range v {
+				b[i] = byte(x)
+			}
+			vs = append(vs, index.NewVector{ID: u.ID, Source: u.Source(), Vec: b})
+		}
+		if err := w.idx.Update(func(tx *index.Tx) error { return tx.PutVectors(meaning.Model, vs) }); err != nil {
+			return made, err
+		}
+		made += len(vs)
+		after = batch[len(batch)-1].ID
+		if progress != nil {
+			progress(made)
+		}
+	}
+	w.embed.upTo = cursor
+	return made, nil
+}
+
+// embedLock takes the lock that lets one process of the board make vectors
+// at a time; ok is false when another holds it and not wait. Its file sits
+// beside the index, and is ignored by git as the index is.
+func (w *Workspace) embedLock(wait bool) (*os.File, bool, error) {
+	f, err := os.OpenFile(w.idx.Path()+"-vectors", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	how := unix.LOCK_EX | unix.LOCK_NB
+	if wait {
+		how = unix.LOCK_EX
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return f, true, nil
+}
+
+// meaningText is what a note's vector is made from: its digest and content.
+func (w *Workspace) meaningText(noteBlob, contentBlob gitver.Hash) (string, error) {
+	raw, err := w.repo.ReadBlob(noteBlob)
+	if err != nil {
+		return "", err
+	}
+	f, err := note.Parse(raw)
+	if err != nil {
+		return string(raw), nil // unreadable front matter: the whole file
+	}
+	content := string(f.Body)
+	if !contentBlob.IsZero() {
+		b, err := w.repo.ReadBlob(contentBlob)
+		if err != nil {
+			return "", err
+		}
+		content = f.ContentWith(b)
+	}
+	return f.Str(note.KeyDigest) + "\n" + content, nil
+}
+
+// vectorSet is the notes' vectors as this process holds them, by address.
+type vectorSet struct {
+	mu   sync.RWMutex
+	gen  int64 // the newest loaded
+	slot map[string]int
+	keys []string
+	vecs []meaning.Vector
+}
+
+// refresh loads the vectors made since the last look.
+func (vs *vectorSet) refresh(s *index.Snapshot) error {
+	vs.mu.RLock()
+	gen := vs.gen
+	vs.mu.RUnlock()
+	newer, err := s.VectorsSince(meaning.Model, gen)
+	if err != nil || len(newer) == 0 {
+		return err
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.slot == nil {
+		vs.slot = make(map[string]int, len(newer))
+	}
+	for _, v := range newer {
+		if v.Gen <= vs.gen || len(v.Vec) != meaning.Dims {
+			continue
+		}
+		var vec meaning.Vector
+		for i, b := range v.Vec {
+			vec[i] = int8(b)
+		}
+		if i, ok := vs.slot[v.Key]; ok {
+			vs.vecs[i] = vec
+			continue
+		}
+		vs.slot[v.Key] = len(vs.keys)
+		vs.keys = append(vs.keys, v.Key)
+		vs.vecs = append(vs.vecs, vec)
+	}
+	vs.gen = newer[len(newer)-1].Gen
+	return nil
+}
+
+// near is a note and its cosine to a query.
+type near struct {
+	key    string
+	cosine float64
+}
+
+// nearest returns the k notes in scope whose vectors are nearest q, nearest
+// first.
+func (vs *vectorSet) nearest(q *meaning.Vector, k int, scope index.Scope) []near {
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	h := &nearHeap{}
+	for i := range vs.vecs {
+		d := meaning.Dot(q, &vs.vecs[i])
+		if h.Len() == k && d <= (*h)[0].dot {
+			continue
+		}
+		if !scope.Contains(vs.keys[i]) {
+			continue
+		}
+		if h.Len() == k {
+			(*h)[0] = slotDot{i, d}
+			heap.Fix(h, 0)
+		} else {
+			heap.Push(h, slotDot{i, d})
+		}
+	}
+	out := make([]near, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		sd := heap.Pop(h).(slotDot)
+		out[i] = near{vs.keys[sd.slot], meaning.Cosine(sd.dot)}
+	}
+	return out
+}
+
+// cosines returns the cosine of q to each of keys that has a vector.
+func (vs *vectorSet) cosines(q *meaning.Vector, keys []string) map[string]float64 {
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	out := make(map[string]float64, len(keys))
+	for _, k := range keys {
+		if i, ok := vs.slot[k]; ok {
+			out[k] = meaning.Cosine(meaning.Dot(q, &vs.vecs[i]))
+		}
+	}
+	return out
+}
+
+type slotDot struct {
+	slot int
+	dot  int32
+}
+
+// nearHeap keeps the best k, the worst of them on top.
+type nearHeap []slotDot
+
+func (h nearHeap) Len() int           { return len(h) }
+func (h nearHeap) Less(i, j int) bool { return h[i].dot < h[j].dot }
+func (h nearHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *nearHeap) Push(x any)        { *h = append(*h, x.(slotDot)) }
+func (h *nearHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -209,7 +209,7 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	}
 	scale := func(x, lo, hi float64) float64 {
 		if hi <= lo {
-			return 0
+			return 1 // all alike
 		}
 		return (x - lo) / (hi - lo)
 	}

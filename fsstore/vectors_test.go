@@ -1,0 +1,165 @@
+package fsstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/meaning"
+)
+
+// meaningBoard holds notes about a few things, in the words of their
+// authors, each long enough to say what it is about.
+func meaningBoard(t *testing.T) *Workspace {
+	t.Helper()
+	w := newWorkspace(t, false)
+	for _, n := range []struct{ uri, digest, body string }{
+		{"ops/payments", "p99 of the payment client rose after the 1.10.19 deploy",
+			"Latency of charge calls to the card processor doubled at 14:02. Customers waited at checkout; " +
+				"the payment service timed out on retries and the purchase flow slowed down for every shopper."},
+		{"ops/garden", "The team planted trees in the park",
+			"Oak and birch along the river, and a hedge of hawthorn by the playground. The gardeners water them weekly."},
+		{"ops/db", "Replica lag grew to seconds",
+			"Postgres replication fell behind the primary during the nightly batch; reads from the replicas returned stale rows."},
+		{"people/hiring", "Two engineers join in March",
+			"Onboarding plan for the new hires: laptops, accounts, a mentor each, and the first week's reading."},
+	} {
+		put(t, w, n.uri, 0, n.digest, n.body)
+	}
+	return w
+}
+
+func embedAll(t *testing.T, w *Workspace) int {
+	t.Helper()
+	n, err := w.EmbedPending(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A question in other words than the note's finds it among the notes
+// that share words with it; a question about nothing on the board finds
+// nothing.
+func TestSearchByMeaning(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	if n := embedAll(t, w); n != 5 { // and run/state/current
+		t.Fatalf("made %d vectors, want 5", n)
+	}
+	if n := embedAll(t, w); n != 0 {
+		t.Errorf("made %d vectors again with nothing changed", n)
+	}
+	if got := search(t, w, "why did the checkout get slower for shoppers", ""); len(got) == 0 || got[0] != "ops/payments" {
+		t.Errorf("a question about checkout = %v; want the payments note first", got)
+	}
+	if got := search(t, w, "stale reads from database replicas", ""); len(got) == 0 || got[0] != "ops/db" {
+		t.Errorf("a question about replicas = %v; want the replication note first", got)
+	}
+	for _, q := range []string{"purple elephant banana", "recipe for chocolate cake"} {
+		if got := search(t, w, q, ""); len(got) != 0 {
+			t.Errorf("%q, which nothing on the board is about, = %v; want nothing", q, got)
+		}
+	}
+	// A changed note gets its vector again; a deleted one is not found.
+	put(t, w, "ops/garden", 1, "The team planted trees in the park", "Cherry trees this time, by the pond.")
+	if n := embedAll(t, w); n != 1 {
+		t.Errorf("made %d vectors after one note changed, want 1", n)
+	}
+}
+
+// An identifier in a question asks for the notes that hold exactly it:
+// they come first, whatever the rest of the question means.
+func TestSearchByMeaningKeepsIdentifiersFirst(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	put(t, w, "ops/flaky", 0, "A flaky test in the build", "cache_test.go fails one run in twenty on the shared runners.")
+	embedAll(t, w)
+	if got := search(t, w, "payment latency cache_test.go", ""); len(got) == 0 || got[0] != "ops/flaky" {
+		t.Errorf("a question with an identifier = %v; want the note that holds it first", got)
+	}
+}
+
+// What a token may not read is never found by its meaning either.
+func TestSearchByMeaningKeepsToTheTokensTopics(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	embedAll(t, w)
+	c := AgentCaller(&access.Agent{Name: "gardener", Read: []string{"ops/garden", "people"}})
+	for _, q := range []string{"why did the checkout get slower for shoppers", "stale reads from database replicas", "trees in the park"} {
+		hits, _, err := w.As(c).Search(q, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits {
+			if h.URI != w.uri("ops/garden") && h.URI != w.uri("people/hiring") {
+				t.Errorf("%q as the gardener finds %s", q, h.URI)
+			}
+		}
+	}
+}
+
+// The nearest vectors of the set are those a sort of every vector gives,
+// within the scope, on random vectors.
+func TestNearestAgreesWithASort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 1))
+	var vs vectorSet
+	vs.slot = map[string]int{}
+	for i := range 500 {
+		var v meaning.Vector
+		for d := range v {
+			v[d] = int8(rng.IntN(255) - 127)
+		}
+		key := fmt.Sprintf("%s/n%d", []string{"a", "b", "c"}[i%3], i)
+		vs.slot[key] = len(vs.keys)
+		vs.keys = append(vs.keys, key)
+		vs.vecs = append(vs.vecs, v)
+	}
+	for round := range 50 {
+		var q meaning.Vector
+		for d := range q {
+			q[d] = int8(rng.IntN(255) - 127)
+		}
+		scope := index.Scope{}
+		if round%2 == 1 {
+			scope.Prefixes = []string{"b"}
+		}
+		k := 1 + rng.IntN(40)
+		type kd struct {
+			key string
+			dot int32
+		}
+		var all []kd
+		for i, v := range vs.vecs {
+			if scope.Contains(vs.keys[i]) {
+				all = append(all, kd{vs.keys[i], meaning.Dot(&q, &v)})
+			}
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].dot > all[j].dot })
+		got := vs.nearest(&q, k, scope)
+		if len(got) != min(k, len(all)) {
+			t.Fatalf("round %d: %d nearest, want %d", round, len(got), min(k, len(all)))
+		}
+		for i, n := range got {
+			if want := meaning.Cosine(all[i].dot); n.cosine != want {
+				t.Fatalf("round %d: nearest %d has cosine %v, want %v", round, i, n.cosine, want)
+			}
+		}
+		if !slices.IsSortedFunc(got, func(a, b near) int {
+			switch {
+			case a.cosine > b.cosine:
+				return -1
+			case a.cosine < b.cosine:
+				return 1
+			}
+			return 0
+		}) {
+			t.Fatalf("round %d: not nearest first", round)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -189,32 +190,60 @@ type near struct {
 }
 
 // nearest returns the k notes in scope whose vectors are nearest q, nearest
-// first.
+// first. A large set is read in parts at once, one per processor.
 func (vs *vectorSet) nearest(q *meaning.Vector, k int, scope index.Scope) []near {
 	vs.mu.RLock()
 	defer vs.mu.RUnlock()
-	h := &nearHeap{}
-	for i := range vs.vecs {
+	parts := min(runtime.GOMAXPROCS(0), 1+len(vs.vecs)/nearestPart)
+	heaps := make([]nearHeap, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := p*len(vs.vecs)/parts, (p+1)*len(vs.vecs)/parts
+		wg.Go(func() { heaps[p] = vs.nearestIn(q, k, scope, from, to) })
+	}
+	wg.Wait()
+	h := heaps[0]
+	for _, other := range heaps[1:] {
+		for _, sd := range other {
+			if h.Len() < k {
+				heap.Push(&h, sd)
+			} else if sd.dot > h[0].dot {
+				h[0] = sd
+				heap.Fix(&h, 0)
+			}
+		}
+	}
+	out := make([]near, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		sd := heap.Pop(&h).(slotDot)
+		out[i] = near{vs.keys[sd.slot], meaning.Cosine(sd.dot)}
+	}
+	return out
+}
+
+// nearestPart is how many vectors are worth a processor of their own.
+const nearestPart = 20000
+
+// nearestIn keeps the k best of the slots from up to to, in scope, in a
+// heap with the worst on top.
+func (vs *vectorSet) nearestIn(q *meaning.Vector, k int, scope index.Scope, from, to int) nearHeap {
+	h := nearHeap{}
+	for i := from; i < to; i++ {
 		d := meaning.Dot(q, &vs.vecs[i])
-		if h.Len() == k && d <= (*h)[0].dot {
+		if h.Len() == k && d <= h[0].dot {
 			continue
 		}
 		if !scope.Contains(vs.keys[i]) {
 			continue
 		}
 		if h.Len() == k {
-			(*h)[0] = slotDot{i, d}
-			heap.Fix(h, 0)
+			h[0] = slotDot{i, d}
+			heap.Fix(&h, 0)
 		} else {
-			heap.Push(h, slotDot{i, d})
+			heap.Push(&h, slotDot{i, d})
 		}
 	}
-	out := make([]near, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		sd := heap.Pop(h).(slotDot)
-		out[i] = near{vs.keys[sd.slot], meaning.Cosine(sd.dot)}
-	}
-	return out
+	return h
 }
 
 // cosines returns the cosine of q to each of keys that has a vector.

@@ -110,6 +110,11 @@ func (ws *Watching) embedLoop() {
 		case <-tick.C:
 		}
 		_, err := ws.w.EmbedPending(false, nil)
+		if err == nil {
+			// Held in memory before a search needs them: loading a large
+			// board's takes longer than a search may.
+			err = ws.w.idx.Read(ws.w.vectors.refresh)
+		}
 		switch {
 		case err != nil && err.Error() != failing:
 			failing = err.Error()

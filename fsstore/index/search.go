@@ -1,8 +1,6 @@
 package index
 
 import (
-	"database/sql"
-	"errors"
 	"sort"
 	"strings"
 	"unicode"
@@ -280,13 +278,40 @@ func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
 	return r, nil
 }
 
+// cand is a match of a search: its note's row and its score.
+type cand struct {
+	id    int64
+	score float64
+}
+
+// candidateNotes reads the present notes of cands, by row, in one query.
+func (s *Snapshot) candidateNotes(cands []cand) (map[int64]Hit, error) {
+	ids := make([]any, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	found := make(map[int64]Hit, len(cands))
+	rows, err := s.t.Query(`SELECT n.id, n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+		WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND +n.present = 1`, ids...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var h Hit
+		if err := rows.Scan(&id, &h.Key, &h.Digest, &h.Superseded); err != nil {
+			return nil, err
+		}
+		found[id] = h
+	}
+	return found, rows.Err()
+}
+
 // searchCandidates takes the best want matches, ranked, then the newest
 // others unranked, and joins them with the notes.
 func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int) ([]Hit, bool, error) {
-	type cand struct {
-		id    int64
-		score float64
-	}
 	var cands []cand
 	seen := map[int64]bool{}
 	take := func(query string, args ...any) error {
@@ -324,23 +349,30 @@ func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int)
 	if len(cands) > want {
 		cands = cands[:want]
 	}
+	// The candidates' notes, best first, a batch at a time (one statement
+	// for each took longer to prepare than to run), until limit of them
+	// have no successor: a superseded note comes after the others, so
+	// those ranked below the limit-th that has none are never shown.
 	var hits []Hit
-	for _, c := range cands {
-		var h Hit
-		err := s.t.QueryRow(`SELECT n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
-			WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id = ? AND n.present = 1`, c.id).
-			Scan(&h.Key, &h.Digest, &h.Superseded)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
+	current := 0
+	for start := 0; start < len(cands) && current < limit; {
+		end := min(len(cands), start+max(limit, 20))
+		found, err := s.candidateNotes(cands[start:end])
 		if err != nil {
 			return nil, false, err
 		}
-		if !scope.contains(h.Key) {
-			continue
+		for _, c := range cands[start:end] {
+			h, ok := found[c.id]
+			if !ok || !scope.contains(h.Key) {
+				continue
+			}
+			h.Score = c.score
+			hits = append(hits, h)
+			if !h.Superseded {
+				current++
+			}
 		}
-		h.Score = c.score
-		hits = append(hits, h)
+		start = end
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].Superseded != hits[j].Superseded {

@@ -208,11 +208,16 @@ func isLower(s string) bool {
 
 // Dot is the dot product of two vectors: their cosine times VectorScale².
 func Dot(a, b *Vector) int32 {
-	var s int32
-	for i := range a {
-		s += int32(a[i]) * int32(b[i])
+	// Four sums at once: the loop is what a search by meaning spends its
+	// time on, once per note.
+	var s0, s1, s2, s3 int32
+	for i := 0; i < Dims; i += 4 {
+		s0 += int32(a[i]) * int32(b[i])
+		s1 += int32(a[i+1]) * int32(b[i+1])
+		s2 += int32(a[i+2]) * int32(b[i+2])
+		s3 += int32(a[i+3]) * int32(b[i+3])
 	}
-	return s
+	return s0 + s1 + s2 + s3
 }
 
 // Cosine is the cosine of two vectors, from their dot product.

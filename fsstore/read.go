@@ -47,6 +47,11 @@ func (w *Workspace) Cursor() (int, error) {
 	return w.readAtHead(func(*index.Snapshot) error { return nil })
 }
 
+// IndexedHead is the commit the index reflects now and its cursor, without
+// bringing the index to the branch first (Cursor does): for a look that
+// must not queue behind the writers for the index's write lock.
+func (w *Workspace) IndexedHead() (gitver.Hash, int, error) { return w.idx.Head() }
+
 // Get reads one note at the branch's head; withContent also returns its body
 // or table. A missing note is ErrNotFound.
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {

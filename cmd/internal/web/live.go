@@ -51,6 +51,7 @@ func (s *Server) look(stop <-chan struct{}) {
 	last, _ := s.ws.BranchHead()
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
+	var lagging time.Time // since when the index has lagged the branch
 	for {
 		select {
 		case <-stop:
@@ -61,8 +62,27 @@ func (s *Server) look(stop <-chan struct{}) {
 		if err != nil || head == last {
 			continue
 		}
+		// The board's cursor as the index has it: a writer brings the index
+		// to its commit right after the branch, so the next look finds it
+		// there. Only when no one has for a second does this look bring it,
+		// as that queues behind the writers.
+		indexed, cursor, err := s.ws.IndexedHead()
+		if err != nil {
+			continue
+		}
+		if indexed != head {
+			if lagging.IsZero() {
+				lagging = time.Now()
+			}
+			if time.Since(lagging) < time.Second {
+				continue
+			}
+			if cursor, err = s.ws.Cursor(); err != nil {
+				continue
+			}
+		}
+		lagging = time.Time{}
 		last = head
-		cursor, _ := s.ws.Cursor()
 		m := &s.moves
 		m.mu.Lock()
 		moved := m.next

@@ -39,6 +39,7 @@ type Server struct {
 	// poll is how often the event streams look whether the branch moved.
 	poll  time.Duration
 	moves moves
+	parts parts
 }
 
 // New returns the page server of ws; tls says whether people reach it over
@@ -89,7 +90,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // login form without a token.
 func (s *Server) reader(h func(http.ResponseWriter, *http.Request, *fsstore.View)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := s.caller(r)
+		caller, reader, ok := s.caller(r)
 		if !ok {
 			if r.URL.Path == "/events" {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -98,32 +99,38 @@ func (s *Server) reader(h func(http.ResponseWriter, *http.Request, *fsstore.View
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
-		h(w, r, s.ws.As(caller))
+		v := s.ws.As(caller)
+		if r.Header.Get("X-Part") == "main" && r.Method == http.MethodGet {
+			s.servePart(w, r, reader, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, v) }))
+			return
+		}
+		h(w, r, v)
 	})
 }
 
 // caller is the person asking: the open caller on a board without access
 // file, else the agent of the token in the cookie (or a bearer header).
-func (s *Server) caller(r *http.Request) (*fsstore.Caller, bool) {
+// reader says who that is and what they may read, for parts made for them.
+func (s *Server) caller(r *http.Request) (c *fsstore.Caller, reader string, ok bool) {
 	af, _, err := s.ws.Access()
 	if err != nil {
-		return nil, false
+		return nil, "", false
 	}
 	if af == nil {
-		return fsstore.OpenCaller("person"), true
+		return fsstore.OpenCaller("person"), "", true
 	}
 	token := BearerToken(r)
 	if c, err := r.Cookie(tokenCookie); err == nil {
 		token = c.Value
 	}
 	if token == "" {
-		return nil, false
+		return nil, "", false
 	}
 	agent, ok := af.Authenticate(token)
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
-	return fsstore.AgentCaller(agent), true
+	return fsstore.AgentCaller(agent), agent.Name + "\x00" + strings.Join(agent.Read, "\x00"), true
 }
 
 // BearerToken is the token of a request's "Authorization: Bearer" header,

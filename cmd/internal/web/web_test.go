@@ -127,9 +127,18 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 	if code, _ = get(t, h, "/t/research/none"); code != 404 {
 		t.Errorf("a missing folder: %d", code)
 	}
-	// The live update's request gets the main part alone.
+	// The live update's request gets the main part alone, made again once
+	// the board moved.
 	if _, part := get(t, h, "/t/research", "X-Part", "main"); strings.Contains(part, "<html") || !strings.Contains(part, "research/cache") {
 		t.Errorf("the main part:\n%s", part)
+	}
+	v := w.As(fsstore.OpenCaller("writer"))
+	body, two := "new", 2 // the link made it v2
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised after the page was made", Body: &body, ExpectVersion: &two}); err != nil {
+		t.Fatal(err)
+	}
+	if _, part := get(t, h, "/t/research", "X-Part", "main"); !strings.Contains(part, "revised after the page was made") {
+		t.Errorf("the main part after a write:\n%s", part)
 	}
 }
 
@@ -195,6 +204,16 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	if code, page := get(t, h, "/t/research", dba...); code != 200 || !strings.Contains(page, `db/</a> <span class="count">2</span>`) ||
 		strings.Contains(page, "research/cache") || strings.Contains(page, "research/big") {
 		t.Errorf("a topic for part of it: %d\n%s", code, page)
+	}
+	// The live updates' parts, made once for each reader at a cursor, are
+	// never another reader's.
+	for range 2 {
+		if _, part := get(t, h, "/", append([]string{"X-Part", "main"}, dba...)...); strings.Contains(part, "research/cache") {
+			t.Errorf("the dba's live part of the board shows research/cache:\n%s", part)
+		}
+		if _, part := get(t, h, "/", append([]string{"X-Part", "main"}, auth...)...); !strings.Contains(part, "research/cache") {
+			t.Errorf("the reader's live part of the board lacks research/cache:\n%s", part)
+		}
 	}
 	if code, _ := get(t, h, "/", "Cookie", tokenCookie+"=wrong"); code != http.StatusSeeOther {
 		t.Errorf("a wrong token: %d", code)

@@ -70,12 +70,7 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 				hits[i].Superseded = hits[i].Superseded || v.c.CanRead(b.Src)
 			}
 		}
-		sort.SliceStable(hits, func(i, j int) bool {
-			if hits[i].Superseded != hits[j].Superseded {
-				return !hits[i].Superseded
-			}
-			return hits[i].Score > hits[j].Score
-		})
+		sort.SliceStable(hits, func(i, j int) bool { return index.Before(hits[i], hits[j]) })
 		return err
 	})
 	if err != nil {
@@ -238,15 +233,10 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if exact[hits[i].Key] != exact[hits[j].Key] {
-			return exact[hits[i].Key]
-		}
-		if hits[i].Superseded != hits[j].Superseded {
-			return !hits[i].Superseded
-		}
-		return hits[i].Score > hits[j].Score
-	})
+	for i := range hits {
+		hits[i].Exact = exact[hits[i].Key]
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return index.Before(hits[i], hits[j]) })
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
 	}

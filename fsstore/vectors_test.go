@@ -83,6 +83,14 @@ func TestSearchByMeaningKeepsIdentifiersFirst(t *testing.T) {
 	if got := search(t, w, "payment latency cache_test.go", ""); len(got) == 0 || got[0] != "ops/flaky" {
 		t.Errorf("a question with an identifier = %v; want the note that holds it first", got)
 	}
+	// Also for a token that reads part of the board.
+	hits, _, err := w.As(AgentCaller(&access.Agent{Name: "ops", Read: []string{"ops"}})).Search("payment latency cache_test.go", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].URI != w.uri("ops/flaky") {
+		t.Errorf("a question with an identifier, for a token of ops = %v; want the note that holds it first", hits)
+	}
 }
 
 // What a token may not read is never found by its meaning either.

@@ -110,6 +110,21 @@ type Hit struct {
 	Digest     string
 	Score      float64 // higher is better
 	Superseded bool
+	// Exact is set on a note that holds every identifier of a question
+	// searched by meaning as well: it comes before the others.
+	Exact bool
+}
+
+// Before orders hits: exact ones first, then those without a successor,
+// then by score.
+func Before(a, b Hit) bool {
+	if a.Exact != b.Exact {
+		return a.Exact
+	}
+	if a.Superseded != b.Superseded {
+		return !a.Superseded
+	}
+	return a.Score > b.Score
 }
 
 // Column weights for BM25: the digest is what an author chose to say, so it

@@ -29,8 +29,10 @@ const embedBatch = 256
 type embedding struct {
 	mu sync.Mutex
 	// upTo is the cursor up to which every note has its vector, as far as
-	// this process made them; -1 before its first pass.
-	upTo int
+	// this process made them, and upToHead its commit; -1 before its first
+	// pass.
+	upTo     int
+	upToHead gitver.Hash
 }
 
 // EmbedPending makes the vectors the index lacks: of notes new or changed
@@ -46,16 +48,18 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 	defer lock.Close()
 	w.embed.mu.Lock()
 	defer w.embed.mu.Unlock()
-	_, cursor, err := w.idx.Head()
+	head, cursor, err := w.idx.Head()
 	if err != nil {
 		return 0, err
 	}
-	since := w.embed.upTo
-	if since < 0 || cursor < since {
-		since = 0 // everything: the first pass, or the branch moved back
-	}
-	if since == cursor && w.embed.upTo >= 0 {
+	if w.embed.upTo >= 0 && head == w.embed.upToHead {
 		return 0, nil
+	}
+	since := w.embed.upTo
+	if since < 0 || cursor <= since {
+		// Everything: the first pass, or the branch moved back (and maybe
+		// forward again as far), where a note's last change may be older.
+		since = 0
 	}
 	made := 0
 	var after int64
@@ -93,7 +97,7 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 			progress(made)
 		}
 	}
-	w.embed.upTo = cursor
+	w.embed.upTo, w.embed.upToHead = cursor, head
 	return made, nil
 }
 

@@ -66,10 +66,19 @@ func TestSearchByMeaning(t *testing.T) {
 			t.Errorf("%q, which nothing on the board is about, = %v; want nothing", q, got)
 		}
 	}
-	// A changed note gets its vector again; a deleted one is not found.
+	// A changed note gets its vector again, and again when a person's
+	// reset takes the change back.
+	before := fixtures.Git(t, w.Dir(), "rev-parse", "HEAD")
 	put(t, w, "ops/garden", 1, "The team planted trees in the park", "Cherry trees this time, by the pond.")
 	if n := embedAll(t, w); n != 1 {
 		t.Errorf("made %d vectors after one note changed, want 1", n)
+	}
+	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", before)
+	if _, err := w.Cursor(); err != nil { // the index follows the branch
+		t.Fatal(err)
+	}
+	if n := embedAll(t, w); n != 1 {
+		t.Errorf("made %d vectors after a reset took one note's change back, want 1", n)
 	}
 }
 

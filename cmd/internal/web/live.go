@@ -94,9 +94,9 @@ func (s *Server) look(stop <-chan struct{}) {
 
 // events streams "now" with the board's cursor, then "moved" with the new
 // one whenever the branch moves (an agent's write from any process, a
-// person's commit, a pull): the page then fetches its main part again. A comment every 15 seconds keeps
-// proxies from closing an idle stream; the browser reconnects by itself
-// after a restart.
+// person's commit, a pull): the page then fetches its main part again. A
+// comment every 15 seconds keeps proxies from closing an idle stream; the
+// browser reconnects by itself after a restart.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *fsstore.View) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {

@@ -9,9 +9,10 @@ import (
 )
 
 // When the branch moves, every open page fetches its main part again
-// (live.js): twenty pages of the board at one cursor ask for the same part,
-// and parts makes it once. A part is kept for the cursor it was made at and
-// the reader it was made for, and forgotten when the board moves on.
+// (live.js): twenty pages of the board at one commit ask for the same part,
+// and parts makes it once. A part is kept for the branch's commit it was
+// made at and the reader it was made for, and forgotten when the branch
+// moves on.
 type parts struct {
 	mu     sync.Mutex
 	head   gitver.Hash              // the branch's commit the parts were made at
@@ -19,7 +20,7 @@ type parts struct {
 	making map[string]chan struct{} // closed when the part is made
 }
 
-// partsKept bounds the parts kept at one cursor.
+// partsKept bounds the parts kept at one commit.
 const partsKept = 256
 
 // servePart answers a live update's request for a page's main part from

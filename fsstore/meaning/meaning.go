@@ -92,29 +92,33 @@ func parseTable(b []byte) *table {
 	}
 	// The numbers are read where the program holds them, not copied.
 	t.nums = unsafe.Slice((*int8)(unsafe.Pointer(&b[p])), n*Dims)
-	// What every text shares: the mean direction of the words as they
-	// come in text, each by its probability and weight. It is taken out of
-	// each text's vector, so that what is left says what the text is
-	// about, not that it is English prose.
-	{
-		var u [Dims]float64
-		for i := range n {
-			prob := 1 / (float64(i+1) * h)
-			k := prob * float64(t.weight[i]) * float64(t.scales[i])
-			for d := range Dims {
-				u[d] += k * float64(t.nums[i*Dims+d])
-			}
-		}
-		var norm float64
-		for _, x := range u {
-			norm += x * x
-		}
-		norm = math.Sqrt(norm)
-		for d := range u {
-			t.common[d] = float32(u[d] / norm)
+	t.common = commonDirection(t, h)
+	return t
+}
+
+// commonDirection is what every text shares: the mean direction of the
+// words as they come in text, each by its probability and weight. It is
+// taken out of each text's vector, so that what is left says what the text
+// is about, not that it is English prose. h is the table's harmonic number.
+func commonDirection(t *table, h float64) [Dims]float32 {
+	var u [Dims]float64
+	for i := range t.weight {
+		prob := 1 / (float64(i+1) * h)
+		k := prob * float64(t.weight[i]) * float64(t.scales[i])
+		for d := range Dims {
+			u[d] += k * float64(t.nums[i*Dims+d])
 		}
 	}
-	return t
+	var norm float64
+	for _, x := range u {
+		norm += x * x
+	}
+	norm = math.Sqrt(norm)
+	var out [Dims]float32
+	for d := range u {
+		out[d] = float32(u[d] / norm)
+	}
+	return out
 }
 
 // maxWords bounds the words of one text that count: a note's first few

@@ -180,3 +180,25 @@ func TestNearestAgreesWithASort(t *testing.T) {
 		}
 	}
 }
+
+// Two notes that hold the query's one shared word alike tie by their words:
+// the vectors decide, for the note about what the question means. Without
+// the vectors made, the tie stands (the older note first), so the order
+// below comes from the meaning.
+func TestMeaningDecidesBetweenEqualWordMatches(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "ops/garden", 0, "The garden is slow", "roses beside the river bloom late")
+	put(t, w, "ops/basket", 0, "The checkout is slow", "customers paying by card wait long")
+	for _, q := range []string{"slow shopping", "slow purchases", "slow online sales"} {
+		if got := search(t, w, q, ""); len(got) != 2 || got[0] != "ops/garden" {
+			t.Fatalf("%q before the vectors = %v; want the tie, the older note first", q, got)
+		}
+	}
+	embedAll(t, w)
+	for _, q := range []string{"slow shopping", "slow purchases", "slow online sales"} {
+		if got := search(t, w, q, ""); len(got) != 2 || got[0] != "ops/basket" {
+			t.Errorf("%q = %v; want the checkout note first, by its meaning", q, got)
+		}
+	}
+}

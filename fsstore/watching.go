@@ -102,7 +102,8 @@ const embedEvery = time.Second
 func (ws *Watching) embedLoop() {
 	tick := time.NewTicker(embedEvery)
 	defer tick.Stop()
-	failing := ""
+	failing := failureLog{logf: ws.logf, what: "search by meaning",
+		meanwhile: "notes are found by their words meanwhile", again: "working again"}
 	for {
 		select {
 		case <-ws.stop:
@@ -115,14 +116,26 @@ func (ws *Watching) embedLoop() {
 			// board's takes longer than a search may.
 			err = ws.w.idx.Read(ws.w.vectors.refresh)
 		}
-		switch {
-		case err != nil && err.Error() != failing:
-			failing = err.Error()
-			ws.logf("search by meaning: %v; notes are found by their words meanwhile", err)
-		case err == nil && failing != "":
-			failing = ""
-			ws.logf("search by meaning: working again")
-		}
+		failing.note(err)
+	}
+}
+
+// failureLog logs a background task's failure when it first happens and
+// when it ends, not every time.
+type failureLog struct {
+	logf                   func(format string, args ...any)
+	what, meanwhile, again string
+	last                   string // the failure now, "" for none
+}
+
+func (f *failureLog) note(err error) {
+	switch {
+	case err != nil && err.Error() != f.last:
+		f.last = err.Error()
+		f.logf("%s: %v; %s", f.what, err, f.meanwhile)
+	case err == nil && f.last != "":
+		f.last = ""
+		f.logf("%s: %s", f.what, f.again)
 	}
 }
 
@@ -137,7 +150,8 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	failing := ""
+	failing := failureLog{logf: ws.logf, what: "remote",
+		meanwhile: "reads are served from this clone as it is, and writes wait for the remote", again: "reachable again"}
 	for {
 		select {
 		case <-ws.stop:
@@ -152,16 +166,10 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			continue
 		}
 		err := ws.w.FetchRemote(ctx)
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case err != nil && err.Error() != failing:
-			failing = err.Error()
-			ws.logf("remote: %v; reads are served from this clone as it is, and writes wait for the remote", err)
-		case err == nil && failing != "":
-			failing = ""
-			ws.logf("remote: reachable again")
 		}
+		failing.note(err)
 	}
 }
 

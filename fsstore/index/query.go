@@ -21,6 +21,18 @@ type Scope struct {
 // byte after "p/", keeping p itself and what starts with "p/" ("p-x" and
 // "p.x" sort between the two).
 func (s Scope) where() (cond string, args []any, byKey bool) {
+	return s.conditions(false)
+}
+
+// whereKeys is where with a topic t as the range of addresses from "t/" up
+// to "t0": a condition on the key alone, which an index of keys answers
+// without reading the notes' rows.
+func (s Scope) whereKeys() (cond string, args []any) {
+	cond, args, _ = s.conditions(true)
+	return cond, args
+}
+
+func (s Scope) conditions(topicsAsKeys bool) (cond string, args []any, byKey bool) {
 	if s.Prefixes == nil {
 		return "1", nil, false
 	}
@@ -30,39 +42,20 @@ func (s Scope) where() (cond string, args []any, byKey bool) {
 	var parts []string
 	byKey = true
 	for _, p := range s.Prefixes {
-		if !strings.Contains(p, "/") {
+		switch {
+		case strings.Contains(p, "/"):
+			parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
+			args = append(args, p, p+"0", p, p+"/") // '0' is the byte after '/'
+		case topicsAsKeys:
+			parts = append(parts, "(key >= ? AND key < ?)")
+			args = append(args, p+"/", p+"0")
+		default:
 			parts = append(parts, "topic = ?")
 			args = append(args, p)
 			byKey = false
-			continue
 		}
-		parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
-		args = append(args, p, p+"0", p, p+"/") // '0' is the byte after '/'
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", args, byKey
-}
-
-// whereKeys is where with a topic t as the range of addresses from "t/" up
-// to "t0": a condition on the key alone, which an index of keys answers
-// without reading the notes' rows.
-func (s Scope) whereKeys() (cond string, args []any) {
-	if s.Prefixes == nil {
-		return "1", nil
-	}
-	if len(s.Prefixes) == 0 {
-		return "0", nil
-	}
-	var parts []string
-	for _, p := range s.Prefixes {
-		if !strings.Contains(p, "/") {
-			parts = append(parts, "(key >= ? AND key < ?)")
-			args = append(args, p+"/", p+"0")
-			continue
-		}
-		parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
-		args = append(args, p, p+"0", p, p+"/")
-	}
-	return "(" + strings.Join(parts, " OR ") + ")", args
 }
 
 // present is the condition that a note is on the branch. Beside a scope of

@@ -416,10 +416,8 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 	if err != nil {
 		return seq, err
 	}
-	// The notes' vectors, made again from the start.
-	w.embed.mu.Lock()
-	w.embed.upTo = -1
-	w.embed.mu.Unlock()
+	// The notes' vectors, made again from the start (Reset forgot them
+	// and where the last pass finished).
 	_, err = w.EmbedPending(true, func(done int) {
 		if progress != nil {
 			progress("vectors", done, 0)

@@ -18,27 +18,19 @@ import (
 // Search by meaning needs a vector for each note (package meaning). They
 // belong to the derived index, made off the write path: a watching server
 // makes those missing after writes, pulls and people's edits (one process
-// of the board at a time), reindex makes them all. Each process holds the
+// of the board at a time, each pass going on from where the last one of
+// any process finished), reindex makes them all. Each process holds the
 // vectors in memory to search them, and loads what is newer before a
 // search.
 
 // embedBatch is how many notes' vectors are made and stored at a time.
 const embedBatch = 256
 
-// embedding is what a process knows of the vectors it made.
-type embedding struct {
-	mu sync.Mutex
-	// upTo is the cursor up to which every note has its vector, as far as
-	// this process made them, and upToHead its commit; -1 before its first
-	// pass.
-	upTo     int
-	upToHead gitver.Hash
-}
-
 // EmbedPending makes the vectors the index lacks: of notes new or changed
-// since the last pass, or of every note when the model changed or the
-// branch moved back. It returns how many it made; none when another
-// process of the board is making them, unless wait, which waits for it to
+// since the last pass of any process of the board (the index records where
+// it finished), or of every note when there was none, the model changed or
+// the branch moved back past it. It returns how many it made; none when
+// another process is making them, unless wait, which waits for it to
 // finish first. progress, if not nil, is told of each batch.
 func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error) {
 	lock, ok, err := w.embedLock(wait)
@@ -46,20 +38,20 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 		return 0, err
 	}
 	defer lock.Close()
-	w.embed.mu.Lock()
-	defer w.embed.mu.Unlock()
-	head, cursor, err := w.idx.Head()
+	head, _, err := w.idx.Head()
 	if err != nil {
 		return 0, err
 	}
-	if w.embed.upTo >= 0 && head == w.embed.upToHead {
-		return 0, nil
+	var madeHead gitver.Hash
+	var since int
+	if err := w.idx.Read(func(s *index.Snapshot) error {
+		madeHead, since, err = s.VectorsMade(meaning.Model)
+		return err
+	}); err != nil {
+		return 0, err
 	}
-	since := w.embed.upTo
-	if since < 0 || cursor <= since {
-		// Everything: the first pass, or the branch moved back (and maybe
-		// forward again as far), where a note's last change may be older.
-		since = 0
+	if madeHead == head && !head.IsZero() {
+		return 0, nil
 	}
 	made := 0
 	var after int64
@@ -97,8 +89,7 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 			progress(made)
 		}
 	}
-	w.embed.upTo, w.embed.upToHead = cursor, head
-	return made, nil
+	return made, w.idx.Update(func(tx *index.Tx) error { return tx.SetVectorsMade(meaning.Model, head) })
 }
 
 // embedLock takes the lock that lets one process of the board make vectors

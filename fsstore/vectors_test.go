@@ -55,6 +55,18 @@ func TestSearchByMeaning(t *testing.T) {
 	if n := embedAll(t, w); n != 0 {
 		t.Errorf("made %d vectors again with nothing changed", n)
 	}
+	// Another process of the board goes on from where this one finished,
+	// without looking at every note again.
+	other := openWorkspace(t, w.Dir(), false)
+	if n := embedAll(t, other); n != 0 {
+		t.Errorf("another process made %d vectors again with nothing changed", n)
+	}
+	put(t, other, "ops/db", 1, "Replica lag grew to seconds", "Postgres replication fell behind during the nightly batch.")
+	if n := embedAll(t, w); n != 1 {
+		t.Errorf("made %d vectors after another process changed one note, want 1", n)
+	}
+	put(t, w, "ops/db", 2, "Replica lag grew to seconds", "Postgres replication fell behind the primary during the nightly batch; reads from the replicas returned stale rows.")
+	embedAll(t, w)
 	if got := search(t, w, "why did the checkout get slower for shoppers", ""); len(got) == 0 || got[0] != "ops/payments" {
 		t.Errorf("a question about checkout = %v; want the payments note first", got)
 	}

@@ -68,9 +68,8 @@ type Workspace struct {
 	// displaced watches the files writes replaced while a person may still
 	// write into them (see displaced.go).
 	displaced displacedFiles
-	// embed and vectors are the notes' meaning: the vectors this process
-	// made, and those it holds to search (vectors.go).
-	embed   embedding
+	// vectors are the notes' meaning as this process holds them to
+	// search (vectors.go).
 	vectors vectorSet
 	// remote is the remote the board's branch follows, "" for none: a
 	// write counts once it took it (see remote.go).
@@ -197,7 +196,6 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
 	w.edits.oneShot = opts.OneShot
-	w.embed.upTo = -1
 	w.pub.gitDir = repo.GitDir()
 	w.pending = pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: w.logf}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {

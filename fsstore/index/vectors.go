@@ -3,6 +3,7 @@ package index
 import (
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -124,4 +125,37 @@ func (s *Snapshot) VectorsSince(model string, gen int64) ([]StoredVector, error)
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// VectorsMade is the indexed commit up to which every present note had its
+// vector by model when the last pass of any process finished, and its
+// cursor; zero when there was none, or when that commit is no longer in the
+// index (the branch moved back past it): then every note is looked at.
+func (s *Snapshot) VectorsMade(model string) (gitver.Hash, int, error) {
+	var v string
+	err := s.t.QueryRow("SELECT value FROM meta WHERE key='vectors_made'").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gitver.ZeroHash, 0, nil
+	}
+	if err != nil {
+		return gitver.ZeroHash, 0, err
+	}
+	m, h, ok := strings.Cut(v, " ")
+	head, perr := gitver.ParseHash(h)
+	if !ok || m != model || perr != nil {
+		return gitver.ZeroHash, 0, nil
+	}
+	c, ok, err := s.CommitOf(head)
+	if err != nil || !ok {
+		return gitver.ZeroHash, 0, err
+	}
+	return head, c.Seq, nil
+}
+
+// SetVectorsMade records that every present note had its vector by model
+// at the indexed commit head.
+func (x *Tx) SetVectorsMade(model string, head gitver.Hash) error {
+	_, err := x.exec("INSERT INTO meta(key,value) VALUES('vectors_made',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+		model+" "+head.String())
+	return err
 }

@@ -32,7 +32,8 @@
 //	                   unplaced.go (files a checkout left older than the branch),
 //	                   displaced.go (text written into a file a write replaced),
 //	                   checkouts.go
-//	remote             remote.go (push, follow, rebuild, carry a person's merge)
+//	remote             remote.go (push, follow, rebuild, carry a person's merge),
+//	                   turns.go (clones that lost a race to push go first)
 //	reads              read.go, list.go, search.go, changes.go
 //
 // The board's format (addresses, note files, tables, commit messages) is

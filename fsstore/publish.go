@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,6 +43,9 @@ type publisher struct {
 	// lastChain is how many writes, of any process, the last push of this
 	// process carried, and lastAt when (Unix nanoseconds).
 	lastChain, lastAt atomic.Int64
+	// turns is this process's part in taking turns with other clones
+	// (turns.go); guarded by the publish lock.
+	turns turns
 	// building is the file of buildingName, opened once.
 	building     *os.File
 	openBuilding sync.Once
@@ -95,9 +97,17 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		}
 		if lost == 0 {
 			w.pacePush()
-			if head, err = w.repo.Head(); err != nil {
+		}
+		if w.remote != "" && w.pub.turns.yield(w.repo, w.remote) {
+			// The clone that waited has likely pushed meanwhile: what it
+			// pushed is fetched now, rather than learned from a refusal.
+			if err := w.followRemoteWithPending(head, nil); err != nil {
 				return false, nil, err
 			}
+			continue
+		}
+		if head, err = w.repo.Head(); err != nil {
+			return false, nil, err
 		}
 		// The chain as it is now: writes built while this one waited
 		// join. It is read without the write lock: the file is replaced
@@ -125,6 +135,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		}
 		err = w.pushChain(tip)
 		if err == nil {
+			w.pub.turns.won()
 			// The remote holds the chain: its writes stand, whatever
 			// happens here. Without a remote, they stand once the branch
 			// holds them.
@@ -198,19 +209,19 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			}
 			return false, nil, w.remoteFailure(err)
 		}
-		if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
-			if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
-				return false, nil, lerr
-			}
-			return false, nil, w.remoteFailure(err)
+		// Another clone pushed first, or announced that it waits for its
+		// turn (then this clone holds its next push back, in yield above).
+		othersWait := errors.Is(err, gitver.ErrOthersWaiting)
+		var announce func()
+		if !othersWait {
+			w.pub.turns.lost()
+			announce = func() { w.pub.turns.announce(w.repo, w.remote, w.logf) }
 		}
-		if err := w.withWriteLock(func() error {
-			if err := w.followRemoteLocked(); err != nil {
-				return err
-			}
-			return w.rebasePending(head)
-		}); err != nil {
+		if err := w.followRemoteWithPending(head, announce); err != nil {
 			return false, nil, err
+		}
+		if othersWait {
+			continue
 		}
 		lost++
 		if lost == 1 {
@@ -220,8 +231,31 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			return false, nil, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
 				lost, maxRemoteRace)
 		}
-		time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
 	}
+}
+
+// followRemoteWithPending fetches, brings the local branch to the
+// remote's, and rebases the pending writes (built on head) on it, with
+// alongside (if any) run meanwhile, once the fetch is done. A fetch that
+// fails drops the pending writes: none of them is acknowledged.
+func (w *Workspace) followRemoteWithPending(head gitver.Hash, alongside func()) error {
+	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
+		if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
+			return lerr
+		}
+		return w.remoteFailure(err)
+	}
+	var g errgroup.Group
+	if alongside != nil {
+		g.Go(func() error { alongside(); return nil })
+	}
+	err := w.withWriteLock(func() error {
+		if err := w.followRemoteLocked(); err != nil {
+			return err
+		}
+		return w.rebasePending(head)
+	})
+	return errors.Join(err, g.Wait())
 }
 
 // pushChain pushes tip when it holds what the clone last knew of the
@@ -238,7 +272,7 @@ func (w *Workspace) pushChain(tip gitver.Hash) error {
 	if !holds {
 		return gitver.ErrRemoteMoved
 	}
-	return w.repo.Push(context.Background(), w.remote, tip)
+	return w.pub.turns.push(w.repo, w.remote, tip)
 }
 
 // Writers of several processes commit together (queue.go) only when

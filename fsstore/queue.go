@@ -3,7 +3,6 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -291,7 +290,6 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 					lost, maxRemoteRace))
 				return
 			}
-			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
 		}
 		open = next
 	}

@@ -42,6 +42,8 @@
 //   - worktree.go: how the work tree stands (merging, another branch
 //     checked out), info/exclude, the commit checked out;
 //   - remote.go: remotes (fetch, push, clone, ssh), ancestry, merge commits;
+//   - turns.go: the turns ref beside the branch on a remote, where clones
+//     that lost a race to push say so, and every push's lease on it;
 //   - maintenance.go: when to run git's gc.
 //
 // A Repo is safe for concurrent use inside one process. Across processes the

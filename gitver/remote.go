@@ -232,7 +232,7 @@ func (r *Repo) Fetch(ctx context.Context, remote string) error {
 		// No auto maintenance: MaybeMaintain packs the clone's objects,
 		// and a busy board fetches several times a second.
 		_, stderr, err = gitCommand(ctx, r.dir, "fetch", "--no-progress", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance", remote,
-			r.branch+":"+r.TrackingRef(remote))
+			r.branch+":"+r.TrackingRef(remote), turnsRefspec(remote))
 		// Another fetch (a server's background one) moved the tracking
 		// ref meanwhile: fetch again.
 		if err == nil || !strings.Contains(stderr, "unable to update local ref") || ctx.Err() != nil {
@@ -264,39 +264,104 @@ func (r *Repo) Push(ctx context.Context, remote string, commit Hash) error {
 	if err != nil {
 		return err
 	}
-	return r.PushOver(ctx, remote, commit, expected)
+	return r.push(ctx, remote, commit, expected, nil)
+}
+
+// PushTaking is Push by a clone that announced it waits for its turn
+// (turns.go): the push also says, on the turns ref, that the clone took
+// its turn, so that the others no longer hold their pushes back for it.
+func (r *Repo) PushTaking(ctx context.Context, remote string, commit Hash, t Turn) error {
+	expected, err := r.Tracking(remote)
+	if err != nil {
+		return err
+	}
+	t.Taken = true
+	return r.push(ctx, remote, commit, expected, &t)
 }
 
 // PushOver is Push with the lease given: the remote's branch must be at
 // expected.
 func (r *Repo) PushOver(ctx context.Context, remote string, commit, expected Hash) error {
+	return r.push(ctx, remote, commit, expected, nil)
+}
+
+// push pushes commit as the remote's branch, with the lease expected, and
+// the turns ref at the turn this clone knows, or at taken, a turn that
+// follows it.
+func (r *Repo) push(ctx context.Context, remote string, commit, expected Hash, taken *Turn) error {
 	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
 	defer cancel()
 	lease := "--force-with-lease=" + r.branch + ":"
 	if !expected.IsZero() {
 		lease += expected.String()
 	}
+	args := []string{"push", "--porcelain", "--quiet", lease}
+	refspecs := []string{commit.String() + ":" + r.branch}
+	if !r.noAtomic.Load() {
+		// Refused, too, when a clone announced since the last fetch that
+		// it waits for its turn (turns.go).
+		turnLease, turnRefspec, err := r.turnLease(remote, taken)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--atomic", turnLease)
+		refspecs = append(refspecs, turnRefspec)
+	}
 	r.stamp(pushedName)
-	stdout, stderr, err := gitCommand(ctx, r.dir, "push", "--porcelain", "--quiet", lease, remote, commit.String()+":"+r.branch)
+	stdout, stderr, err := gitCommand(ctx, r.dir, append(append(args, remote), refspecs...)...)
 	if err == nil {
 		r.synced()
-		return r.setTracking(remote, commit)
+		return errors.Join(r.setRef(r.TrackingRef(remote), commit), r.setRef(r.turnsTracking(remote), r.turnValue(refspecs)))
 	}
+	if len(refspecs) > 1 && strings.Contains(stderr, "does not support --atomic") {
+		// A remote that cannot update two refs at once: no turns there.
+		r.noAtomic.Store(true)
+		return r.push(ctx, remote, commit, expected, nil)
+	}
+	refused := map[string]string{} // the refused refs, with what git said
 	for _, line := range strings.Split(stdout, "\n") {
-		if !strings.HasPrefix(line, "!\t") {
-			continue
+		if fields := strings.Split(line, "\t"); len(fields) == 3 && fields[0] == "!" {
+			_, dst, _ := strings.Cut(fields[1], ":")
+			refused[dst] = fields[2]
 		}
-		// Refused because the remote's branch is elsewhere: found when
-		// the push began (stale info: not where the lease said), or when the
-		// remote moved the branch, by another push that won the race for
-		// its lock (failed to update ref, failed to lock).
-		for _, moved := range []string{"stale info", "fetch first", "non-fast-forward", "failed to update ref", "failed to lock"} {
-			if strings.Contains(line, moved) {
-				return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteMoved, Stderr: Redact(strings.TrimSpace(line))}
+	}
+	// Refused because the remote's branch is elsewhere: found when the
+	// push began (stale info: not where the lease said), or when the
+	// remote moved the branch, by another push that won the race for its
+	// lock (failed to update ref, failed to lock).
+	// An atomic push's lost race is the remote's transaction failing over
+	// a ref's lock: the ref moved under it.
+	for ref := range refused {
+		if strings.Contains(refused[ref], "atomic transaction failed") && strings.Contains(stderr, "cannot lock ref '"+ref+"'") {
+			refused[ref] += ": " + firstLines(stderr, nil)
+		}
+	}
+	moved := func(ref string) bool {
+		for _, why := range []string{"stale info", "fetch first", "non-fast-forward", "failed to update ref", "failed to lock", "cannot lock ref"} {
+			if strings.Contains(refused[ref], why) {
+				return true
 			}
 		}
+		return false
+	}
+	switch {
+	case moved(r.branch):
+		return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteMoved, Stderr: Redact(refused[r.branch])}
+	case moved(r.turnsRef()):
+		return &RemoteError{Op: "push", Remote: remote, Err: ErrOthersWaiting, Stderr: Redact(refused[r.turnsRef()])}
 	}
 	return &RemoteError{Op: "push", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr+"\n"+stdout, err)}
+}
+
+// turnValue is the turn a push of refspecs left on the remote: the
+// source of its second refspec, zero for a push without turns.
+func (r *Repo) turnValue(refspecs []string) Hash {
+	if len(refspecs) < 2 {
+		return ZeroHash
+	}
+	src, _, _ := strings.Cut(refspecs[1], ":")
+	h, _ := ParseHash(src)
+	return h
 }
 
 // syncedName is the file, in .git, whose time says when this clone last
@@ -382,9 +447,12 @@ func remoteHost(url string) string {
 	return strings.ToLower(host)
 }
 
-// setTracking records that the remote's branch is at commit.
-func (r *Repo) setTracking(remote string, commit Hash) error {
-	name := r.TrackingRef(remote)
+// setRef records that the remote's ref that name tracks is at commit
+// (nothing for zero).
+func (r *Repo) setRef(name string, commit Hash) error {
+	if commit.IsZero() {
+		return nil
+	}
 	cur, err := r.readRef(name)
 	if err != nil || cur == commit {
 		return err

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -149,6 +150,9 @@ type Repo struct {
 	staged      map[Hash]pendingObject
 	stagedOrder []Hash
 	syncer      func(f *os.File) error
+	// noAtomic: the remote cannot update two refs in one push, so pushes
+	// carry no turns (turns.go).
+	noAtomic atomic.Bool
 }
 
 // ErrNotRepository is returned by Open for a directory without a .git

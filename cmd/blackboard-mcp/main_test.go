@@ -19,11 +19,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testBinary = filepath.Join(dir, "blackboard-mcp")
-	build := exec.Command("go", "build", "-o", testBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build blackboard-mcp:", err)
-		os.Exit(1)
+	if other := os.Getenv("BLACKBOARD_TEST_BINARY"); other != "" {
+		// Another build under the same tests: an earlier one, to compare.
+		testBinary = other
+	} else {
+		build := exec.Command("go", "build", "-o", testBinary, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build blackboard-mcp:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

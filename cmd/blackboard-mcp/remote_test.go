@@ -657,6 +657,7 @@ func TestRemoteWriteWhileAnotherBranchIsCheckedOut(t *testing.T) {
 // same version.
 func TestRemoteTwoServersTwoHundredWritesEach(t *testing.T) {
 	url, bare, first := boardWithRemoteOver(t, "http")
+	slowPushes(t, bare)
 	second := filepath.Join(t.TempDir(), "b")
 	cloneBoard(t, url, second)
 	servers := []*session{startMCPGo(t, first, "agent-a"), startMCPGo(t, second, "agent-b")}
@@ -974,5 +975,17 @@ func pushedApart(t *testing.T, times []float64, pace time.Duration) {
 		if gap := times[i] - times[i-1]; gap < 0.6*pace.Seconds() {
 			t.Errorf("pushes %d and %d came %.3fs apart, want at least %s", i, i+1, gap, pace)
 		}
+	}
+}
+
+// slowPushes makes the bare remote take 20-80 ms, at random, over every
+// push before it answers (a pre-receive hook), as a busy host or a remote
+// on a slow disk does: a clone that lost a race then needs longer to fetch,
+// rebuild and push again than the winner needs to push its next writes.
+func slowPushes(t *testing.T, bare string) {
+	t.Helper()
+	hook := "#!/bin/sh\ncat >/dev/null\nn=$(od -An -N1 -tu1 /dev/urandom)\nsleep \"0.$(printf %03d $((20 + n % 61)))\"\n"
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

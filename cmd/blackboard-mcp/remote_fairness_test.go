@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The clones of one remote take turns: on a remote that takes 20-80 ms over
+// every push (a busy host, a slow disk), a clone that lost a race to push
+// needs longer to fetch, rebuild and push again than the clone that won
+// needs for its next push, so without turns the winner wins every race.
+
+// fairnessRun is how long the fairness tests write.
+const fairnessRun = 20 * time.Second
+
+// Three clones, each with a server whose agent writes notes of its own, one
+// after another as fast as they are answered, for 20 s: each clone's first write is
+// answered within 5 s, and in every 10 s of the run each clone holds at
+// least 1/(2N) of the writes acknowledged. Every write is on the remote.
+func TestRemoteEveryCloneMakesProgress(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	slowPushes(t, bare)
+	dirs := withClones(t, url, first, 2)
+	var servers []*session
+	for i, dir := range dirs {
+		servers = append(servers, startMCPGo(t, dir, fmt.Sprintf("agent-%d", i)))
+	}
+	start := time.Now()
+	acks := make([][]time.Duration, len(dirs)) // per clone, when each write was answered
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c, s := range servers {
+		wg.Go(func() {
+			for n := 0; time.Since(start) < fairnessRun; n++ {
+				s.write(map[string]any{"uri": fmt.Sprintf("c%d/n%d", c, n), "digest": fmt.Sprintf("note %d of clone %d", n, c), "body": "x", "expect_version": 0})
+				mu.Lock()
+				acks[c] = append(acks[c], time.Since(start))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for c, times := range acks {
+		total += len(times)
+		first := time.Duration(0)
+		if len(times) > 0 {
+			first = times[0]
+		}
+		t.Logf("clone %d: %d writes acknowledged, the first after %s", c, len(times), first.Round(time.Millisecond))
+		if len(times) == 0 || first > 5*time.Second {
+			t.Errorf("clone %d: its first write was answered after %s, want within 5 s", c, first.Round(time.Millisecond))
+		}
+	}
+	// Every 10 s of the run, a second apart.
+	for from := time.Duration(0); from+10*time.Second <= fairnessRun; from += time.Second {
+		in := make([]int, len(acks))
+		sum := 0
+		for c, times := range acks {
+			for _, at := range times {
+				if at >= from && at < from+10*time.Second {
+					in[c]++
+				}
+			}
+			sum += in[c]
+		}
+		for c, n := range in {
+			if n*2*len(acks) < sum {
+				t.Errorf("from %s to %s, clone %d has %d of %d writes, less than 1/%d", from, from+10*time.Second, c, n, sum, 2*len(acks))
+			}
+		}
+	}
+	onRemote := 0
+	for _, subject := range remoteLog(t, bare) {
+		if strings.HasPrefix(subject, "update c") {
+			onRemote++
+		}
+	}
+	if onRemote != total {
+		t.Errorf("%d writes acknowledged, %d on the remote", total, onRemote)
+	}
+	for _, s := range servers {
+		s.closeClean()
+	}
+	for _, dir := range dirs {
+		checkWorkspace(t, dir)
+	}
+}
+
+// Three clones, two agents on each (each with its own server, as MCP
+// clients start them), increment three shared counters by compare-and-swap
+// for 20 s, on a remote that takes 20-80 ms over every push: every agent
+// gets increments through, none fewer than a third of the best agent's, and
+// each counter ends at the number of increments acknowledged on it, each
+// version acknowledged once.
+func TestRemoteFairCountersAcrossClones(t *testing.T) {
+	url, bare, first := boardWithRemote(t)
+	slowPushes(t, bare)
+	dirs := withClones(t, url, first, 2)
+	const counters = 3
+	boot := startMCPGo(t, first, "boot")
+	for k := range counters {
+		boot.write(map[string]any{"uri": fmt.Sprintf("team/counter-%d", k), "digest": "count 0", "body": "0\n", "expect_version": 0})
+	}
+	boot.closeClean()
+	type agent struct {
+		name     string
+		s        *session
+		acked    int
+		conflict int
+	}
+	var agents []*agent
+	for c, dir := range dirs {
+		for a := range 2 {
+			name := fmt.Sprintf("clone-%d-agent-%d", c, a)
+			agents = append(agents, &agent{name: name, s: startMCPGo(t, dir, name)})
+		}
+	}
+	var mu sync.Mutex
+	acked := map[string]map[int]string{} // per counter, version -> who
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, ag := range agents {
+		wg.Go(func() {
+			for n := i; time.Since(start) < fairnessRun; n++ {
+				key := fmt.Sprintf("team/counter-%d", n%counters)
+				it := ag.s.itemOf(key)
+				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
+				res := ag.s.call("update_state", map[string]any{"uri": key, "digest": fmt.Sprintf("count %d by %s", value+1, ag.name),
+					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
+				if res.isError {
+					if !strings.HasPrefix(res.text, "conflict: ") {
+						t.Errorf("%s: %s", ag.name, res.text)
+						return
+					}
+					ag.conflict++
+					continue
+				}
+				w := decodeWrite(t, res.text)
+				mu.Lock()
+				if acked[key] == nil {
+					acked[key] = map[int]string{}
+				}
+				if prev, dup := acked[key][w.Version]; dup {
+					t.Errorf("%s version %d acknowledged twice: to %s and %s", key, w.Version, prev, ag.name)
+				}
+				acked[key][w.Version] = ag.name
+				mu.Unlock()
+				ag.acked++
+			}
+		})
+	}
+	wg.Wait()
+	best := 0
+	for _, ag := range agents {
+		best = max(best, ag.acked)
+		t.Logf("%s: %d increments acknowledged, %d conflicts", ag.name, ag.acked, ag.conflict)
+	}
+	for _, ag := range agents {
+		if ag.acked == 0 || ag.acked*3 < best {
+			t.Errorf("%s got %d increments through, the best agent %d: want at least a third", ag.name, ag.acked, best)
+		}
+	}
+	// Each counter reads the number of increments acknowledged on it, at
+	// the version of the last, on every clone.
+	for k := range counters {
+		key := fmt.Sprintf("team/counter-%d", k)
+		versions := slices.Sorted(func(yield func(int) bool) {
+			for v := range acked[key] {
+				if !yield(v) {
+					return
+				}
+			}
+		})
+		for _, ag := range agents {
+			it := ag.s.waitVersion(key, 1+len(versions))
+			if got := strings.TrimSpace(it.Body); got != strconv.Itoa(len(versions)) {
+				t.Errorf("%s on %s reads %s at version %d, want %d increments", key, ag.name, got, it.Version, len(versions))
+			}
+		}
+	}
+	for _, ag := range agents {
+		ag.s.closeClean()
+	}
+	for _, dir := range dirs {
+		checkWorkspace(t, dir)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	runCLI(t, fresh, "reindex")
+	want := runCLI(t, fresh, "ls", "--name", "-n", "100")
+	for _, dir := range dirs {
+		if got := runCLI(t, dir, "ls", "--name", "-n", "100"); got != want {
+			t.Errorf("%s lists what a fresh clone does not:\n%s\nfresh:\n%s", dir, got, want)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package fsstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// Taking turns with the other clones of the board's remote. A clone that
+// lost a race to push must fetch, rebuild its writes on what won and push
+// again; the clone that won pushes its next writes at once, and where that
+// round takes the loser longer than the winner's push (a slow disk, a busy
+// host) the loser never gets a write through. So a clone that lost
+// announces a turn on the remote (gitver's turns.go), saying how many
+// races in a row it lost and how long it needs from losing to pushing
+// again; every push of the branch is refused while a turn this clone has
+// not seen is announced, and a clone that is not waiting itself then holds
+// its next push back for that long (doubled for each race in a row the
+// waiting clone lost, so a waiter whose estimate was short gets through the
+// next time), while its writes gather for that push. The waiting clone
+// pushes meanwhile; had it lost once more, it announces again.
+
+const (
+	// firstNeeds is how long a clone that lost its first race is thought
+	// to need before it pushes again, until it measured it.
+	firstNeeds = 200 * time.Millisecond
+	// maxYield bounds how long a clone holds its push back for another.
+	maxYield = 2 * time.Second
+)
+
+// turns is a process's part in taking turns: guarded by the publish lock.
+type turns struct {
+	losses int           // races lost in a row
+	lostAt time.Time     // when the last was lost
+	needs  time.Duration // how long, the last time, from a lost race to pushing again
+	// seen is when this process first saw each turn it holds back for.
+	seen map[gitver.Hash]time.Time
+}
+
+// lost records a race lost to another clone's push.
+func (t *turns) lost() {
+	t.losses++
+	t.lostAt = time.Now()
+}
+
+// announce announces this clone's turn on the remote, after the fetch
+// that follows a lost race (so that it follows the last turn announced).
+// A failed announcement is no failure of the write: the push itself says
+// whether the remote can be reached.
+func (t *turns) announce(repo *gitver.Repo, remote string, logf func(string, ...any)) {
+	id, err := repo.CloneID()
+	if err == nil {
+		err = repo.AnnounceTurn(context.Background(), remote, gitver.Turn{Clone: id, Lost: t.losses, Needs: t.needs})
+	}
+	if err != nil {
+		logf("announce this clone's turn to push on %s: %v", remote, err)
+	}
+}
+
+// pushing records that the clone pushes now: how long it needed since it
+// lost.
+func (t *turns) pushing() {
+	if !t.lostAt.IsZero() {
+		t.needs = time.Since(t.lostAt)
+		t.lostAt = time.Time{}
+	}
+}
+
+// push pushes tip as the remote's branch, saying that this clone took its
+// turn when it had announced one.
+func (t *turns) push(repo *gitver.Repo, remote string, tip gitver.Hash) error {
+	t.pushing()
+	if t.losses == 0 {
+		return repo.Push(context.Background(), remote, tip)
+	}
+	id, err := repo.CloneID()
+	if err != nil {
+		return err
+	}
+	return repo.PushTaking(context.Background(), remote, tip, gitver.Turn{Clone: id, Lost: t.losses, Needs: t.needs})
+}
+
+// won records a push the remote took.
+func (t *turns) won() { t.losses = 0 }
+
+// yield holds the clone's next push back while other clones wait for
+// their turn: each from when this process first saw its announcement, for
+// the hold its announcement asks (holdFor). The hold ends early once the
+// remote's branch moves (a waiting clone, or another, pushed): the remote
+// is asked every so often meanwhile, and the caller then fetches and asks
+// again, for the clones still waiting. A clone that waits itself never
+// holds back: the waiting clones race as equals. It reports whether it
+// held the push back.
+func (t *turns) yield(repo *gitver.Repo, remote string) bool {
+	if t.losses > 0 {
+		return false
+	}
+	until, every := t.waiting(repo, remote)
+	if time.Until(until) <= 0 {
+		return false
+	}
+	known, err := repo.Tracking(remote)
+	if err != nil {
+		return false
+	}
+	for wait := time.Until(until); wait > 0; wait = time.Until(until) {
+		time.Sleep(min(wait, every))
+		if now, err := repo.RemoteBranch(context.Background(), remote); err != nil || now != known {
+			break
+		}
+	}
+	return true
+}
+
+const (
+	// recentTurns is how many of the last turns are read to find the
+	// clones that wait.
+	recentTurns = 32
+	// staleTurn: a turn announced longer ago than this (by the clocks of
+	// the two machines) is no longer waited for.
+	staleTurn = 10 * time.Second
+)
+
+// waiting returns until when this clone holds its pushes back for the
+// other clones that wait for their turn (zero when none does), and how
+// often to ask the remote meanwhile.
+func (t *turns) waiting(repo *gitver.Repo, remote string) (until time.Time, every time.Duration) {
+	announced, err := repo.RecentTurns(remote, recentTurns)
+	if err != nil || len(announced) == 0 {
+		return time.Time{}, 0
+	}
+	me, err := repo.CloneID()
+	if err != nil {
+		return time.Time{}, 0
+	}
+	now := time.Now()
+	if t.seen == nil {
+		t.seen = map[gitver.Hash]time.Time{}
+	}
+	for h, at := range t.seen {
+		if now.Sub(at) > staleTurn {
+			delete(t.seen, h)
+		}
+	}
+	every = 250 * time.Millisecond
+	decided := map[string]bool{}
+	for _, a := range announced { // newest first: a clone's last word counts
+		if decided[a.Clone] {
+			continue
+		}
+		decided[a.Clone] = true
+		if a.Taken || a.Clone == me || now.Sub(a.When).Abs() > staleTurn {
+			continue
+		}
+		first, ok := t.seen[a.Hash]
+		if !ok {
+			first, t.seen[a.Hash] = now, now
+		}
+		if u := first.Add(holdFor(a.Turn)); u.After(until) {
+			until = u
+		}
+		// Asked often enough to lose little of the hold, seldom enough not
+		// to load the remote.
+		every = min(every, max(a.Needs/4, 20*time.Millisecond))
+	}
+	return until, every
+}
+
+// holdFor is how long a clone holds its pushes back for a turn: twice
+// what the waiting clone needs, and twice that again for each race it lost
+// in a row since (its estimate was short, or others did not hold back),
+// maxYield at most.
+func holdFor(turn gitver.Turn) time.Duration {
+	hold := turn.Needs
+	if hold <= 0 {
+		hold = firstNeeds
+	}
+	return min(hold<<(1+min(max(turn.Lost-1, 0), 4)), maxYield)
+}

@@ -575,6 +575,8 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 				}
 				changes = append(changes, sibling)
 				kept = append(kept, sibling.path)
+				// Compared again later, should this commit not be made.
+				w.edits.add([]string{sibling.path}, false)
 			}
 		case ch != nil:
 			changes = append(changes, *ch)

@@ -47,7 +47,7 @@ import (
 // holding it is not taken for a person's edit: longer than a git command
 // that resolved the branch before the move takes to write its files, on a
 // loaded machine.
-const staleWindow = 10 * time.Second
+const staleWindow = 5 * time.Second
 
 // maxStaleWalk bounds the commits looked at for the version a file holds.
 const maxStaleWalk = 2000

@@ -31,7 +31,7 @@
 //	a person's git     repair.go, rescue.go (a reset that raced a write),
 //	                   unplaced.go (files a checkout left older than the branch),
 //	                   displaced.go (text written into a file a write replaced),
-//	                   checkouts.go
+//	                   checkouts.go, stale.go (a file holding an earlier version)
 //	remote             remote.go (push, follow, rebuild, carry a person's merge),
 //	                   turns.go (clones that lost a race to push go first)
 //	reads              read.go, list.go, search.go, changes.go

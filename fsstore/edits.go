@@ -528,6 +528,9 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	unchanged := map[string]index.DiskStat{}
 	leftovers := &checkoutLeftovers{w: w}
 	olderFromCheckouts := map[string]gitver.Hash{}
+	stale := &staleLook{w: w, head: head}
+	olderLeft := map[string]gitver.Hash{} // earlier versions put right, kept or not
+	var kept []string                     // the sibling notes that keep some
 	for _, p := range slices.Sorted(maps.Keys(cands)) {
 		c := cands[p]
 		ch, same, err := w.compare(p, c)
@@ -539,8 +542,9 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			continue
 		}
 		older := false
+		var blob gitver.Hash
 		if ch != nil && !ch.deleted && ch.info != nil {
-			blob := gitver.BlobHash(ch.content)
+			blob = gitver.BlobHash(ch.content)
 			if older, err = leftovers.holds(p, blob, ch.info.ModTime()); err != nil {
 				return head, rep, err
 			}
@@ -554,6 +558,26 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			rep.Unsettled = append(rep.Unsettled, p)
 		case ch != nil && w.checkedOutJustNow(ch):
 			rep.Unsettled = append(rep.Unsettled, p)
+		case ch != nil && !blob.IsZero():
+			verdict, err := stale.verdict(p, blob, ch.info)
+			if err != nil {
+				return head, rep, err
+			}
+			if verdict == notStale {
+				changes = append(changes, *ch)
+				break
+			}
+			olderLeft[p] = blob
+			if key, _ := note.KeyOf(p); verdict == unclear && note.IsNoteFile(p) {
+				sibling, err := stale.keep(key, blob)
+				if err != nil {
+					return head, rep, err
+				}
+				changes = append(changes, sibling)
+				kept = append(kept, sibling.path)
+				// Compared again later, should this commit not be made.
+				w.edits.add([]string{sibling.path}, false)
+			}
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
@@ -561,15 +585,23 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	w.edits.add(rep.Unsettled, false)
-	if len(olderFromCheckouts) > 0 {
-		if err := w.recordUnplaced(olderFromCheckouts); err != nil {
+	if len(olderFromCheckouts)+len(olderLeft) > 0 {
+		maps.Copy(olderLeft, olderFromCheckouts)
+		if err := w.recordUnplaced(olderLeft); err != nil {
 			return head, rep, err
 		}
 		if err := w.placeUnplaced(); err != nil {
 			return head, rep, err
 		}
+	}
+	if len(olderFromCheckouts) > 0 {
 		w.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
 			"over the write's; the branch's versions are back in place", len(olderFromCheckouts))
+	}
+	if n := len(olderLeft) - len(olderFromCheckouts); n > 0 {
+		w.logf("%d file(s) held an earlier version of their note, left behind by a git command that read the branch "+
+			"before a write (a reset, a stash, a pull whose ref update failed) or by a write that never placed its files; "+
+			"the branch's versions are back in place%s", n, keptAs(kept))
 	}
 	if len(changes) > 0 {
 		// A checkout that began during the comparison writes the other

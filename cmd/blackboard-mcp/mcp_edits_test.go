@@ -226,7 +226,24 @@ func TestMCPEditorSaveStyles(t *testing.T) {
 		create(t, "ed/history", "iota")
 		s := s.on(t)
 		s.write(map[string]any{"uri": "ed/history", "digest": "second thoughts", "body": "agent text kappa\n", "expect_version": 1})
+		written := time.Now()
 		first := strings.Fields(fixtures.GitOutput(t, dir, "log", "--format=%H", "--", "ed/history.md"))[1]
+		// Right after the agent's write, the older file cannot be told
+		// from one a reset that read the branch before the write left
+		// behind: the agent's version stays, and the file's text is kept
+		// as a sibling note that contradicts it.
+		fixtures.Git(t, dir, "checkout", first, "--", "ed/history.md")
+		eventually(t, "the older file is kept as a sibling note", func() bool {
+			siblings, _ := filepath.Glob(filepath.Join(dir, "ed", "history-*.md"))
+			return len(siblings) == 1 && strings.Contains(readTree(t, dir, "ed/history.md"), "agent text kappa") &&
+				strings.Contains(readTree(t, dir, "ed/"+filepath.Base(siblings[0])), "contradicts: [ed/history]")
+		})
+		if it := s.itemOf("ed/history"); it.Version != 2 {
+			t.Errorf("a restore right after the write made ed/history v%d, want the agent's v2 to stay", it.Version)
+		}
+		// Later (fsstore's staleWindow, and a second for commit times), the
+		// person's restore is theirs.
+		time.Sleep(time.Until(written.Add(6500 * time.Millisecond)))
 		fixtures.Git(t, dir, "checkout", first, "--", "ed/history.md")
 		edited(t, "ed/history", "by the agent", "iota", 3)
 		out := runCLI(t, dir, "log", "ed/history")

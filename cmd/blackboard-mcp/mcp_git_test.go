@@ -439,8 +439,10 @@ func TestMCPDiskFull(t *testing.T) {
 // changes", never "and the agents' commits": run again and again while two
 // servers increment a counter with compare-and-swap, they drop commits that
 // land in their window, and the next write brings them back with their
-// files. Every acknowledged write stays on the branch, the counter is exact,
-// and no version is acknowledged twice.
+// files. A reset whose ref update a write beat leaves older files behind,
+// which are put right (a sibling note may keep one), never committed as the
+// counter's next version. Every acknowledged write stays on the branch, the
+// counter's history never goes back, and no version is acknowledged twice.
 func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
@@ -506,17 +508,35 @@ func TestMCPResetAndStashDuringWrites(t *testing.T) {
 	restored := strings.Count(fixtures.GitOutput(t, dir, "reflog", "show", "--format=%gs", "main"), "bring back")
 	acked := counting.acked
 	history := strings.Join(gitLog(t, dir, key+".md"), "\n")
-	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back; %d stale files committed as the person's",
-		len(acked), resets, stashes, restored, strings.Count(history, "by hand"))
+	siblings, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(key)+"-*.md"))
+	t.Logf("%d acknowledged increments; the person reset %d times and stashed %d times; %d races brought back; "+
+		"%d stale files kept as sibling notes", len(acked), resets, stashes, restored, len(siblings))
 
 	counting.onBranch(t, history, key)
-	// A reset of the person's that git refused halfway (it found the
-	// branch moved) leaves its older files behind: they are committed as
-	// the person's edit, which the agents' compare-and-swap then sees.
-	// Nothing is lost, and the versions count those edits too.
-	byHand := strings.Count(history, "by hand")
-	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2+byHand {
-		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2+byHand)
+	// A reset of the person's that git refused halfway (a write moved the
+	// branch before its ref update) leaves its older files behind: they are
+	// put right, never committed as the counter's next version.
+	if strings.Contains(history, "by hand") {
+		t.Errorf("stale files were committed as the person's edit:\n%s", grepLines(history, "by hand"))
+	}
+	// Each value, once and in order: the counter's history never goes back.
+	values := counterValues(t, dir, key+".md")
+	want := make([]int, 0, 2*perAgent+2)
+	for v := range 2*perAgent + 1 {
+		want = append(want, v)
+	}
+	want = append(want, 2*perAgent) // the last write's
+	if !slices.Equal(values, want) {
+		t.Errorf("the counter's versions hold %v, want %v", values, want)
+	}
+	if it := servers[1].itemOf(key); strings.TrimSpace(it.Body) != strconv.Itoa(2*perAgent) || it.Version != 2*perAgent+2 {
+		t.Errorf("the counter reads %q at version %d, want %d at version %d", it.Body, it.Version, 2*perAgent, 2*perAgent+2)
+	}
+	for _, sibling := range siblings {
+		rel, _ := filepath.Rel(dir, sibling)
+		if text := readTree(t, dir, filepath.ToSlash(rel)); !strings.Contains(text, "contradicts: ["+key+"]") {
+			t.Errorf("the sibling note %s does not link contradicts %s:\n%s", rel, key, text)
+		}
 	}
 	if disk := readTree(t, dir, key+".md"); !strings.HasSuffix(disk, "\n"+strconv.Itoa(2*perAgent)+"\n") {
 		t.Errorf("the counter on disk: %q", disk)
@@ -1068,6 +1088,23 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 
 // onBranch checks that every acknowledged increment of key is in history
 // (the subjects of the branch's commits that changed it).
+// counterValues is the value of each version of the counter's file, oldest
+// first.
+func counterValues(t *testing.T, dir, path string) []int {
+	t.Helper()
+	var out []int
+	commits := strings.Fields(fixtures.GitOutput(t, dir, "log", "--first-parent", "--format=%H", "--", path))
+	for _, c := range slices.Backward(commits) {
+		lines := strings.Split(strings.TrimSpace(fixtures.GitOutput(t, dir, "show", c+":"+path)), "\n")
+		v, err := strconv.Atoi(lines[len(lines)-1])
+		if err != nil {
+			t.Fatalf("version %s of %s: %v", c, path, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func (c *counting) onBranch(t *testing.T, history, key string) {
 	t.Helper()
 	for v, digest := range c.acked {

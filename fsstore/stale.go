@@ -1,0 +1,200 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// A note's file that holds an earlier version of the note is rarely a
+// person's edit. More often something left it behind:
+//
+//   - a `git reset --hard HEAD` or `git stash` that resolved HEAD before
+//     agents' writes and wrote its files after them, and then had its ref
+//     update refused because a write moved the branch in between (git reads
+//     HEAD again just before it moves it): it exits with an error, no line
+//     of the reflog tells of it, and the older files stay, git's index
+//     agreeing with them (rescue.go handles the reset whose move lands);
+//   - the same with a `git merge` or `git pull` whose ref update a write
+//     beat;
+//   - a write whose branch moved and whose files were never put in place.
+//
+// Committed as the person's, such a file reverts acknowledged writes. So a
+// changed file whose content is an earlier version of the note's file is
+// judged by when it appeared (its inode's change time, which no editor or
+// `cp -p` can set back) against when the branch moved past that version
+// (the committer time of the commit that superseded it):
+//
+//   - before: it was in place when the branch moved on, and the move's own
+//     file never replaced it. The branch's version goes back in place.
+//   - within staleWindow after: a git command that resolved the branch
+//     before the move, or a person restoring the old text on purpose; the
+//     program cannot tell which. The branch's version goes back in place
+//     and the file's text is kept as a sibling note linked `contradicts`
+//     (as a remote's conflicting side is, remote.go), never as the note's
+//     next version.
+//   - later: the person brought the old text back; it is their edit.
+//
+// Deleted files are not judged: a reset that resolved the branch before a
+// note was created removes its file, and that is still taken for a delete.
+
+// staleWindow is how long after the branch moved past a version a file
+// holding it is not taken for a person's edit: longer than a git command
+// that resolved the branch before the move takes to write its files, on a
+// loaded machine.
+const staleWindow = 5 * time.Second
+
+// maxStaleWalk bounds the commits looked at for the version a file holds.
+const maxStaleWalk = 2000
+
+// staleVerdict is what a changed file holding an earlier version is taken
+// for.
+type staleVerdict int
+
+const (
+	// notStale: not an earlier version superseded within staleWindow
+	// before the file appeared; a person's edit like any other.
+	notStale staleVerdict = iota
+	// leftBehind: the file was there before the branch moved past it.
+	leftBehind
+	// unclear: it appeared within staleWindow after the branch moved past
+	// it.
+	unclear
+)
+
+// staleLook judges changed files against the branch's recent history,
+// read from head back, once for the whole comparison.
+type staleLook struct {
+	w    *Workspace
+	head gitver.Hash
+	// chain is the first-parent history of head read so far, newest first.
+	chain []*gitver.CommitInfo
+	ended bool // the walk reached the root or maxStaleWalk
+}
+
+// verdict judges the file at p, holding blob, with the stat fi.
+func (l *staleLook) verdict(p string, blob gitver.Hash, fi fs.FileInfo) (staleVerdict, error) {
+	appeared, ok := changeTime(fi)
+	if !ok {
+		return notStale, nil
+	}
+	// From the head back: the newest commit whose parent held blob at p is
+	// where the branch moved past that version.
+	child := gitver.ZeroHash
+	var childTime time.Time
+	for i := 0; ; i++ {
+		c, err := l.at(i)
+		if err != nil || c == nil {
+			return notStale, err
+		}
+		if !child.IsZero() {
+			had, err := l.w.repo.PathBlob(c.Hash, p)
+			if err != nil {
+				return notStale, err
+			}
+			if had == blob {
+				switch {
+				case appeared.Before(childTime):
+					return leftBehind, nil // commit times keep whole seconds: the move came later still
+				case appeared.Before(childTime.Add(staleWindow + time.Second)):
+					return unclear, nil
+				}
+				return notStale, nil
+			}
+		}
+		if c.Committer.When.Add(staleWindow + time.Second).Before(appeared) {
+			return notStale, nil // superseded, if ever, long before the file appeared
+		}
+		child, childTime = c.Hash, c.Committer.When
+	}
+}
+
+// at returns the i-th commit of head's first-parent history, nil past its
+// end or past maxStaleWalk.
+func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
+	for len(l.chain) <= i && !l.ended {
+		next := l.head
+		if n := len(l.chain); n > 0 {
+			next = l.chain[n-1].FirstParent()
+		}
+		if next.IsZero() || len(l.chain) == maxStaleWalk {
+			l.ended = true
+			break
+		}
+		c, err := l.w.repo.ReadCommit(next)
+		if err != nil {
+			return nil, err
+		}
+		l.chain = append(l.chain, c)
+	}
+	if i < len(l.chain) {
+		return l.chain[i], nil
+	}
+	return nil, nil
+}
+
+// keep writes a sibling note of key holding blob, an earlier version of
+// key's file that was found in its place, linked `contradicts` to key, and
+// returns it as a change to commit: a person's note, made of their file. A
+// sibling that holds this already is used again (a comparison cut short
+// before its commit). The caller holds the write lock.
+func (l *staleLook) keep(key string, blob gitver.Hash) (fileChange, error) {
+	w := l.w
+	sibling, content, err := w.contradicting(key, blob, l.head)
+	if err != nil {
+		return fileChange{}, err
+	}
+	want := gitver.BlobHash(content)
+	base := strings.TrimSuffix(sibling, ".md")
+	for n := 1; n <= maxSiblingNames; n++ {
+		p := sibling
+		if n > 1 {
+			p = fmt.Sprintf("%s-%d.md", base, n)
+		}
+		committed, err := w.repo.PathBlob(l.head, p)
+		if err != nil {
+			return fileChange{}, err
+		}
+		if !committed.IsZero() && committed != want {
+			continue // another note has that name
+		}
+		if _, err := w.root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			tmp, info, err := w.stageFile(p, content)
+			if err != nil {
+				return fileChange{}, err
+			}
+			if _, err := w.placeFile(stagedFile{tmp, info}, p, gitver.ZeroHash, want); err != nil {
+				return fileChange{}, err
+			}
+			if err := w.syncDir(path.Dir(p)); err != nil {
+				return fileChange{}, err
+			}
+		}
+		if !w.holds(p, want) {
+			continue // a file of someone else's is there
+		}
+		fi, err := w.root.Lstat(p)
+		if err != nil {
+			return fileChange{}, err
+		}
+		return fileChange{path: p, content: content, info: fi}, nil
+	}
+	return fileChange{}, fmt.Errorf("no free name for a sibling note of %s: %s and %d more are taken", key, sibling, maxSiblingNames-1)
+}
+
+// maxSiblingNames bounds the names tried for a sibling note.
+const maxSiblingNames = 100
+
+// keptAs tells where stale files' text was kept, for the log.
+func keptAs(siblings []string) string {
+	if len(siblings) == 0 {
+		return ""
+	}
+	return ", and what they held is kept, in case a person meant it, as sibling notes linked `contradicts`: " +
+		strings.Join(siblings, ", ")
+}

@@ -1,0 +1,141 @@
+package fsstore
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// A person's `git reset --hard HEAD` (and `git stash`, which runs one)
+// resolves HEAD, writes that commit's files and git's index, and then
+// moves HEAD with what it reads there a moment later as the old value.
+// Agents' writes that land after it resolved HEAD are reverted on disk;
+// one that lands between its second read of HEAD and its ref update makes
+// git refuse that update: the reset exits with an error, no reflog line
+// tells of it, and the work tree keeps a note's file two versions old with
+// git's index agreeing. (In TestMCPResetAndStashDuringWrites the file was
+// then committed as the person's edit, undoing two acknowledged writes.)
+//
+// Such a file must never become the note's next version: the branch's
+// file goes back in place, and what the file held is kept as a sibling note
+// linked `contradicts`, since the program cannot tell it from a person's
+// restore made at that moment.
+func TestResetThatLostItsRefUpdateRevertsNothing(t *testing.T) {
+	fixtures.RequireGit(t)
+	for _, then := range []string{"compared later", "a write meanwhile"} {
+		t.Run(then, func(t *testing.T) {
+			w := newWorkspace(t, false)
+			d := w.Dir()
+			put(t, w, "t/counter", 0, "count 1", "1\n")
+			resolved := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD")) // the reset resolves HEAD
+			put(t, w, "t/counter", 1, "count 2", "2\n")
+			put(t, w, "t/counter", 2, "count 3", "3\n")
+			// and writes the files and index of the commit it resolved,
+			// under git's index lock.
+			fixtures.Git(t, d, "read-tree", "-u", "--reset", resolved)
+			if got := readFile(t, w, "t/counter.md"); !strings.HasSuffix(got, "\n1\n") {
+				t.Fatalf("the reset was not set up: the file holds %q", got)
+			}
+			want := []string{"1", "2", "3"}
+			switch then {
+			case "compared later":
+				// The reset's process waits (a slow disk syncing
+				// ORIG_HEAD) past the time a file git wrote is left alone.
+				time.Sleep(gitSettle + 100*time.Millisecond)
+			case "a write meanwhile":
+				// An agent's write lands between the reset's read of HEAD
+				// and its ref update: it finds the reset's file where its
+				// parent's should be, and leaves it for the comparison.
+				put(t, w, "t/counter", 3, "count 4", "4\n")
+				want = append(want, "4")
+			}
+			// The reset's ref update fails: HEAD is not what it read.
+			rep := commitEdits(t, w)
+			if err := w.Repair(); err != nil {
+				t.Fatal(err)
+			}
+
+			if got := noteHistory(t, w, "t/counter.md"); !slices.Equal(got, want) {
+				t.Errorf("the counter's versions hold %q, want %q (%s)", got, want, opsOf(rep))
+			}
+			if got := readFile(t, w, "t/counter.md"); !strings.HasSuffix(got, "\n"+want[len(want)-1]+"\n") {
+				t.Errorf("the counter's file holds %q, want the branch's", got)
+			}
+			sibling := siblingsOf(t, w, "t/counter")
+			if len(sibling) != 1 || !strings.HasSuffix(readFile(t, w, sibling[0]), "\n1\n") {
+				t.Errorf("the reset's file is not kept as one sibling note: %q", sibling)
+			} else if n := get(t, w, strings.TrimSuffix(sibling[0], ".md")); !slices.Contains(n.Links["contradicts"], "t/counter") {
+				t.Errorf("the sibling %s links %v, want contradicts t/counter", sibling[0], n.Links)
+			}
+			assertClean(t, w)
+		})
+	}
+}
+
+// A file that was in place before the branch moved past the version it
+// holds is a write's file the move never replaced (a writer killed past
+// its commit point whose journal was lost, a commit made with git's
+// plumbing): the branch's version goes back in place, and nothing is
+// committed.
+func TestStaleFileThereBeforeTheMoveIsPutRight(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/a", 0, "a", "a\n")
+	// Commit times keep whole seconds: the move comes in a later one.
+	time.Sleep(max(time.Until(time.Now().Truncate(time.Second).Add(time.Second)), gitSettle) + 100*time.Millisecond)
+	other := filepath.Join(t.TempDir(), "other")
+	fixtures.Git(t, d, "clone", "-q", d, other)
+	if err := os.WriteFile(filepath.Join(other, "t", "a.md"), []byte(noteText("b", "b\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixtures.Git(t, other, "commit", "-q", "-am", "t/a elsewhere")
+	moved := fixtures.Git(t, other, "rev-parse", "HEAD")
+	fixtures.Git(t, d, "fetch", "-q", other, "main")
+	fixtures.Git(t, d, "update-ref", "refs/heads/main", moved)
+
+	rep := commitEdits(t, w)
+	if got, want := noteHistory(t, w, "t/a.md"), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("t/a's versions hold %q, want %q (%s)", got, want, opsOf(rep))
+	}
+	if got := readFile(t, w, "t/a.md"); !strings.HasSuffix(got, "\nb\n") {
+		t.Errorf("t/a's file holds %q, want the branch's", got)
+	}
+	if sibling := siblingsOf(t, w, "t/a"); len(sibling) != 0 {
+		t.Errorf("a file that was in place before the move is kept as %q", sibling)
+	}
+	assertClean(t, w)
+}
+
+// noteHistory is the body's last line of each version of a note's file,
+// oldest first.
+func noteHistory(t *testing.T, w *Workspace, path string) []string {
+	t.Helper()
+	var out []string
+	commits := strings.Fields(fixtures.Git(t, w.Dir(), "log", "--first-parent", "--format=%H", "--", path))
+	for _, c := range slices.Backward(commits) {
+		lines := strings.Split(strings.TrimSpace(fixtures.Git(t, w.Dir(), "show", c+":"+path)), "\n")
+		out = append(out, lines[len(lines)-1])
+	}
+	return out
+}
+
+// siblingsOf lists the files of notes beside key whose names start with
+// key's, other than key's own.
+func siblingsOf(t *testing.T, w *Workspace, key string) []string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(w.Dir(), filepath.FromSlash(key)+"-*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range matches {
+		out = append(out, w.Rel(m))
+	}
+	return out
+}

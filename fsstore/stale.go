@@ -27,8 +27,9 @@ import (
 // Committed as the person's, such a file reverts acknowledged writes. So a
 // changed file whose content is an earlier version of the note's file is
 // judged by when it appeared (its inode's change time, which no editor or
-// `cp -p` can set back) against when the branch moved past that version
-// (the committer time of the commit that superseded it):
+// `cp -p` can set back) against when the branch here moved past that
+// version (the move that brought the commit that superseded it, by the
+// branch's reflog; a pulled commit was made earlier, on another clone):
 //
 //   - before: it was in place when the branch moved on, and the move's own
 //     file never replaced it. The branch's version goes back in place.
@@ -75,6 +76,9 @@ type staleLook struct {
 	// chain is the first-parent history of head read so far, newest first.
 	chain []*gitver.CommitInfo
 	ended bool // the walk reached the root or maxStaleWalk
+	// arrivals is when the branch's recent moves brought each commit,
+	// read once (readArrivals).
+	arrivals map[gitver.Hash]time.Time
 }
 
 // verdict judges the file at p, holding blob, with the stat fi.
@@ -100,18 +104,71 @@ func (l *staleLook) verdict(p string, blob gitver.Hash, fi fs.FileInfo) (staleVe
 			if had == blob {
 				switch {
 				case appeared.Before(childTime):
-					return leftBehind, nil // commit times keep whole seconds: the move came later still
+					return leftBehind, nil // commit and reflog times keep whole seconds: the move came later still
 				case appeared.Before(childTime.Add(staleWindow + time.Second)):
 					return unclear, nil
 				}
 				return notStale, nil
 			}
 		}
-		if c.Committer.When.Add(staleWindow + time.Second).Before(appeared) {
+		reached, err := l.reached(c)
+		if err != nil {
+			return notStale, err
+		}
+		if reached.Add(staleWindow + time.Second).Before(appeared) {
 			return notStale, nil // superseded, if ever, long before the file appeared
 		}
-		child, childTime = c.Hash, c.Committer.When
+		child, childTime = c.Hash, reached
 	}
+}
+
+// reached is when the branch here reached commit c: the time of the move
+// that brought it, by the branch's recent reflog, or the commit's own time
+// when that is later or the reflog does not tell. A commit pulled from
+// another clone was made there, maybe long before this clone's branch
+// moved to it; of two times the later is the safer, for it makes more
+// files count as left behind or unclear, and fewer as a person's edit.
+func (l *staleLook) reached(c *gitver.CommitInfo) (time.Time, error) {
+	if l.arrivals == nil {
+		if err := l.readArrivals(); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if at := l.arrivals[c.Hash]; at.After(c.Committer.When) {
+		return at, nil
+	}
+	return c.Committer.When, nil
+}
+
+// maxArrivalWalk bounds the commits one move of the branch is taken to
+// have brought (a group of writes, a pull).
+const maxArrivalWalk = 256
+
+// readArrivals reads, from the branch's recent reflog, when each commit
+// that a move brought arrived: the commits from the move's new value back
+// along first parents to its old one. A commit brought more than once (the
+// branch moved back and forward) keeps the latest.
+func (l *staleLook) readArrivals() error {
+	moves, err := l.w.repo.RecentBranchMoves()
+	if err != nil {
+		return err
+	}
+	l.arrivals = map[gitver.Hash]time.Time{}
+	for i := len(moves) - 1; i >= 0; i-- { // newest first
+		m := moves[i]
+		for at, n := m.New, 0; !at.IsZero() && at != m.Old && n < maxArrivalWalk; n++ {
+			if _, ok := l.arrivals[at]; ok {
+				break
+			}
+			l.arrivals[at] = m.Who.When
+			c, err := l.w.repo.ReadCommit(at)
+			if err != nil {
+				return err
+			}
+			at = c.FirstParent()
+		}
+	}
+	return nil
 }
 
 // at returns the i-th commit of head's first-parent history, nil past its

@@ -139,3 +139,44 @@ func siblingsOf(t *testing.T, w *Workspace, key string) []string {
 	}
 	return out
 }
+
+// A commit pulled from another clone was made there, maybe long before
+// this clone's branch moved to it: when the branch moved past a version is
+// when the move that brought its successor came, by the reflog, not the
+// successor's commit time. A git command that resolved the branch before
+// the pull and wrote its files after it leaves the older file, which must
+// not become the note's next version.
+func TestStaleFileAfterAPullOfAnOldCommit(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/c", 0, "count 1", "1\n")
+	resolved := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+	other := filepath.Join(t.TempDir(), "other")
+	fixtures.Git(t, d, "clone", "-q", d, other)
+	if err := os.WriteFile(filepath.Join(other, "t", "c.md"), []byte(noteText("count 2", "2\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Made on the other clone a minute before this one pulls it.
+	commit := fixtures.GitCmd(other, "commit", "-q", "-am", "t/c elsewhere")
+	commit.Env = append(os.Environ(), "GIT_COMMITTER_DATE="+time.Now().Add(-time.Minute).Format(time.RFC3339))
+	if out, err := commit.CombinedOutput(); err != nil {
+		t.Fatalf("git commit: %v\n%s", err, out)
+	}
+	fixtures.Git(t, d, "pull", "-q", "--ff-only", other, "main")
+	// A command that resolved the branch before the pull writes its files.
+	fixtures.Git(t, d, "read-tree", "-u", "--reset", resolved)
+	time.Sleep(gitSettle + 100*time.Millisecond)
+
+	rep := commitEdits(t, w)
+	if got, want := noteHistory(t, w, "t/c.md"), []string{"1", "2"}; !slices.Equal(got, want) {
+		t.Errorf("t/c's versions hold %q, want %q (%s)", got, want, opsOf(rep))
+	}
+	if got := readFile(t, w, "t/c.md"); !strings.HasSuffix(got, "\n2\n") {
+		t.Errorf("t/c's file holds %q, want the branch's", got)
+	}
+	if sibling := siblingsOf(t, w, "t/c"); len(sibling) != 1 {
+		t.Errorf("the older file is not kept as one sibling note: %q", sibling)
+	}
+	assertClean(t, w)
+}

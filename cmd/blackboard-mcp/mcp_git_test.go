@@ -1086,8 +1086,6 @@ func TestMCPAppendsRacingAppends(t *testing.T) {
 	checkWorkspace(t, dir)
 }
 
-// onBranch checks that every acknowledged increment of key is in history
-// (the subjects of the branch's commits that changed it).
 // counterValues is the value of each version of the counter's file, oldest
 // first.
 func counterValues(t *testing.T, dir, path string) []int {
@@ -1105,6 +1103,8 @@ func counterValues(t *testing.T, dir, path string) []int {
 	return out
 }
 
+// onBranch checks that every acknowledged increment of key is in history
+// (the subjects of the branch's commits that changed it).
 func (c *counting) onBranch(t *testing.T, history, key string) {
 	t.Helper()
 	for v, digest := range c.acked {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,9 @@ import (
 // every push (a busy host, a slow disk), a clone that lost a race to push
 // needs longer to fetch, rebuild and push again than the clone that won
 // needs for its next push, so without turns the winner wins every race.
+
+// conflictVersion finds the version a conflict names.
+var conflictVersion = regexp.MustCompile(`the note is at version (\d+)`)
 
 // fairnessRun is how long the fairness tests write.
 const fairnessRun = 20 * time.Second
@@ -128,9 +132,15 @@ func TestRemoteFairCountersAcrossClones(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, ag := range agents {
 		wg.Go(func() {
+			seen := map[string]int{} // per counter, the version a conflict named
 			for n := i; time.Since(start) < fairnessRun; n++ {
 				key := fmt.Sprintf("team/counter-%d", n%counters)
 				it := ag.s.itemOf(key)
+				if it.Version < seen[key] {
+					// A conflict is answered against what the remote holds,
+					// and the clone's branch is brought there first.
+					t.Errorf("%s reads %s at version %d after a conflict named version %d", ag.name, key, it.Version, seen[key])
+				}
 				value, _ := strconv.Atoi(strings.TrimSpace(it.Body))
 				res := ag.s.call("update_state", map[string]any{"uri": key, "digest": fmt.Sprintf("count %d by %s", value+1, ag.name),
 					"body": strconv.Itoa(value+1) + "\n", "expect_version": it.Version})
@@ -138,6 +148,9 @@ func TestRemoteFairCountersAcrossClones(t *testing.T) {
 					if !strings.HasPrefix(res.text, "conflict: ") {
 						t.Errorf("%s: %s", ag.name, res.text)
 						return
+					}
+					if m := conflictVersion.FindStringSubmatch(res.text); m != nil {
+						seen[key], _ = strconv.Atoi(m[1])
 					}
 					ag.conflict++
 					continue

@@ -25,8 +25,9 @@ const (
 	// firstNeeds is how long a clone that lost its first race is thought
 	// to need before it pushes again, until it measured it.
 	firstNeeds = 200 * time.Millisecond
-	// maxYield bounds how long a clone holds its push back for another.
-	maxYield = 2 * time.Second
+	// maxYield bounds how long a clone holds its push back for another
+	// that says it needs longer (or died waiting): then it goes anyway.
+	maxYield = 10 * time.Second
 )
 
 // turns is a process's part in taking turns: guarded by the publish lock.
@@ -100,14 +101,15 @@ func (t *turns) yield(repo *gitver.Repo, remote string) bool {
 	if time.Until(until) <= 0 {
 		return false
 	}
-	known, err := repo.Tracking(remote)
+	branch, turns, err := repo.KnownRefs(remote)
 	if err != nil {
 		return false
 	}
 	for wait := time.Until(until); wait > 0; wait = time.Until(until) {
 		time.Sleep(min(wait, every))
-		if now, err := repo.RemoteBranch(context.Background(), remote); err != nil || now != known {
-			break
+		nowBranch, nowTurns, err := repo.RemoteRefs(context.Background(), remote)
+		if err != nil || nowBranch != branch || nowTurns != turns {
+			break // someone pushed, or a clone's turn changed: look again
 		}
 	}
 	return true

@@ -141,21 +141,41 @@ func (r *Repo) turnsBase(prev Hash) (Hash, error) {
 		Message: "turns of " + strings.TrimPrefix(r.branch, "refs/heads/") + "\n\nClones that lost a race to push say so here; the others let them go first.\n"})
 }
 
-// RemoteBranch asks the remote where its branch is now, without fetching
-// anything: zero when it has no such branch.
-func (r *Repo) RemoteBranch(ctx context.Context, remote string) (Hash, error) {
+// RemoteRefs asks the remote where its branch and the branch's turns are
+// now, without fetching anything: zero for a ref it does not have.
+func (r *Repo) RemoteRefs(ctx context.Context, remote string) (branch, turns Hash, err error) {
 	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
 	defer cancel()
-	stdout, stderr, err := gitCommand(ctx, r.dir, "ls-remote", remote, r.branch)
+	stdout, stderr, err := gitCommand(ctx, r.dir, "ls-remote", remote, r.branch, r.turnsRef())
 	if err != nil {
-		return ZeroHash, &RemoteError{Op: "ls-remote", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
+		return ZeroHash, ZeroHash, &RemoteError{Op: "ls-remote", Remote: remote, Err: ErrRemoteUnavailable, Stderr: firstLines(stderr, err)}
 	}
 	for _, line := range strings.Split(stdout, "\n") {
-		if h, ref, ok := strings.Cut(line, "\t"); ok && ref == r.branch {
-			return ParseHash(h)
+		h, ref, ok := strings.Cut(line, "\t")
+		if !ok {
+			continue
+		}
+		switch ref {
+		case r.branch:
+			branch, err = ParseHash(h)
+		case r.turnsRef():
+			turns, err = ParseHash(h)
+		}
+		if err != nil {
+			return ZeroHash, ZeroHash, err
 		}
 	}
-	return ZeroHash, nil
+	return branch, turns, nil
+}
+
+// KnownRefs is where this clone last knew the remote's branch and the
+// branch's turns to be: what RemoteRefs says when nothing moved since.
+func (r *Repo) KnownRefs(remote string) (branch, turns Hash, err error) {
+	if branch, err = r.Tracking(remote); err != nil {
+		return ZeroHash, ZeroHash, err
+	}
+	turns, err = r.readRef(r.turnsTracking(remote))
+	return branch, turns, err
 }
 
 // turnLease is what a push of the branch adds to be refused when a clone

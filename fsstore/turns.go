@@ -19,7 +19,11 @@ import (
 // its next push back for that long (doubled for each race in a row the
 // waiting clone lost, so a waiter whose estimate was short gets through the
 // next time), while its writes gather for that push. The waiting clone
-// pushes meanwhile; had it lost once more, it announces again.
+// pushes meanwhile; had it lost once more, it announces again. A waiting
+// clone whose writes all conflicted when built again keeps its turn: its
+// agents read again and write within the hold. (Given up at once, the turn
+// went to the clone that won, whose agents read what they just pushed:
+// on three shared counters it then took most increments.)
 
 const (
 	// firstNeeds is how long a clone that lost its first race is thought

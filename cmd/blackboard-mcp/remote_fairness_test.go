@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -98,8 +99,8 @@ func TestRemoteEveryCloneMakesProgress(t *testing.T) {
 }
 
 // Three clones, two agents on each (each with its own server, as MCP
-// clients start them), increment three shared counters by compare-and-swap
-// for 20 s, on a remote that takes 20-80 ms over every push: every agent
+// clients start them), increment three shared counters (each time one at
+// random) by compare-and-swap for 20 s, on a remote that takes 20-80 ms over every push: every agent
 // gets increments through, none fewer than a third of the best agent's, and
 // each counter ends at the number of increments acknowledged on it, each
 // version acknowledged once.
@@ -130,11 +131,11 @@ func TestRemoteFairCountersAcrossClones(t *testing.T) {
 	acked := map[string]map[int]string{} // per counter, version -> who
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i, ag := range agents {
+	for _, ag := range agents {
 		wg.Go(func() {
 			seen := map[string]int{} // per counter, the version a conflict named
-			for n := i; time.Since(start) < fairnessRun; n++ {
-				key := fmt.Sprintf("team/counter-%d", n%counters)
+			for time.Since(start) < fairnessRun {
+				key := fmt.Sprintf("team/counter-%d", rand.IntN(counters))
 				it := ag.s.itemOf(key)
 				if it.Version < seen[key] {
 					// A conflict is answered against what the remote holds,

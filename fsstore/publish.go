@@ -86,6 +86,10 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 	// released once the branch names them.
 	var published []string
 	for lost := 0; ; {
+		if !since.IsZero() && time.Since(since) > maxRemoteRace {
+			return false, nil, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
+				lost, maxRemoteRace)
+		}
 		head, err := w.repo.Head()
 		if err != nil {
 			return false, nil, err
@@ -103,6 +107,9 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			// pushed is fetched now, rather than learned from a refusal.
 			if err := w.followRemoteWithPending(head, nil); err != nil {
 				return false, nil, err
+			}
+			if since.IsZero() {
+				since = time.Now()
 			}
 			continue
 		}
@@ -220,16 +227,11 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		if err := w.followRemoteWithPending(head, announce); err != nil {
 			return false, nil, err
 		}
-		if othersWait {
-			continue
-		}
-		lost++
-		if lost == 1 {
+		if since.IsZero() {
 			since = time.Now()
 		}
-		if time.Since(since) > maxRemoteRace {
-			return false, nil, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
-				lost, maxRemoteRace)
+		if !othersWait {
+			lost++
 		}
 	}
 }

@@ -41,6 +41,14 @@ import (
 //     next version.
 //   - later: the person brought the old text back; it is their edit.
 //
+// A version superseded by a person's `git commit` is not judged: git
+// commit builds its tree from git's index and writes no file, so a file
+// still holding the version before it is a change that commit left out,
+// not a file its move failed to replace. (A commit racing an agent's write
+// can take its tree from the index as it was just before the write, and
+// so put the note back under the write's file: that file is the write's
+// text, and committing it again is what restores the write.)
+//
 // Deleted files are not judged: a reset that resolved the branch before a
 // note was created removes its file, and that is still taken for a delete.
 
@@ -79,6 +87,9 @@ type staleLook struct {
 	// arrivals is when the branch's recent moves brought each commit,
 	// read once (readArrivals).
 	arrivals map[gitver.Hash]time.Time
+	// committed holds the commits a person's `git commit` made, by the
+	// same reflog.
+	committed map[gitver.Hash]bool
 }
 
 // verdict judges the file at p, holding blob, with the stat fi.
@@ -103,6 +114,8 @@ func (l *staleLook) verdict(p string, blob gitver.Hash, fi fs.FileInfo) (staleVe
 			}
 			if had == blob {
 				switch {
+				case l.committed[child]:
+					return notStale, nil // git commit writes no file: not its leftover
 				case appeared.Before(childTime):
 					return leftBehind, nil // commit and reflog times keep whole seconds: the move came later still
 				case appeared.Before(childTime.Add(staleWindow + time.Second)):
@@ -154,8 +167,12 @@ func (l *staleLook) readArrivals() error {
 		return err
 	}
 	l.arrivals = map[gitver.Hash]time.Time{}
+	l.committed = map[gitver.Hash]bool{}
 	for i := len(moves) - 1; i >= 0; i-- { // newest first
 		m := moves[i]
+		if _, ok := l.arrivals[m.New]; !ok && byGitCommit(m.Message) {
+			l.committed[m.New] = true
+		}
 		for at, n := m.New, 0; !at.IsZero() && at != m.Old && n < maxArrivalWalk; n++ {
 			if _, ok := l.arrivals[at]; ok {
 				break
@@ -169,6 +186,13 @@ func (l *staleLook) readArrivals() error {
 		}
 	}
 	return nil
+}
+
+// byGitCommit reports whether a reflog message is that of a move made by
+// `git commit` ("commit: ...", "commit (amend): ...", "commit (merge):
+// ...", "commit (initial): ...").
+func byGitCommit(message string) bool {
+	return strings.HasPrefix(message, "commit: ") || strings.HasPrefix(message, "commit (")
 }
 
 // at returns the i-th commit of head's first-parent history, nil past its

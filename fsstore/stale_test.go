@@ -180,3 +180,61 @@ func TestStaleFileAfterAPullOfAnOldCommit(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A person's `git commit` racing an agent's write can build its tree from
+// git's index as it was just before the write (git reads HEAD, then the
+// index, with no lock between): the commit puts the note back to the
+// version before the write, while the write's file stays in place. That
+// file holds a version the commit moved past, but git commit writes no
+// file, so it is no leftover of the move: it is the write's text, and it
+// must be committed again, not replaced by the commit's (which lost an
+// acknowledged counter increment in TestHandCommitsBetweenProcesses: the
+// next writer read the reverted value), nor kept aside as a sibling.
+func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
+	fixtures.RequireGit(t)
+	for _, when := range []string{"a second later", "at once"} {
+		t.Run(when, func(t *testing.T) {
+			w := newWorkspace(t, false)
+			d := w.Dir()
+			put(t, w, "t/counter", 0, "count 1", "1\n")
+			before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+			put(t, w, "t/counter", 1, "count 2", "2\n")
+			if when == "a second later" {
+				// Reflog times keep whole seconds: the commit comes in a
+				// later one than the write's file.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)) + 100*time.Millisecond)
+			}
+			// The person's commit, of a file of theirs, with the index as
+			// it was before the write.
+			if err := os.WriteFile(filepath.Join(d, "mine.txt"), []byte("by hand\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			index := filepath.Join(t.TempDir(), "index")
+			for _, args := range [][]string{{"read-tree", before}, {"add", "mine.txt"}, {"commit", "-qm", "mine"}} {
+				cmd := fixtures.GitCmd(d, args...)
+				cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+index)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %s: %v\n%s", args[0], err, out)
+				}
+			}
+			fixtures.Git(t, d, "add", "mine.txt") // the index git commit wrote
+			time.Sleep(gitSettle + 100*time.Millisecond)
+
+			rep := commitEdits(t, w)
+			if got, want := noteHistory(t, w, "t/counter.md"), []string{"1", "2", "1", "2"}; !slices.Equal(got, want) {
+				t.Errorf("the counter's versions hold %q, want %q (%s)", got, want, opsOf(rep))
+			}
+			if got := readFile(t, w, "t/counter.md"); !strings.HasSuffix(got, "\n2\n") {
+				t.Errorf("the counter's file holds %q, want the write's", got)
+			}
+			if n := get(t, w, "t/counter"); n.Content != "2\n" {
+				t.Errorf("the counter reads %q, want the write's", n.Content)
+			}
+			if sibling := siblingsOf(t, w, "t/counter"); len(sibling) != 0 {
+				t.Errorf("the write's file is kept as %q", sibling)
+			}
+			fixtures.Git(t, d, "cat-file", "-e", "HEAD:mine.txt")
+			assertClean(t, w)
+		})
+	}
+}

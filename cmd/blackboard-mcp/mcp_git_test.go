@@ -824,12 +824,32 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 	})
 	t.Run("brought back on purpose after the checkout", func(t *testing.T) {
 		dir := setup(t)
+		second := fixtures.Git(t, dir, "rev-parse", "HEAD")
 		runCLI(t, dir, "put", key, "--digest", "count 3", "--body", "3", "--expect", "2")
+		written := time.Now()
 		fixtures.Git(t, dir, "symbolic-ref", "-m", "checkout: moving from main to main", "HEAD", "refs/heads/main")
 		time.Sleep(1100 * time.Millisecond) // past the checkout's second
-		fixtures.Git(t, dir, "checkout", "main~1", "--", key+".md")
+		fixtures.Git(t, dir, "checkout", second, "--", key+".md")
 		time.Sleep(600 * time.Millisecond) // past a file git wrote a moment ago
+		// Past the checkout's second, the older file is not the checkout's
+		// to put right silently. But it appeared right after the write
+		// that moved the branch past it (fsstore's staleWindow): it cannot
+		// be told from what a reset that read the branch before the write
+		// leaves, so version 3 stays and its text is kept as a sibling note
+		// that contradicts the counter.
 		writeByServer(t, dir, "team/other")
+		wantVersion(t, dir, 3)
+		siblings, _ := filepath.Glob(filepath.Join(dir, "team", "counter-*.md"))
+		if len(siblings) != 1 || !strings.HasSuffix(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "---\n2") ||
+			!strings.Contains(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "contradicts: [team/counter]") {
+			t.Errorf("the restore within the window is not kept as one sibling note holding version 2's text: %q", siblings)
+		}
+		// Past the window (and a second for reflog times), the person's
+		// restore is theirs.
+		time.Sleep(time.Until(written.Add(6500 * time.Millisecond)))
+		fixtures.Git(t, dir, "checkout", second, "--", key+".md")
+		time.Sleep(600 * time.Millisecond)
+		writeByServer(t, dir, "team/other2")
 		if got := readTree(t, dir, key+".md"); !strings.HasSuffix(got, "---\n2") {
 			t.Errorf("the counter's file holds %q, want the person's (version 2's)", got)
 		}

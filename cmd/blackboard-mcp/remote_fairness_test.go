@@ -105,8 +105,7 @@ func TestRemoteEveryCloneMakesProgress(t *testing.T) {
 // each counter ends at the number of increments acknowledged on it, each
 // version acknowledged once.
 func TestRemoteFairCountersAcrossClones(t *testing.T) {
-	url, bare, first := boardWithRemote(t)
-	slowPushes(t, bare)
+	url, _, first := boardWithRemote(t)
 	dirs := withClones(t, url, first, 2)
 	const counters = 3
 	boot := startMCPGo(t, first, "boot")

@@ -265,7 +265,13 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			if it.mine == nil {
 				continue
 			}
-			found := acked && it.mine == last
+			// This round built its writes in one chain, each on the one
+			// before, last at its tip: when last counted, they all did,
+			// even if the branch no longer holds them (a person's reset
+			// dropped them a moment after; the next write brings them
+			// back, and one built again would be answered conflict
+			// against its own commit).
+			found := acked
 			if !found {
 				if found, err = w.findWrite(head, it.mine.head, it.mine); err != nil {
 					it.err = err

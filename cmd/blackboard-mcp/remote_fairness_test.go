@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -96,6 +95,7 @@ func TestRemoteEveryCloneMakesProgress(t *testing.T) {
 	for _, dir := range dirs {
 		checkWorkspace(t, dir)
 	}
+	listsAsAFreshClone(t, url, dirs...)
 }
 
 // Three clones, two agents on each (each with its own server, as MCP
@@ -204,13 +204,5 @@ func TestRemoteFairCountersAcrossClones(t *testing.T) {
 	for _, dir := range dirs {
 		checkWorkspace(t, dir)
 	}
-	fresh := filepath.Join(t.TempDir(), "fresh")
-	cloneBoard(t, url, fresh)
-	runCLI(t, fresh, "reindex")
-	want := runCLI(t, fresh, "ls", "--name", "-n", "100")
-	for _, dir := range dirs {
-		if got := runCLI(t, dir, "ls", "--name", "-n", "100"); got != want {
-			t.Errorf("%s lists what a fresh clone does not:\n%s\nfresh:\n%s", dir, got, want)
-		}
-	}
+	listsAsAFreshClone(t, url, dirs...)
 }

@@ -176,15 +176,7 @@ func clonesShareOneBoard(t *testing.T, transport string) {
 	if merges := fixtures.GitOutput(t, bare, "rev-list", "--merges", "--all"); merges != "" {
 		t.Errorf("the remote's history has merges:\n%s", merges)
 	}
-	fresh := filepath.Join(t.TempDir(), "fresh")
-	cloneBoard(t, url, fresh)
-	runCLI(t, fresh, "reindex")
-	want := runCLI(t, fresh, "ls", "--name", "-n", "100")
-	for _, dir := range clones {
-		if got := runCLI(t, dir, "ls", "--name", "-n", "100"); got != want {
-			t.Errorf("%s lists\n%s\na fresh clone lists\n%s", dir, got, want)
-		}
-	}
+	listsAsAFreshClone(t, url, clones...)
 	t.Logf("over %s: %d writes from %d clones at once, each a CLI process: %s each on average", transport, len(took), len(clones), average(took))
 }
 
@@ -682,16 +674,9 @@ func TestRemoteTwoServersTwoHundredWritesEach(t *testing.T) {
 	for _, s := range servers {
 		s.closeClean()
 	}
-	fresh := filepath.Join(t.TempDir(), "fresh")
-	cloneBoard(t, url, fresh)
-	runCLI(t, fresh, "reindex")
-	want := runCLI(t, fresh, "ls", "--name", "-n", "1000")
-	for _, dir := range []string{first, second} {
-		if got := runCLI(t, dir, "ls", "--name", "-n", "1000"); got != want {
-			t.Errorf("%s lists what a fresh clone does not", dir)
-		}
-		checkWorkspace(t, dir)
-	}
+	listsAsAFreshClone(t, url, first, second)
+	checkWorkspace(t, first)
+	checkWorkspace(t, second)
 }
 
 // `remote` says where a clone stands: the remote, when it last heard from
@@ -792,16 +777,9 @@ func TestRemoteBatchesWrites(t *testing.T) {
 	}
 	a.closeClean()
 	b.closeClean()
-	fresh := filepath.Join(t.TempDir(), "fresh")
-	cloneBoard(t, url, fresh)
-	runCLI(t, fresh, "reindex")
-	want := runCLI(t, fresh, "ls", "--name", "-n", "1000")
-	for _, dir := range []string{first, second} {
-		if got := runCLI(t, dir, "ls", "--name", "-n", "1000"); got != want {
-			t.Errorf("%s lists what a fresh clone does not:\n%s\nfresh:\n%s", dir, got, want)
-		}
-		checkWorkspace(t, dir)
-	}
+	listsAsAFreshClone(t, url, first, second)
+	checkWorkspace(t, first)
+	checkWorkspace(t, second)
 }
 
 // Pushes to a remote are paced when git config blackboard.pushInterval says
@@ -974,6 +952,21 @@ func pushedApart(t *testing.T, times []float64, pace time.Duration) {
 	for i := 1; i < len(times); i++ {
 		if gap := times[i] - times[i-1]; gap < 0.6*pace.Seconds() {
 			t.Errorf("pushes %d and %d came %.3fs apart, want at least %s", i, i+1, gap, pace)
+		}
+	}
+}
+
+// listsAsAFreshClone checks that each of dirs lists every note at the
+// version a fresh clone of the board at url gives it after reindex.
+func listsAsAFreshClone(t *testing.T, url string, dirs ...string) {
+	t.Helper()
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	cloneBoard(t, url, fresh)
+	runCLI(t, fresh, "reindex")
+	want := runCLI(t, fresh, "ls", "--name", "-n", "1000")
+	for _, dir := range dirs {
+		if got := runCLI(t, dir, "ls", "--name", "-n", "1000"); got != want {
+			t.Errorf("%s lists what a fresh clone does not:\n%s\nfresh:\n%s", dir, got, want)
 		}
 	}
 }

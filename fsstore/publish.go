@@ -82,6 +82,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 	}
 	defer unlock()
 	var since time.Time
+	yielded := false // this writer held its push back for another clone
 	// published is the packs that hold the chain's objects, git's now,
 	// released once the branch names them.
 	var published []string
@@ -103,6 +104,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			w.pacePush()
 		}
 		if w.remote != "" && w.pub.turns.yield(w.repo, w.remote) {
+			yielded = true
 			// The clone that waited has likely pushed meanwhile: what it
 			// pushed is fetched now, rather than learned from a refusal.
 			if err := w.followRemoteWithPending(head, nil); err != nil {
@@ -218,7 +220,10 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		}
 		// Another clone pushed first, or announced that it waits for its
 		// turn (then this clone holds its next push back, in yield above).
-		othersWait := errors.Is(err, gitver.ErrOthersWaiting)
+		// A clone refused again after it held back waits too: else one
+		// that always holds back for the others' turns, and so is never
+		// refused for the branch, would never have one of its own.
+		othersWait := errors.Is(err, gitver.ErrOthersWaiting) && !yielded
 		var announce func()
 		if !othersWait {
 			w.pub.turns.lost()

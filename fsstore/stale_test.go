@@ -60,17 +60,8 @@ func TestResetThatLostItsRefUpdateRevertsNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			if got := noteHistory(t, w, "t/counter.md"); !slices.Equal(got, want) {
-				t.Errorf("the counter's versions hold %q, want %q (%s)", got, want, opsOf(rep))
-			}
-			if got := readFile(t, w, "t/counter.md"); !strings.HasSuffix(got, "\n"+want[len(want)-1]+"\n") {
-				t.Errorf("the counter's file holds %q, want the branch's", got)
-			}
-			sibling := siblingsOf(t, w, "t/counter")
-			if len(sibling) != 1 || !strings.HasSuffix(readFile(t, w, sibling[0]), "\n1\n") {
-				t.Errorf("the reset's file is not kept as one sibling note: %q", sibling)
-			} else if n := get(t, w, strings.TrimSuffix(sibling[0], ".md")); !slices.Contains(n.Links["contradicts"], "t/counter") {
-				t.Errorf("the sibling %s links %v, want contradicts t/counter", sibling[0], n.Links)
+			if sibling := staleOutcome(t, w, "t/counter", rep, want, 1); len(sibling) == 1 && !strings.HasSuffix(readFile(t, w, sibling[0]), "\n1\n") {
+				t.Errorf("the sibling %s does not hold the reset's file", sibling[0])
 			}
 			assertClean(t, w)
 		})
@@ -100,16 +91,32 @@ func TestStaleFileThereBeforeTheMoveIsPutRight(t *testing.T) {
 	fixtures.Git(t, d, "update-ref", "refs/heads/main", moved)
 
 	rep := commitEdits(t, w)
-	if got, want := noteHistory(t, w, "t/a.md"), []string{"a", "b"}; !slices.Equal(got, want) {
-		t.Errorf("t/a's versions hold %q, want %q (%s)", got, want, opsOf(rep))
-	}
-	if got := readFile(t, w, "t/a.md"); !strings.HasSuffix(got, "\nb\n") {
-		t.Errorf("t/a's file holds %q, want the branch's", got)
-	}
-	if sibling := siblingsOf(t, w, "t/a"); len(sibling) != 0 {
-		t.Errorf("a file that was in place before the move is kept as %q", sibling)
-	}
+	staleOutcome(t, w, "t/a", rep, []string{"a", "b"}, 0)
 	assertClean(t, w)
+}
+
+// staleOutcome checks what a comparison (rep) left of key: its versions'
+// last body lines are history, its file holds the last of them, and
+// siblings sibling notes beside it, each linked `contradicts` to key. It
+// returns the siblings.
+func staleOutcome(t *testing.T, w *Workspace, key string, rep *EditReport, history []string, siblings int) []string {
+	t.Helper()
+	if got := noteHistory(t, w, key+".md"); !slices.Equal(got, history) {
+		t.Errorf("%s's versions hold %q, want %q (%s)", key, got, history, opsOf(rep))
+	}
+	if got := readFile(t, w, key+".md"); !strings.HasSuffix(got, "\n"+history[len(history)-1]+"\n") {
+		t.Errorf("%s's file holds %q, want the branch's", key, got)
+	}
+	found := siblingsOf(t, w, key)
+	if len(found) != siblings {
+		t.Errorf("%s has sibling notes %q, want %d", key, found, siblings)
+	}
+	for _, p := range found {
+		if n := get(t, w, strings.TrimSuffix(p, ".md")); !slices.Contains(n.Links["contradicts"], key) {
+			t.Errorf("the sibling %s links %v, want contradicts %s", p, n.Links, key)
+		}
+	}
+	return found
 }
 
 // noteHistory is the body's last line of each version of a note's file,
@@ -169,15 +176,7 @@ func TestStaleFileAfterAPullOfAnOldCommit(t *testing.T) {
 	time.Sleep(gitSettle + 100*time.Millisecond)
 
 	rep := commitEdits(t, w)
-	if got, want := noteHistory(t, w, "t/c.md"), []string{"1", "2"}; !slices.Equal(got, want) {
-		t.Errorf("t/c's versions hold %q, want %q (%s)", got, want, opsOf(rep))
-	}
-	if got := readFile(t, w, "t/c.md"); !strings.HasSuffix(got, "\n2\n") {
-		t.Errorf("t/c's file holds %q, want the branch's", got)
-	}
-	if sibling := siblingsOf(t, w, "t/c"); len(sibling) != 1 {
-		t.Errorf("the older file is not kept as one sibling note: %q", sibling)
-	}
+	staleOutcome(t, w, "t/c", rep, []string{"1", "2"}, 1)
 	assertClean(t, w)
 }
 
@@ -221,17 +220,9 @@ func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
 			time.Sleep(gitSettle + 100*time.Millisecond)
 
 			rep := commitEdits(t, w)
-			if got, want := noteHistory(t, w, "t/counter.md"), []string{"1", "2", "1", "2"}; !slices.Equal(got, want) {
-				t.Errorf("the counter's versions hold %q, want %q (%s)", got, want, opsOf(rep))
-			}
-			if got := readFile(t, w, "t/counter.md"); !strings.HasSuffix(got, "\n2\n") {
-				t.Errorf("the counter's file holds %q, want the write's", got)
-			}
+			staleOutcome(t, w, "t/counter", rep, []string{"1", "2", "1", "2"}, 0)
 			if n := get(t, w, "t/counter"); n.Content != "2\n" {
 				t.Errorf("the counter reads %q, want the write's", n.Content)
-			}
-			if sibling := siblingsOf(t, w, "t/counter"); len(sibling) != 0 {
-				t.Errorf("the write's file is kept as %q", sibling)
 			}
 			fixtures.Git(t, d, "cat-file", "-e", "HEAD:mine.txt")
 			assertClean(t, w)

@@ -24,7 +24,7 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 	}
 	return w.withWriteLock(func() error {
 		return w.whileBranchMoves("save access", note.AccessFile, func() error {
-			head, _, err := w.catchUp(nil, nil)
+			head, _, err := w.catch.CatchUp(nil, nil)
 			if err != nil {
 				return err
 			}

@@ -451,7 +451,7 @@ type candidate struct {
 }
 
 func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
-	head, _, err := w.catchUp(nil, nil)
+	head, _, err := w.catch.CatchUp(nil, nil)
 	if err != nil {
 		return head, nil, err
 	}
@@ -620,7 +620,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	if len(unchanged) > 0 {
 		// Remember the stats, so that the next comparison need not read
 		// these files again.
-		if _, _, err := w.catchUp(nil, func(tx *index.Tx) error {
+		if _, _, err := w.catch.CatchUp(nil, func(tx *index.Tx) error {
 			for p, st := range unchanged {
 				if err := tx.SetDisk(p, st); err != nil {
 					return err

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -345,6 +348,90 @@ func TestLogVersionsAreTheGraphs(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.checkLog()
+		})
+	}
+}
+
+// checkIndexAsFar compares the index, at whatever commit it holds now, with
+// the definition there: a build in steps leaves it whole after each step.
+func (h *history) checkIndexAsFar(what string) {
+	h.t.Helper()
+	err := h.w.ReadIndex(func(s *index.Snapshot) error {
+		at, cursor, err := s.Head()
+		if err != nil || at.IsZero() {
+			return err
+		}
+		if want := len(h.reach(at)); cursor != want {
+			h.t.Fatalf("%s: at %s, cursor %d, want %d", what, at.Short(), cursor, want)
+		}
+		for _, key := range graphKeys {
+			n, ok, err := s.Note(key)
+			if err != nil {
+				return err
+			}
+			if want := h.version(at, key); !ok && want != 0 || ok && n.Version != want {
+				h.t.Fatalf("%s: at %s, %s is at version %d (indexed %v), want %d", what, at.Short(), key, n.Version, ok, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// The background build of the index (a server's, on a board far behind its
+// branch) applies the commits in steps. Over random histories, with the
+// bound set so low that every catch-up is a build and every step one
+// commit where the index is whole, and the branch moved (forward, back,
+// across) while a build runs: after every step the index holds the
+// definition's versions at its commit, and once the build is done, at the
+// branch's.
+func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
+	fixtures.RequireGit(t)
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			h := newHistory(t, 100+seed)
+			w := h.w
+			w.catch.Close()
+			w.catch = catchup.New(w.repo, w.idx, catchup.Options{Workspace: w.name,
+				BuildPath: filepath.Join(w.dir, note.IndexFile+"-build"), Gone: w.branchGone,
+				InBackground: true, InlineCommits: 1, Step: time.Nanosecond})
+			defer w.catch.Close()
+			for round := range 4 {
+				for range 15 {
+					switch a, b := h.pick(), h.pick(); {
+					case h.rng.IntN(4) == 0 && a != b:
+						h.commit(a, b)
+					case h.rng.IntN(4) == 0:
+						h.commit(a)
+					default:
+						h.commit(h.commits[len(h.commits)-1])
+					}
+				}
+				head := h.commits[len(h.commits)-1-h.rng.IntN(3)]
+				h.moveBranch(head)
+				steps := 0
+				for {
+					_, _, err := w.catch.CatchUp(nil, nil)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, ErrUnavailable) {
+						t.Fatal(err)
+					}
+					steps++
+					h.checkIndexAsFar(fmt.Sprintf("round %d, during the build", round))
+					if round == 2 && steps == 3 {
+						// Moved while the build runs: it plans again.
+						head = h.pick()
+						h.moveBranch(head)
+					}
+					time.Sleep(time.Millisecond)
+				}
+				h.checkIndex(head, fmt.Sprintf("round %d, after the build (%d looks while it ran)", round, steps))
+			}
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 // commit, unless they are already on the branch.
 func (w *Workspace) initCommit() error {
 	return w.withWriteLock(func() error {
-		head, _, err := w.catchUp(nil, nil)
+		head, _, err := w.catch.CatchUp(nil, nil)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,26 @@ func (w *Workspace) Repo() *gitver.Repo { return w.repo }
 // index has them now: it does not catch up first.
 func (w *Workspace) IndexHead() (commit gitver.Hash, cursor int, err error) { return w.idx.Head() }
 
+// BuildProgress is how far a build of the derived index in the background
+// has come.
+type BuildProgress struct {
+	// Done and Total count the commits applied and to apply; Total is 0
+	// while the history is still being read.
+	Done, Total int
+	// Message says it for people and models, with the time left.
+	Message string
+}
+
+// IndexBuild says how far the build of the derived index in the background
+// has come while one runs, in this process or another (a server's):
+// ok is false when none does.
+func (w *Workspace) IndexBuild() (BuildProgress, bool) {
+	if st, ok := w.catch.Building(); ok {
+		return BuildProgress{Done: st.Done, Total: st.Total, Message: st.String()}, true
+	}
+	return BuildProgress{}, false
+}
+
 // ReadIndex reads the derived index at one point of history, as it is now:
 // it does not catch up first.
 func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.idx.Read(fn) }

@@ -85,7 +85,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 		limit = MaxListLimit
 	}
 	out := &Listing{}
-	out.Cursor, err = w.readAtHead(func(s *index.Snapshot) error {
+	out.Cursor, err = w.readAsFar(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
 			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix,
 			Open: opts.Open, Now: time.Now().Unix(), Oldest: opts.Oldest})

@@ -190,7 +190,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
 	// next write's build among them.
-	if _, _, err := w.catchUp(hint, func(tx *index.Tx) error {
+	if _, _, err := w.catch.CatchUpAll(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {
 				return err

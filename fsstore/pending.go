@@ -200,7 +200,7 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		return errors.Join(err, w.pending.save(gitver.ZeroHash))
 	}
 	// The versions at the new head, as every reader counts them.
-	if _, _, err := w.catchUp(nil, nil); err != nil {
+	if _, _, err := w.catch.CatchUp(nil, nil); err != nil {
 		return err
 	}
 	versions := map[string]int{}

@@ -424,7 +424,5 @@ func (w *Workspace) digestOf(blob gitver.Hash) string {
 func FormatConfidence(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
 
 // EstimateTokens is the index's estimate of what reading n bytes of content
-// costs a model: about four bytes a token for English prose and Markdown.
-func EstimateTokens(n int) int {
-	return (n + 3) / 4
-}
+// costs a model (note.EstimateTokens).
+func EstimateTokens(n int) int { return note.EstimateTokens(n) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,9 +27,11 @@ import (
 // not (besides a person's own commits not yet pushed), and moves forward
 // only.
 
-// ErrUnavailable: the board's remote cannot take writes now (unreachable,
-// or its history was rewritten). Nothing was written; reads still work.
-var ErrUnavailable = errors.New("unavailable")
+// ErrUnavailable: the board cannot take the call now: its remote cannot
+// take writes (unreachable, or its history was rewritten; nothing was
+// written, reads still work), or the derived index is being built (the
+// message says how far; retry). It is catchup.ErrUnavailable.
+var ErrUnavailable = catchup.ErrUnavailable
 
 // relContradicts links a local version that lost to the remote's.
 const relContradicts = "contradicts"

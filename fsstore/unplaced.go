@@ -124,7 +124,9 @@ func (w *Workspace) placeUnplaced() error {
 	if w.repo.WorkTree().Busy() != "" {
 		return nil // not yet: the files are someone else's
 	}
-	if _, _, err := w.catchUp(nil, nil); err != nil {
+	if _, _, err := w.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
+		return nil // once the index is built
+	} else if err != nil {
 		return err
 	}
 	paths := make([]string, 0, len(u.Paths))

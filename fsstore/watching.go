@@ -291,6 +291,11 @@ func (ws *Watching) commit() bool {
 			ws.waiting = ""
 		}
 		return true
+	case errors.Is(err, ErrUnavailable):
+		if ws.waiting != "index" {
+			ws.waiting = "index"
+			ws.logf("people's edits wait: %v", err)
+		}
 	case errors.Is(err, ErrWorkTreeBusy):
 		if err.Error() != ws.waiting { // once per reason, not at every try
 			ws.waiting = err.Error()

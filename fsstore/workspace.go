@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -41,6 +42,13 @@ type Options struct {
 	// written is still committed first; edits to other notes wait for a
 	// server, which compares the whole tree, or a write of their own.
 	OneShot bool
+	// IndexInBackground is a server's: a call never waits for a long
+	// catch-up of the derived index (a board cloned without one, a person's
+	// pull of thousands of commits). The catch-up then runs in the
+	// background, in steps; meanwhile listings and searches answer from
+	// the index as far as it has come, and other calls are ErrUnavailable,
+	// saying how far. The zero value waits for the catch-up.
+	IndexInBackground bool
 }
 
 // Workspace is a board on disk: the notes, the git repository and the derived
@@ -55,7 +63,8 @@ type Workspace struct {
 	sourceRoots []string
 	repo        *gitver.Repo
 	idx         *index.DB
-	root        *os.Root // every note file is opened through it: no link leads out
+	catch       *catchup.Catcher // brings idx to the branch
+	root        *os.Root         // every note file is opened through it: no link leads out
 
 	// mu serializes this process's writes; lock (flock) serializes processes.
 	mu     sync.Mutex
@@ -195,6 +204,9 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
+	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
+		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
+		InBackground: opts.IndexInBackground})
 	w.edits.oneShot = opts.OneShot
 	w.pub.gitDir = repo.GitDir()
 	w.pending = pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: w.logf}
@@ -230,6 +242,7 @@ func unrecordedBranch(dir string) string {
 
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
+	w.catch.Close()
 	return errors.Join(w.pub.close(), w.idx.Close(), w.lock.Close(), w.root.Close(), w.repo.Close())
 }
 

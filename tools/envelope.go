@@ -34,6 +34,16 @@ type meta struct {
 	Omitted     int      `json:"omitted"`
 	OmittedURIs []string `json:"omitted_uris"`
 	Cursor      int      `json:"cursor"`
+	// Indexing says how far the build of the index has come while it
+	// runs: the answer holds what it holds so far.
+	Indexing string `json:"indexing,omitempty"`
+}
+
+// position is the point of the board's history an answer was read at.
+type position struct {
+	cursor int
+	// indexing is the index's build progress while it runs, "" after.
+	indexing string
 }
 
 // renderer lays out the kept item texts and the envelope.
@@ -83,8 +93,8 @@ func renderTSV(header string) renderer {
 // Priced that way, the first choice stays within budget, and the exact size
 // of the answer then decides: the room it leaves takes more of the items
 // left out, and a choice priced short gives items up from the end.
-func fit(budget int, parts []part, extraOmitted, cursor int, render renderer) (string, error) {
-	a := newAnswer(parts, extraOmitted, cursor, render)
+func fit(budget int, parts []part, extraOmitted int, at position, render renderer) (string, error) {
+	a := newAnswer(parts, extraOmitted, at, render)
 	_, size := a.settle(0)
 	if size > budget {
 		return "", invalid("budget_tokens %d is too small to even name the %d addresses; give at least %d", budget, len(parts), size)
@@ -211,11 +221,12 @@ const (
 // answer is a read being fitted: for each part, the text chosen for it, or ""
 // when it is omitted.
 type answer struct {
-	parts         []part
-	chosen        []string
-	cost          []int // the tokens of chosen[i] by its own count
-	extra, cursor int
-	render        renderer
+	parts  []part
+	chosen []string
+	cost   []int // the tokens of chosen[i] by its own count
+	extra  int
+	at     position
+	render renderer
 	// counted holds the token counts of the answer's segments (see
 	// count) already counted: an answer is counted a few times over while
 	// it is fitted, and most of it is the same each time.
@@ -273,9 +284,9 @@ func isSymbol(c byte) bool {
 	return c > ' ' && c < 0x7f && !letter && !digit
 }
 
-func newAnswer(parts []part, extra, cursor int, render renderer) *answer {
+func newAnswer(parts []part, extra int, at position, render renderer) *answer {
 	return &answer{parts: parts, chosen: make([]string, len(parts)), cost: make([]int, len(parts)),
-		extra: extra, cursor: cursor, render: render, counted: map[string]int{}}
+		extra: extra, at: at, render: render, counted: map[string]int{}}
 }
 
 func (a *answer) keep(i int, text string, tokens int) { a.chosen[i], a.cost[i] = text, tokens }
@@ -284,7 +295,7 @@ func (a *answer) omit(i int) { a.chosen[i] = "" }
 
 // meta describes the answer with spent_tokens set to spent.
 func (a *answer) meta(spent int) ([]string, meta) {
-	m := meta{Spent: spent, Omitted: a.extra, Cursor: a.cursor, OmittedURIs: []string{}}
+	m := meta{Spent: spent, Omitted: a.extra, Cursor: a.at.cursor, Indexing: a.at.indexing, OmittedURIs: []string{}}
 	kept := make([]string, 0, len(a.parts))
 	for i, t := range a.chosen {
 		if t == "" {

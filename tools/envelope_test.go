@@ -78,7 +78,7 @@ func TestFitProperties(t *testing.T) {
 		if table {
 			render = renderTSV("uri\tversion\tdigest")
 		}
-		out, err := fit(budget, parts, extra, cursor, render)
+		out, err := fit(budget, parts, extra, position{cursor: cursor}, render)
 		if err != nil {
 			if !strings.Contains(err.Error(), "too small") {
 				t.Fatalf("case %d: %v", c, err)
@@ -158,7 +158,7 @@ func checkNothingFits(t *testing.T, c int, chosen []string, parts []part, table 
 	if table {
 		render = renderTSV("uri\tversion\tdigest")
 	}
-	a := newAnswer(parts, extra, cursor, render)
+	a := newAnswer(parts, extra, position{cursor: cursor}, render)
 	copy(a.chosen, chosen)
 	for i, p := range parts {
 		if chosen[i] == p.text {
@@ -184,7 +184,7 @@ func BenchmarkFit(b *testing.B) {
 				render = renderTSV("uri\tversion\tdigest")
 			}
 			for b.Loop() {
-				if _, err := fit(DefaultBudget, parts, 0, 1, render); err != nil {
+				if _, err := fit(DefaultBudget, parts, 0, position{cursor: 1}, render); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -217,7 +217,7 @@ func TestCountBySegments(t *testing.T) {
 		if table {
 			render = renderTSV(randomText(rng, 5))
 		}
-		a := newAnswer(parts, rng.IntN(3), rng.IntN(100000), render)
+		a := newAnswer(parts, rng.IntN(3), position{cursor: rng.IntN(100000)}, render)
 		for i := range parts {
 			if rng.IntN(2) == 0 {
 				a.keep(i, parts[i].text, 0)

@@ -63,7 +63,7 @@ func (s *Server) getState(ctx context.Context, in getStateArgs) (*mcp.CallToolRe
 		}
 		parts = append(parts, p)
 	}
-	return s.respond(mode, in.Fields, parts, 0, cursor, budget)
+	return s.respond(mode, in.Fields, parts, 0, position{cursor: cursor}, budget)
 }
 
 // readOptions checks a read's mode and budget, with their defaults.
@@ -193,7 +193,7 @@ func summaryView(s *fsstore.Summary) *fsstore.NoteView {
 }
 
 // respond fits parts into the budget and renders the envelope.
-func (s *Server) respond(mode string, fields []string, parts []part, extraOmitted, cursor, budget int) (*mcp.CallToolResult, error) {
+func (s *Server) respond(mode string, fields []string, parts []part, extraOmitted int, at position, budget int) (*mcp.CallToolResult, error) {
 	render := renderJSON
 	if mode == modeTable {
 		uriColumn := "uri"
@@ -206,7 +206,7 @@ func (s *Server) respond(mode string, fields []string, parts []part, extraOmitte
 		}
 		render = renderTSV(strings.Join(append([]string{uriColumn, "version", "digest"}, fields...), "\t"))
 	}
-	out, err := fit(budget, parts, extraOmitted, cursor, render)
+	out, err := fit(budget, parts, extraOmitted, at, render)
 	if err != nil {
 		return nil, err
 	}

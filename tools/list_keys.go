@@ -70,5 +70,5 @@ func (s *Server) listKeys(ctx context.Context, in listKeysArgs) (*mcp.CallToolRe
 		}
 		parts = append(parts, p)
 	}
-	return s.respond(mode, in.Fields, parts, l.Omitted, l.Cursor, budget)
+	return s.respond(mode, in.Fields, parts, l.Omitted, position{cursor: l.Cursor, indexing: v.Indexing()}, budget)
 }

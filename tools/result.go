@@ -93,7 +93,12 @@ func marshal(v any) ([]byte, error) {
 // handler adapts a typed tool function to mcp-go: it binds the arguments
 // (an unknown or mistyped argument is an invalid result, not a protocol
 // error) and maps errors. Only a broken server returns a Go error.
-func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, in T) (*mcp.CallToolResult, error)) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+//
+// A caller that asks for progress hears, besides, how far the build of the
+// index has come when the answer was made while one runs (build): a
+// listing as far as the index has come, or a call told to retry.
+func handler[T any](log *slog.Logger, build func() (fsstore.BuildProgress, bool), name string,
+	fn func(ctx context.Context, in T) (*mcp.CallToolResult, error)) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in T
 		raw, err := json.Marshal(req.GetRawArguments())
@@ -109,7 +114,9 @@ func handler[T any](log *slog.Logger, name string, fn func(ctx context.Context, 
 			return errorResult(ctx, log, name, invalid("%s", argumentError(err))), nil
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			defer reportProgress(ctx, req.Params.Meta.ProgressToken, name)()
+			token := req.Params.Meta.ProgressToken
+			defer tellBuild(ctx, token, build)
+			defer reportProgress(ctx, token, name)()
 		}
 		res, err := fn(ctx, in)
 		if err != nil {
@@ -162,6 +169,21 @@ const (
 	progressAfter = 250 * time.Millisecond
 	progressEvery = 500 * time.Millisecond
 )
+
+// tellBuild tells the caller of ctx how far the build of the index has
+// come, while one runs.
+func tellBuild(ctx context.Context, token mcp.ProgressToken, build func() (fsstore.BuildProgress, bool)) {
+	srv := server.ServerFromContext(ctx)
+	p, ok := build()
+	if srv == nil || !ok {
+		return
+	}
+	n := map[string]any{"progressToken": token, "progress": p.Done, "message": p.Message}
+	if p.Total > 0 {
+		n["total"] = p.Total
+	}
+	_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), n)
+}
 
 // reportProgress starts telling the caller of ctx that tool is at work, and
 // returns what stops it.

@@ -35,7 +35,8 @@ func (s *Server) searchKeys(ctx context.Context, in searchKeysArgs) (*mcp.CallTo
 	if in.Limit < 0 || in.Limit > fsstore.MaxSearchLimit {
 		return nil, invalid("limit is 1 to %d", fsstore.MaxSearchLimit)
 	}
-	hits, cursor, err := s.view(ctx).Search(in.Q, in.Topic, in.Limit)
+	v := s.view(ctx)
+	hits, cursor, err := v.Search(in.Q, in.Topic, in.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -47,5 +48,5 @@ func (s *Server) searchKeys(ctx context.Context, in searchKeysArgs) (*mcp.CallTo
 		item.add("score", math.Round(h.Score*100)/100)
 		parts[i] = newPart(h.URI, item.json(), nil)
 	}
-	return s.respond(modeDigest, nil, parts, 0, cursor, DefaultBudget)
+	return s.respond(modeDigest, nil, parts, 0, position{cursor: cursor, indexing: v.Indexing()}, DefaultBudget)
 }

@@ -59,11 +59,11 @@ func NewServer(ws *fsstore.Workspace, log *slog.Logger, version string) *Server 
 		server.WithRecovery(),
 	}, s.resourceOptions()...)...)
 	s.addResourceTemplate()
-	s.mcp.AddTool(updateStateTool(), handler(log, "update_state", s.updateState))
-	s.mcp.AddTool(getStateTool(), handler(log, "get_state", s.getState))
-	s.mcp.AddTool(listKeysTool(), handler(log, "list_keys", s.listKeys))
-	s.mcp.AddTool(searchKeysTool(), handler(log, "search_keys", s.searchKeys))
-	s.mcp.AddTool(linkStateTool(), handler(log, "link_state", s.linkState))
+	s.mcp.AddTool(updateStateTool(), handler(log, s.ws.IndexBuild, "update_state", s.updateState))
+	s.mcp.AddTool(getStateTool(), handler(log, s.ws.IndexBuild, "get_state", s.getState))
+	s.mcp.AddTool(listKeysTool(), handler(log, s.ws.IndexBuild, "list_keys", s.listKeys))
+	s.mcp.AddTool(searchKeysTool(), handler(log, s.ws.IndexBuild, "search_keys", s.searchKeys))
+	s.mcp.AddTool(linkStateTool(), handler(log, s.ws.IndexBuild, "link_state", s.linkState))
 	return s
 }
 

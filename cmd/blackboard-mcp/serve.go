@@ -54,7 +54,7 @@ Over HTTP on an address other machines reach, a board needs an access file
 	}
 	collectSooner()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots,
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots, IndexInBackground: true,
 		OnEdits: func(r *fsstore.EditReport) {
 			for _, line := range r.Lines() {
 				log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])

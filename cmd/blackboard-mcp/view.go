@@ -37,7 +37,7 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return cli.Usagef("view serves on a loopback address only (127.0.0.1:PORT); to share the board, use serve --http with an access file")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ws, err := fsstore.Open(c.Dir(), fsstore.Options{NoSync: c.NoSync, Agent: agentName(),
+	ws, err := fsstore.Open(c.Dir(), fsstore.Options{NoSync: c.NoSync, Agent: agentName(), IndexInBackground: true,
 		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return err

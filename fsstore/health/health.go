@@ -20,6 +20,9 @@ type Workspace interface {
 	Repo() *gitver.Repo
 	// IndexHead is the commit the derived index reflects, and its cursor.
 	IndexHead() (commit gitver.Hash, cursor int, err error)
+	// IndexBuild says how far a build of the derived index in the
+	// background has come, while one runs.
+	IndexBuild() (fsstore.BuildProgress, bool)
 	// ReadIndex reads the derived index at one point of history.
 	ReadIndex(fn func(*index.Snapshot) error) error
 	// WalkNotes lists the work tree's note and blob files, with their stat,

@@ -21,6 +21,12 @@ func (c *checker) checkIndex(head gitver.Hash, files map[string]gitver.Hash, opt
 		return
 	}
 	const fixStale = "nothing is lost: any read catches the index up (e.g. `blackboard-mcp ls`), or run `blackboard-mcp reindex`"
+	if building, ok := c.ws.IndexBuild(); ok {
+		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,
+			Message: building.Message + " in the background (cursor " + fmt.Sprint(seq) + " so far): listings and searches answer from it as far as it has come, other calls say to retry",
+			Fix:     "wait for it: it needs no help"})
+		return
+	}
 	switch {
 	case indexed.IsZero():
 		r.Add(Finding{Check: "index", Severity: SeverityWarning, Path: note.IndexFile,

@@ -140,3 +140,9 @@ func BranchProblem(name string) string {
 	}
 	return ""
 }
+
+// EstimateTokens is the index's estimate of what reading n bytes of content
+// costs a model: about four bytes a token for English prose and Markdown.
+func EstimateTokens(n int) int {
+	return (n + 3) / 4
+}

@@ -1,104 +1,12 @@
-package fsstore
+package catchup
 
 import (
-	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
-
-// catchUp brings the derived index to the branch's current commit and returns
-// that commit and its cursor. It is cheap when nothing moved (one ref read and
-// one query); otherwise it applies only the commits the index has not seen,
-// whoever made them (this or another process, a person's git commit, a pull).
-// When the branch was reset or rewritten, it forgets the commits that are no
-// longer on it and applies the new ones from the last commit both share.
-//
-// hint gives the changes of commits the caller just made, so they need not be
-// diffed again. extra runs in the same index transaction.
-func (w *Workspace) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error) (gitver.Hash, int, error) {
-	head, err := w.repo.Head()
-	if err != nil {
-		return gitver.ZeroHash, 0, err
-	}
-	indexed, seq, err := w.idx.Head()
-	if err != nil {
-		return gitver.ZeroHash, 0, err
-	}
-	if head.IsZero() && !indexed.IsZero() {
-		return gitver.ZeroHash, 0, w.branchGone(indexed)
-	}
-	if indexed == head && extra == nil {
-		return head, seq, nil
-	}
-	err = w.idx.Update(func(tx *index.Tx) error {
-		// Read the branch again inside the index's write transaction: another
-		// process may have caught up meanwhile, to a newer commit than ours.
-		if head, seq, err = w.syncToBranch(tx, hint); err != nil || extra == nil {
-			return err
-		}
-		return extra(tx)
-	})
-	return head, seq, err
-}
-
-// syncToBranch brings the index in tx to the branch's current commit, and
-// returns that commit and its cursor.
-func (w *Workspace) syncToBranch(tx *index.Tx, hint map[gitver.Hash][]gitver.PathChange) (gitver.Hash, int, error) {
-	head, err := w.repo.Head()
-	if err != nil {
-		return gitver.ZeroHash, 0, err
-	}
-	indexed, seq, err := tx.Head()
-	if err != nil {
-		return gitver.ZeroHash, 0, err
-	}
-	if head.IsZero() && !indexed.IsZero() {
-		return gitver.ZeroHash, 0, w.branchGone(indexed)
-	}
-	if indexed != head {
-		seq, err = w.syncIndex(tx, head, hint, nil)
-	}
-	return head, seq, err
-}
-
-// readAtHead runs fn on the derived index caught up to the branch, and
-// returns the cursor there. When the index cannot be caught up because the
-// disk is full (the writes that filled it moved the branch, and their
-// catch-up could not be committed), the catch-up is made for this read
-// alone and never written (index.DB.ReadAhead): reads keep answering from
-// git while writes are refused.
-func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
-	_, cursor, err := w.catchUp(nil, nil)
-	if err == nil {
-		return cursor, w.idx.Read(fn)
-	}
-	if !index.IsFull(err) {
-		return 0, err
-	}
-	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
-	err = w.idx.ReadAhead(func(tx *index.Tx) error {
-		_, cursor, err = w.syncToBranch(tx, nil)
-		return err
-	}, fn)
-	return cursor, err
-}
-
-// ErrBranchGone means the board's branch does not exist any more, although
-// the board has history (a person deleted it): nothing is read or written
-// until it is restored, so that no write starts a new history beside the
-// old. It comes as the cause of an ErrConflict: the caller may try again
-// once a person has restored the branch.
-var ErrBranchGone = errors.New("the board's branch is gone")
-
-func (w *Workspace) branchGone(last gitver.Hash) error {
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
-	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
-		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
-}
 
 // bulkCommits is how many commits make a catch-up a bulk write, with the
 // larger page cache for its transaction (index.Tx.Bulk).
@@ -120,18 +28,18 @@ const bulkCommits = 1000
 // reset, a rewritten history), the index is first cut back to the newest
 // commit both share at which the index was whole, undoing the version
 // counts of what came after.
-func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.Hash][]gitver.PathChange, progress Progress) (int, error) {
+func (c *Catcher) sync(tx *index.Tx, target gitver.Hash, hint map[gitver.Hash][]gitver.PathChange, progress Progress) (int, error) {
 	indexed, seq, err := tx.Head()
 	if err != nil {
 		return 0, err
 	}
-	plan, err := w.planSync(tx, target, indexed, progress)
+	plan, err := c.planSync(tx, target, indexed, progress)
 	if err != nil {
 		return 0, err
 	}
 	refresh := map[string]bool{}
 	if !plan.reachesIndexed {
-		base, baseSeq, err := w.cutPoint(tx, plan.boundary)
+		base, baseSeq, err := c.cutPoint(tx, plan.boundary)
 		if err != nil {
 			return 0, err
 		}
@@ -143,7 +51,7 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.
 			refresh[n] = true
 		}
 		seq = baseSeq
-		if plan, err = w.planSync(tx, target, base, progress); err != nil {
+		if plan, err = c.planSync(tx, target, base, progress); err != nil {
 			return 0, err
 		}
 	}
@@ -152,13 +60,30 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.
 			return 0, err
 		}
 	}
-	for i, c := range plan.order {
+	if seq, err = c.apply(tx, plan, 0, len(plan.order), seq, hint, refresh, progress); err != nil {
+		return 0, err
+	}
+	if err := c.refreshNotes(tx, refresh, progress); err != nil {
+		return 0, err
+	}
+	return seq, tx.SetHead(target)
+}
+
+// apply adds the plan's commits from..to-1 to the index in tx, in order,
+// numbering them from after seq, and returns the last one's number. The
+// notes they touched are added to refresh; hint gives the changes of
+// commits already diffed.
+func (c *Catcher) apply(tx *index.Tx, plan *syncPlan, from, to, seq int, hint map[gitver.Hash][]gitver.PathChange,
+	refresh map[string]bool, progress Progress) (int, error) {
+	for i := from; i < to; i++ {
+		ci := plan.order[i]
 		if progress != nil && i%500 == 0 {
 			progress("commits", i, len(plan.order))
 		}
-		changes, ok := hint[c.Hash]
+		changes, ok := hint[ci.Hash]
 		if !ok {
-			if changes, err = w.repo.Changes(c); err != nil {
+			var err error
+			if changes, err = c.repo.Changes(ci); err != nil {
 				return 0, err
 			}
 		}
@@ -169,8 +94,8 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.
 			rows = append(rows, index.Change{Path: ch.Path, Note: key, Old: ch.Old, New: ch.New})
 		}
 		touched, err := tx.AddCommit(index.Commit{
-			Seq: seq, Hash: c.Hash, Author: c.Author.Name, Email: c.Author.Email,
-			Time: c.Author.When.Unix(), Subject: c.Subject(), ByProgram: note.ByProgram(c.Message),
+			Seq: seq, Hash: ci.Hash, Author: ci.Author.Name, Email: ci.Author.Email,
+			Time: ci.Author.When.Unix(), Subject: ci.Subject(), ByProgram: note.ByProgram(ci.Message),
 			Closed: plan.closed[i],
 		}, rows)
 		if err != nil {
@@ -180,20 +105,31 @@ func (w *Workspace) syncIndex(tx *index.Tx, target gitver.Hash, hint map[gitver.
 			refresh[n] = true
 		}
 	}
+	return seq, nil
+}
+
+// refreshNotes reads the notes in refresh afresh from git into the index.
+func (c *Catcher) refreshNotes(tx *index.Tx, refresh map[string]bool, progress Progress) error {
 	done := 0
 	for key := range refresh {
 		if progress != nil && done%500 == 0 {
 			progress("notes", done, len(refresh))
 		}
 		done++
-		if err := w.refreshNote(tx, key); err != nil {
-			return 0, err
+		if err := c.refreshNote(tx, key); err != nil {
+			return err
 		}
 	}
 	if progress != nil {
 		progress("notes", len(refresh), len(refresh))
 	}
-	return seq, tx.SetHead(target)
+	return nil
+}
+
+// commitLookup finds a commit in the index: a write transaction or a
+// snapshot.
+type commitLookup interface {
+	CommitOf(h gitver.Hash) (index.IndexedCommit, bool, error)
 }
 
 // syncPlan is what target adds to an index that holds exactly the commits
@@ -211,13 +147,16 @@ type syncPlan struct {
 // planSync walks from target to the commits the index holds. A commit on
 // target's first-parent history that reaches the index's head is closed:
 // everything before it in the order is what it reaches.
-func (w *Workspace) planSync(tx *index.Tx, target, indexed gitver.Hash, progress Progress) (*syncPlan, error) {
+func (c *Catcher) planSync(tx commitLookup, target, indexed gitver.Hash, progress Progress) (*syncPlan, error) {
 	plan := &syncPlan{reachesIndexed: indexed.IsZero() || target == indexed}
 	if target.IsZero() || target == indexed {
 		return plan, nil
 	}
 	met := map[gitver.Hash]bool{}
 	isIndexed := func(h gitver.Hash) (bool, error) {
+		if indexed.IsZero() {
+			return false, nil // an empty index: nothing to look up
+		}
 		if met[h] {
 			return true, nil
 		}
@@ -237,7 +176,7 @@ func (w *Workspace) planSync(tx *index.Tx, target, indexed gitver.Hash, progress
 		mainline bool // on target's first-parent history
 		reaches  bool // reaches the index's head
 	}
-	top, err := w.repo.ReadCommit(target)
+	top, err := c.repo.ReadCommit(target)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +201,7 @@ func (w *Workspace) planSync(tx *index.Tx, target, indexed gitver.Hash, progress
 				}
 				continue
 			}
-			c, err := w.repo.ReadCommit(p)
+			c, err := c.repo.ReadCommit(p)
 			if err != nil {
 				return nil, err
 			}
@@ -289,7 +228,7 @@ func (w *Workspace) planSync(tx *index.Tx, target, indexed gitver.Hash, progress
 // cutPoint returns the newest closed commit that the boundary's commits
 // reach along their first parents, and its cursor: the index cut back to it
 // holds only commits the new head reaches too. Zero when there is none.
-func (w *Workspace) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash, int, error) {
+func (c *Catcher) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash, int, error) {
 	var best gitver.Hash
 	bestSeq := 0
 	for _, h := range boundary {
@@ -304,7 +243,7 @@ func (w *Workspace) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash,
 				}
 				break
 			}
-			c, err := w.repo.ReadCommit(h)
+			c, err := c.repo.ReadCommit(h)
 			if err != nil {
 				return gitver.ZeroHash, 0, err
 			}
@@ -316,7 +255,7 @@ func (w *Workspace) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash,
 
 // refreshNote reads a note's current fields, search text and links from git
 // into the index.
-func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
+func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
 	n := index.Note{Key: key}
 	noteBlob, err := tx.FileBlob(key + ".md")
 	if err != nil {
@@ -335,7 +274,7 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 			n.ContentBlob, n.ContentPath = b, p
 		}
 	}
-	raw, err := w.repo.ReadBlob(noteBlob)
+	raw, err := c.repo.ReadBlob(noteBlob)
 	if err != nil {
 		return err
 	}
@@ -345,7 +284,7 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 		// and reads say what is wrong.
 		n.Problem = err.Error()
 		n.Bytes = len(raw)
-		n.EstTokens = EstimateTokens(len(raw))
+		n.EstTokens = note.EstimateTokens(len(raw))
 		return tx.SetNoteState(n, index.Text{Addr: key, Body: string(raw)}, nil)
 	}
 	n.Digest = f.Str(note.KeyDigest)
@@ -369,7 +308,7 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 		case want == "" || want != n.ContentPath:
 			n.Problem = "the front matter names blob " + strconv.Quote(blob) + ", which is not this note's blob file"
 		default:
-			b, err := w.repo.ReadBlob(n.ContentBlob)
+			b, err := c.repo.ReadBlob(n.ContentBlob)
 			if err != nil {
 				return err
 			}
@@ -380,80 +319,15 @@ func (w *Workspace) refreshNote(tx *index.Tx, key string) error {
 	if n.Digest == "" && n.Problem == "" {
 		n.Problem = "the front matter has no digest"
 	}
-	n.EstTokens = EstimateTokens(n.Bytes)
+	n.EstTokens = note.EstimateTokens(n.Bytes)
 	var links []index.Link
 	rels, targets := f.Links()
 	for _, rel := range rels {
 		for _, t := range targets[rel] {
-			if a, err := w.parseAddress(t); err == nil {
+			if a, err := note.ParseAddress(t, c.workspace); err == nil {
 				links = append(links, index.Link{Rel: rel, Dst: a.Short()})
 			}
 		}
 	}
 	return tx.SetNoteState(n, index.Text(note.TextOf(key, f, content)), links)
-}
-
-// Progress reports a long rebuild: stage is "commits", "notes" or
-// "vectors" (total 0: unknown).
-type Progress func(stage string, done, total int)
-
-// Reindex rebuilds the derived index from git, in one transaction: other
-// processes keep reading the old index until the new one is complete, and
-// their writes wait for it.
-func (w *Workspace) Reindex(progress Progress) (int, error) {
-	var seq int
-	err := w.idx.Update(func(tx *index.Tx) error {
-		if err := tx.Reset(); err != nil {
-			return err
-		}
-		head, err := w.repo.Head()
-		if err != nil {
-			return err
-		}
-		seq, err = w.syncIndex(tx, head, nil, progress)
-		return err
-	})
-	if err != nil {
-		return seq, err
-	}
-	// The notes' vectors, made again from the start (Reset forgot them
-	// and where the last pass finished).
-	_, err = w.EmbedPending(true, func(done int) {
-		if progress != nil {
-			progress("vectors", done, 0)
-		}
-	})
-	return seq, err
-}
-
-// commitsUntil lists the commits on the first-parent history of from that
-// come after stop, newest first. found is false when stop is not on that
-// history within limit commits.
-func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
-	for h := from; h != stop; {
-		if h.IsZero() || len(chain) == limit {
-			return chain, false, nil
-		}
-		c, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return chain, false, err
-		}
-		chain = append(chain, c)
-		h = c.FirstParent()
-	}
-	return chain, true, nil
-}
-
-// changedSince lists the files whose content differs between a commit and
-// a later one.
-func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
-	a, err := w.repo.ReadCommit(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := w.repo.ReadCommit(to)
-	if err != nil {
-		return nil, err
-	}
-	return w.repo.DiffTrees(a.Tree, b.Tree)
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// buildingEnvelope is a listing's envelope while the index may be being
+// built: indexing says how far the build has come.
+type buildingEnvelope struct {
+	Items    []item `json:"items"`
+	Spent    int    `json:"spent_tokens"`
+	Omitted  int    `json:"omitted"`
+	Cursor   int    `json:"cursor"`
+	Indexing string `json:"indexing"`
+}
+
+// TestServeAnswersWhileItBuildsTheIndex: a board cloned without its derived
+// index (here: generated, 3,000 commits) is served at once. Its index is
+// built in the background, in steps; meanwhile every call is answered
+// without waiting for the build: listings and searches from the index as
+// far as it has come, saying how far, other calls unavailable with the
+// same progress. A second server started meanwhile shows the first one's
+// build instead of starting its own. Once the build is done, the listing
+// is the whole board, and the versions agree with git's (the check at the
+// end of every test).
+func TestServeAnswersWhileItBuildsTheIndex(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "acme")
+	const notes = 3000
+	if err := fixtures.Generate(dir, fixtures.Options{Workspace: "acme", Notes: notes, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	first := startMCPGo(t, dir, "reader")
+	var second *session
+	sawBuilding, sawUnavailable, sawSecond := false, false, false
+	for round := 0; ; round++ {
+		res := first.call("list_keys", map[string]any{"limit": 3})
+		if res.isError {
+			t.Fatalf("list_keys during the build: %s", res.text)
+		}
+		var e buildingEnvelope
+		if err := json.Unmarshal([]byte(res.text), &e); err != nil {
+			t.Fatalf("list_keys: %v in %s", err, res.text)
+		}
+		if got := countTokens(t, res.text); got != e.Spent {
+			t.Errorf("spent_tokens %d, but the answer is %d tokens: %s", e.Spent, got, res.text)
+		}
+		if e.Indexing == "" {
+			if e.Cursor != notes+1 || len(e.Items)+e.Omitted != notes+1 {
+				t.Fatalf("after the build: cursor %d and %d notes listed, want %d and %d (the state note too)",
+					e.Cursor, len(e.Items)+e.Omitted, notes+1, notes+1)
+			}
+			break
+		}
+		sawBuilding = true
+		if !strings.HasPrefix(e.Indexing, "the index is being built") || e.Cursor > notes+1 {
+			t.Fatalf("during the build: indexing %q at cursor %d", e.Indexing, e.Cursor)
+		}
+		got := first.call("get_state", map[string]any{"uris": []string{"run/state/current"}})
+		if got.isError {
+			sawUnavailable = true
+			if !strings.HasPrefix(got.text, "unavailable: the index is being built") || !strings.HasSuffix(got.text, "; retry") {
+				t.Fatalf("get_state during the build: %s", got.text)
+			}
+			w := first.call("update_state", map[string]any{"uri": "ops/during-build", "digest": "written while the index is built", "body": "x"})
+			if w.isError && !strings.HasPrefix(w.text, "unavailable: the index is being built") {
+				t.Fatalf("update_state during the build: %s", w.text)
+			}
+			if !w.isError {
+				t.Fatalf("update_state during the build was written: %s (it cannot check its version)", w.text)
+			}
+		}
+		if round == 0 {
+			second = startMCPGo(t, dir, "second")
+			res := second.call("search_keys", map[string]any{"q": "throughput"})
+			if res.isError {
+				t.Fatalf("search_keys on a second server during the build: %s", res.text)
+			}
+			var e buildingEnvelope
+			if err := json.Unmarshal([]byte(res.text), &e); err != nil {
+				t.Fatal(err)
+			}
+			sawSecond = e.Indexing != ""
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("seen while building: a partial listing %v, unavailable reads %v, the build from a second server %v",
+		sawBuilding, sawUnavailable, sawSecond)
+	if second == nil {
+		second = startMCPGo(t, dir, "second") // the build was done at the first look
+	}
+	// Settled: every call answers, on both servers.
+	first.write(map[string]any{"uri": "ops/after-build", "digest": "written once the index is built", "body": "x"})
+	if text := second.ok("get_state", map[string]any{"uris": []string{"ops/after-build"}}); !strings.Contains(text, "written once the index is built") {
+		t.Fatalf("the second server reads %s", text)
+	}
+	runCLI(t, dir, "health") // exits 1 on any problem
+}

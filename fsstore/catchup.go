@@ -1,0 +1,131 @@
+package fsstore
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// readAtHead runs fn on the derived index caught up to the branch, and
+// returns the cursor there. While the index is too far behind to wait for
+// (fsstore/internal/catchup), it is ErrUnavailable, saying how far the
+// build in the background has come. When the index cannot be caught up
+// because the disk is full (the writes that filled it moved the branch,
+// and their catch-up could not be committed), the catch-up is made for
+// this read alone and never written (index.DB.ReadAhead): reads keep
+// answering from git while writes are refused.
+func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
+	_, cursor, err := w.catch.CatchUp(nil, nil)
+	if err == nil {
+		return cursor, w.idx.Read(fn)
+	}
+	if !index.IsFull(err) {
+		return 0, err
+	}
+	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
+	err = w.idx.ReadAhead(func(tx *index.Tx) error {
+		_, cursor, err = w.catch.SyncToBranch(tx, nil)
+		return err
+	}, fn)
+	return cursor, err
+}
+
+// readAsFar is readAtHead for a listing or a search: while the index is
+// being built, they answer from it as far as it has come, at its cursor
+// (View.Indexing says how far that is).
+func (w *Workspace) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
+	cursor, err = w.readAtHead(fn)
+	if b := (*catchup.Building)(nil); !errors.As(err, &b) {
+		return cursor, err
+	}
+	err = w.idx.Read(func(s *index.Snapshot) error {
+		if _, cursor, err = s.Head(); err != nil {
+			return err
+		}
+		return fn(s)
+	})
+	return cursor, err
+}
+
+// Indexing says how far the build of the derived index has come while one
+// runs (in this process or another), "" when none does: a listing or a
+// search then holds only what the index holds so far.
+func (v *View) Indexing() string {
+	progress, _ := v.w.IndexBuild()
+	return progress.Message
+}
+
+// ErrBranchGone means the board's branch does not exist any more, although
+// the board has history (a person deleted it): nothing is read or written
+// until it is restored, so that no write starts a new history beside the
+// old. It comes as the cause of an ErrConflict: the caller may try again
+// once a person has restored the branch.
+var ErrBranchGone = errors.New("the board's branch is gone")
+
+func (w *Workspace) branchGone(last gitver.Hash) error {
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
+		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
+}
+
+// Progress reports a long rebuild: stage is "history", "commits", "notes"
+// or "vectors" (total 0: unknown).
+type Progress = catchup.Progress
+
+// Reindex rebuilds the derived index from git, in one transaction: other
+// processes keep reading the old index until the new one is complete, and
+// their writes wait for it.
+func (w *Workspace) Reindex(progress Progress) (int, error) {
+	var seq int
+	err := w.idx.Update(func(tx *index.Tx) error {
+		var err error
+		seq, err = w.catch.Rebuild(tx, progress)
+		return err
+	})
+	if err != nil {
+		return seq, err
+	}
+	// The notes' vectors, made again from the start (Reset forgot them
+	// and where the last pass finished).
+	_, err = w.EmbedPending(true, func(done int) {
+		if progress != nil {
+			progress("vectors", done, 0)
+		}
+	})
+	return seq, err
+}
+
+// commitsUntil lists the commits on the first-parent history of from that
+// come after stop, newest first. found is false when stop is not on that
+// history within limit commits.
+func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
+	for h := from; h != stop; {
+		if h.IsZero() || len(chain) == limit {
+			return chain, false, nil
+		}
+		c, err := w.repo.ReadCommit(h)
+		if err != nil {
+			return chain, false, err
+		}
+		chain = append(chain, c)
+		h = c.FirstParent()
+	}
+	return chain, true, nil
+}
+
+// changedSince lists the files whose content differs between a commit and
+// a later one.
+func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
+	a, err := w.repo.ReadCommit(from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.repo.ReadCommit(to)
+	if err != nil {
+		return nil, err
+	}
+	return w.repo.DiffTrees(a.Tree, b.Tree)
+}

@@ -12,8 +12,8 @@
 // the agents is repaired before every write (repair.go).
 //
 // One rule gives every version: a note's version is the number of commits
-// that changed its files (catchup.go says how merges count), computed by
-// the derived index's catch-up alone; a write is acknowledged at that
+// that changed its files (fsstore/internal/catchup says how merges count),
+// computed by the derived index's catch-up alone; a write is acknowledged at that
 // number for its content, and a write that changes nothing makes no commit.
 //
 // The rooms, by file:
@@ -26,7 +26,10 @@
 //	                   queue.go (a write alone, or in a group), pending.go
 //	                   (the pending writes), publish.go (publishing them),
 //	                   move.go (moveBranch: the one branch-move step)
-//	index catch-up     catchup.go (the version rule, reindex, history walks)
+//	index catch-up     catchup.go (reads at the branch, or as far as the index has
+//	                   come while it is built; reindex), with the part itself in
+//	                   fsstore/internal/catchup (the version rule, the bounded
+//	                   catch-up, the build in the background)
 //	people's edits     edits.go, watching.go, commit.go (their commits)
 //	a person's git     repair.go, rescue.go (a reset that raced a write),
 //	                   unplaced.go (files a checkout left older than the branch),

@@ -239,6 +239,7 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, infos map[strin
 		if err != nil {
 			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
 		}
+		reach("placed")
 		dirs[path.Dir(f.Path)] = true
 		e := gitver.IndexEntry{Path: f.Path}
 		switch {

@@ -133,6 +133,10 @@ func runWorker(role string) error {
 	case "onewrite":
 		_, err := agentView(w).Update(UpdateRequest{URI: "t/a", Digest: "agent", Body: ptr("agent\n")})
 		return err
+	case "watcher":
+		return watcherWorker(w)
+	case "killedwrite":
+		return killedWriteWorker(w, envInt("BB_ROUND", 0), os.Getenv("BB_CRASH_AT"), os.Getenv("BB_OUT"))
 	}
 	return fmt.Errorf("unknown worker role %q", role)
 }

@@ -58,6 +58,16 @@ func (v *View) Indexing() string {
 	return progress.Message
 }
 
+// noteFromGit is the note at key as the branch holds it in git, without
+// its version: for a read while the index is being built.
+func (w *Workspace) noteFromGit(key string) (index.Note, error) {
+	head, err := w.repo.Head()
+	if err != nil {
+		return index.Note{}, err
+	}
+	return w.catch.NoteAt(head, key)
+}
+
 // ErrBranchGone means the board's branch does not exist any more, although
 // the board has history (a person deleted it): nothing is read or written
 // until it is restored, so that no write starts a new history beside the

@@ -654,8 +654,7 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskSta
 		}
 		st = statOf(fi)
 	}
-	st.Blob = c.committed
-	if c.hasStat && !c.committed.IsZero() && c.recorded == st {
+	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && sameStat(c.recorded, st) {
 		return nil, nil, nil // unchanged since it last matched git
 	}
 	content, info, ok, err := w.readSettled(p, c.committed)

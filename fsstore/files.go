@@ -55,6 +55,17 @@ func diskStat(st gitver.FileStat) index.DiskStat {
 	return index.DiskStat{Size: st.Size, MTime: st.MTime, Ino: st.Ino}
 }
 
+// sameStat reports whether a file's stat now is the one recorded when it
+// last matched its blob: its size, and its modification time to the
+// nanosecond. The inode is recorded, not compared (as git's
+// core.checkStat=minimal): a copy of the board (cp -a, a restored backup)
+// keeps every file's size and time and gives it a new inode, and a file
+// replaced since by another of its very size and nanosecond time is not
+// something an editor or git makes.
+func sameStat(recorded, now index.DiskStat) bool {
+	return recorded.Size == now.Size && recorded.MTime == now.MTime
+}
+
 // checkNoLinks refuses a path when it or any directory on the way is a
 // symbolic link or not what it should be: an address never leads through a
 // link, even one that stays inside the workspace. A missing component is fine

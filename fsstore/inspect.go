@@ -51,9 +51,7 @@ func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.i
 // SameStat reports whether a file's stat is the one the index recorded when
 // the file last matched its committed blob: then it need not be read again.
 func SameStat(recorded index.DiskStat, st gitver.FileStat) bool {
-	d := diskStat(st)
-	d.Blob = recorded.Blob
-	return d == recorded
+	return sameStat(recorded, diskStat(st))
 }
 
 // InterruptedWrite is a write that a killed process left half-finished.

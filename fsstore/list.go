@@ -1,10 +1,12 @@
 package fsstore
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -171,7 +173,8 @@ type SummaryResult struct {
 }
 
 // Summaries reads many notes' summaries at one consistent point of history,
-// from the index alone.
+// from the index alone; while the index is being built, from git, without
+// their versions (Version 0) and backlinks, at the index's cursor so far.
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
 	out := make([]SummaryResult, len(uris))
@@ -220,7 +223,46 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		}
 		return nil
 	})
+	if b := (*catchup.Building)(nil); errors.As(err, &b) {
+		return v.summariesFromGit(uris)
+	}
 	return out, cursor, err
+}
+
+// summariesFromGit is Summaries while the index is being built: each note
+// as the branch holds it in git.
+func (v *View) summariesFromGit(uris []string) ([]SummaryResult, int, error) {
+	w := v.w
+	head, err := w.repo.Head()
+	if err != nil {
+		return nil, 0, err
+	}
+	_, cursor, err := w.idx.Head()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]SummaryResult, len(uris))
+	for i, u := range uris {
+		a, err := w.parseAddress(u)
+		if err != nil {
+			out[i] = SummaryResult{URI: note.Clip(u), Err: err}
+			continue
+		}
+		out[i].URI = a.String()
+		n := index.Note{}
+		if v.c.CanRead(a.Short()) {
+			if n, err = w.catch.NoteAt(head, a.Short()); err != nil {
+				return nil, 0, err
+			}
+		}
+		if !n.Present {
+			out[i].Err = errorf("get", out[i].URI, ErrNotFound, "no note at this address")
+			continue
+		}
+		sum := w.summaryOf(n, nil)
+		out[i].Summary = &sum
+	}
+	return out, cursor, nil
 }
 
 // Topics lists the topics the caller may read that hold notes.

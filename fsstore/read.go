@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -53,7 +54,8 @@ func (w *Workspace) Cursor() (int, error) {
 func (w *Workspace) IndexedHead() (gitver.Hash, int, error) { return w.idx.Head() }
 
 // Get reads one note at the branch's head; withContent also returns its body
-// or table. A missing note is ErrNotFound.
+// or table. A missing note is ErrNotFound. While the index is being built,
+// the note is read from git, without its version (0) and backlinks.
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
 	addr, err := w.parseAddress(uri)
@@ -74,6 +76,10 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		sum, err = v.summary(s, n)
 		return err
 	})
+	if b := (*catchup.Building)(nil); errors.As(err, &b) {
+		n, err = w.noteFromGit(addr.Short())
+		sum = w.summaryOf(n, nil)
+	}
 	if err != nil {
 		return nil, err
 	}

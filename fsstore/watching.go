@@ -77,8 +77,13 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 	ws := &Watching{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), logf: logf, told: map[string]bool{}}
 	// Watching a large tree takes a while (a watch per directory), and so
 	// does comparing it: both happen in the background, so that a server
-	// answers at once. Until the watcher is up, a write compares the whole
-	// tree itself first, as a process without a watcher does.
+	// answers at once. A write meanwhile adopts the edits to its own notes
+	// only, as with a watcher up: the whole tree is the watcher's to
+	// compare, once it is up (start), and its comparison finds whatever
+	// changed before. (Comparing it on the write's path made the first
+	// write of a server on 100,000 notes wait 2.5-3.4 s.) Should the
+	// system refuse to watch, writes compare the whole tree again (poll).
+	w.SetWatched(true)
 	ws.done.Go(func() {
 		ws.start(opts)
 		ws.loop()

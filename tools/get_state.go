@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -63,7 +62,7 @@ func (s *Server) getState(ctx context.Context, in getStateArgs) (*mcp.CallToolRe
 		}
 		parts = append(parts, p)
 	}
-	return s.respond(mode, in.Fields, parts, 0, position{cursor: cursor}, budget)
+	return s.respond(mode, in.Fields, parts, 0, position{cursor: cursor, indexing: v.Indexing()}, budget)
 }
 
 // readOptions checks a read's mode and budget, with their defaults.
@@ -102,7 +101,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	case modeRef:
 		item := orderedItem{}
 		item.add("uri", sum.URI)
-		item.add("version", sum.Version)
+		item.addVersion(sum.Version)
 		return newPart(sum.URI, item.json(), nil), nil
 	case modeDigest:
 		item := summaryItem(sum)
@@ -125,7 +124,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	case modeFields:
 		item := orderedItem{}
 		item.add("uri", n.URI)
-		item.add("version", n.Version)
+		item.addVersion(n.Version)
 		if n.Problem != "" {
 			item.add("problem", n.Problem)
 		}
@@ -146,7 +145,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	// full
 	head := orderedItem{}
 	head.add("uri", n.URI)
-	head.add("version", n.Version)
+	head.addVersion(n.Version)
 	if n.Problem != "" {
 		head.add("problem", n.Problem)
 		return newPart(n.URI, head.json(), nil), nil
@@ -172,7 +171,7 @@ func tableRow(n *fsstore.NoteView, fields []string) part {
 	if len(n.ContradictedBy) > 0 {
 		digest += " [contradicted_by " + strings.Join(n.ContradictedBy, " ") + "]"
 	}
-	cells := []string{tsvCell(n.URI), strconv.Itoa(n.Version), tsvCell(digest)}
+	cells := []string{tsvCell(n.URI), versionCell(n.Version), tsvCell(digest)}
 	for _, f := range fields {
 		v, _ := fieldValue(n, f)
 		cells = append(cells, tsvCell(v))

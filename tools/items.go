@@ -38,7 +38,7 @@ func checkFields(fields []string) error {
 func summaryItem(s *fsstore.Summary) orderedItem {
 	item := orderedItem{}
 	item.add("uri", s.URI)
-	item.add("version", s.Version)
+	item.addVersion(s.Version)
 	if s.Problem != "" {
 		item.add("problem", s.Problem)
 		return item
@@ -110,6 +110,22 @@ type orderedItem struct {
 func (o *orderedItem) add(k string, v any) {
 	o.keys = append(o.keys, k)
 	o.vals = append(o.vals, v)
+}
+
+// addVersion adds a present note's version; 0, a note read from git while
+// the index is being built (which alone counts versions), is left out.
+func (o *orderedItem) addVersion(v int) {
+	if v > 0 {
+		o.add("version", v)
+	}
+}
+
+// versionCell is a version in table mode: empty when unknown (addVersion).
+func versionCell(v int) string {
+	if v > 0 {
+		return strconv.Itoa(v)
+	}
+	return ""
 }
 
 // json encodes the item with its keys in insertion order.

@@ -201,7 +201,9 @@ func noteMarkdown(n *fsstore.NoteView) string {
 	if len(n.Links) > 0 {
 		set("links", n.Links)
 	}
-	set("version", n.Version)
+	if n.Version > 0 { // 0: read from git while the index is being built
+		set("version", n.Version)
+	}
 	if n.Problem != "" {
 		set("problem", n.Problem)
 	}

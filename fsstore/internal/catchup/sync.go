@@ -256,27 +256,62 @@ func (c *Catcher) cutPoint(tx *index.Tx, boundary []gitver.Hash) (gitver.Hash, i
 // refreshNote reads a note's current fields, search text and links from git
 // into the index.
 func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
-	n := index.Note{Key: key}
 	noteBlob, err := tx.FileBlob(key + ".md")
 	if err != nil {
 		return err
 	}
 	if noteBlob.IsZero() {
-		return tx.SetNoteState(n, index.Text{}, nil)
+		return tx.SetNoteState(index.Note{Key: key}, index.Text{}, nil)
 	}
-	n.Present, n.NoteBlob = true, noteBlob
+	var contentBlob gitver.Hash
+	var contentPath string
 	for _, p := range note.BlobFiles(key) {
 		b, err := tx.FileBlob(p)
 		if err != nil {
 			return err
 		}
 		if !b.IsZero() {
-			n.ContentBlob, n.ContentPath = b, p
+			contentBlob, contentPath = b, p
 		}
 	}
-	raw, err := c.repo.ReadBlob(noteBlob)
+	n, text, links, err := c.readNote(key, noteBlob, contentBlob, contentPath)
 	if err != nil {
 		return err
+	}
+	return tx.SetNoteState(n, text, links)
+}
+
+// NoteAt reads the note at key as commit holds it, from git alone: its
+// fields, without the version, which only the index counts. For a read
+// while the index is being built. Present is false when there is none.
+func (c *Catcher) NoteAt(commit gitver.Hash, key string) (index.Note, error) {
+	noteBlob, err := c.repo.PathBlob(commit, key+".md")
+	if err != nil || noteBlob.IsZero() {
+		return index.Note{Key: key}, err
+	}
+	var contentBlob gitver.Hash
+	var contentPath string
+	for _, p := range note.BlobFiles(key) {
+		b, err := c.repo.PathBlob(commit, p)
+		if err != nil {
+			return index.Note{}, err
+		}
+		if !b.IsZero() {
+			contentBlob, contentPath = b, p
+		}
+	}
+	n, _, _, err := c.readNote(key, noteBlob, contentBlob, contentPath)
+	return n, err
+}
+
+// readNote reads the note at key from its note file's blob and its content
+// file's (zero when none): its row, search text and links as the index
+// holds them.
+func (c *Catcher) readNote(key string, noteBlob, contentBlob gitver.Hash, contentPath string) (index.Note, index.Text, []index.Link, error) {
+	n := index.Note{Key: key, Present: true, NoteBlob: noteBlob, ContentBlob: contentBlob, ContentPath: contentPath}
+	raw, err := c.repo.ReadBlob(noteBlob)
+	if err != nil {
+		return n, index.Text{}, nil, err
 	}
 	f, err := note.Parse(raw)
 	if err != nil {
@@ -285,7 +320,7 @@ func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
 		n.Problem = err.Error()
 		n.Bytes = len(raw)
 		n.EstTokens = note.EstimateTokens(len(raw))
-		return tx.SetNoteState(n, index.Text{Addr: key, Body: string(raw)}, nil)
+		return n, index.Text{Addr: key, Body: string(raw)}, nil, nil
 	}
 	n.Digest = f.Str(note.KeyDigest)
 	n.Kind = f.Str(note.KeyKind)
@@ -310,7 +345,7 @@ func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
 		default:
 			b, err := c.repo.ReadBlob(n.ContentBlob)
 			if err != nil {
-				return err
+				return n, index.Text{}, nil, err
 			}
 			content = f.ContentWith(b)
 		}
@@ -329,5 +364,5 @@ func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
 			}
 		}
 	}
-	return tx.SetNoteState(n, index.Text(note.TextOf(key, f, content)), links)
+	return n, index.Text(note.TextOf(key, f, content)), links, nil
 }

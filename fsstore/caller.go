@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 )
 
 // Caller is who is asking: the author of its writes, and the topics it may
@@ -40,10 +41,14 @@ func (c *Caller) ReadsAll() bool { return c.read.All }
 func (c *Caller) CanWrite(key string) bool { return c.write.Allows(key) }
 
 // View is the board as one caller sees it: the one way to read and write
-// notes. Writes are authored by the caller's name.
+// notes. Writes are authored by the caller's name. A server makes one for
+// each call, which records how its reads answered (Indexing).
 type View struct {
 	w *Workspace
 	c *Caller
+	// partial is how far the build of the index had come when a read of
+	// this view answered as far as it had come, or from git (Indexing).
+	partial *catchup.Status
 }
 
 // As returns the board as caller sees it. A process without access control

@@ -34,11 +34,12 @@ func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
 }
 
 // readAsFar is readAtHead for a listing or a search: while the index is
-// being built, they answer from it as far as it has come, at its cursor
-// (View.Indexing says how far that is).
-func (w *Workspace) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
+// being built, they answer from it as far as it has come, at its cursor,
+// and v.Indexing says how far that is.
+func (v *View) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
+	w := v.w
 	cursor, err = w.readAtHead(fn)
-	if b := (*catchup.Building)(nil); !errors.As(err, &b) {
+	if !v.answersPartly(err) {
 		return cursor, err
 	}
 	err = w.idx.Read(func(s *index.Snapshot) error {
@@ -50,12 +51,26 @@ func (w *Workspace) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err
 	return cursor, err
 }
 
-// Indexing says how far the build of the derived index has come while one
-// runs (in this process or another), "" when none does: a listing or a
-// search then holds only what the index holds so far.
+// answersPartly reports whether err says the index is being built, and
+// then records how far it has come, for Indexing.
+func (v *View) answersPartly(err error) bool {
+	var b *catchup.Building
+	if !errors.As(err, &b) {
+		return false
+	}
+	v.partial = &b.Status
+	return true
+}
+
+// Indexing says how far the build of the derived index had come when a
+// read of this view answered while it ran: a listing or a search from the
+// index as far as it had come, a named note from git without its version.
+// It is "" when every read of the view answered from the whole index.
 func (v *View) Indexing() string {
-	progress, _ := v.w.IndexBuild()
-	return progress.Message
+	if v.partial == nil {
+		return ""
+	}
+	return v.partial.String()
 }
 
 // noteFromGit is the note at key as the branch holds it in git, without

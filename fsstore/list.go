@@ -1,12 +1,10 @@
 package fsstore
 
 import (
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -74,7 +72,6 @@ const (
 
 // List returns notes under a topic prefix, newest change first or by name.
 func (v *View) List(opts ListOptions) (*Listing, error) {
-	w := v.w
 	scope, err := v.scope(opts.Topic)
 	if err != nil {
 		return nil, err
@@ -87,7 +84,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 		limit = MaxListLimit
 	}
 	out := &Listing{}
-	out.Cursor, err = w.readAsFar(func(s *index.Snapshot) error {
+	out.Cursor, err = v.readAsFar(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
 			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix,
 			Open: opts.Open, Now: time.Now().Unix(), Oldest: opts.Oldest})
@@ -223,7 +220,7 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		}
 		return nil
 	})
-	if b := (*catchup.Building)(nil); errors.As(err, &b) {
+	if v.answersPartly(err) {
 		return v.summariesFromGit(uris)
 	}
 	return out, cursor, err

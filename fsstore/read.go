@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -76,7 +75,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		sum, err = v.summary(s, n)
 		return err
 	})
-	if b := (*catchup.Building)(nil); errors.As(err, &b) {
+	if v.answersPartly(err) {
 		n, err = w.noteFromGit(addr.Short())
 		sum = w.summaryOf(n, nil)
 	}

@@ -41,7 +41,7 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 	}
 	query := index.SearchQuery{Terms: index.ParseQuery(q), Scope: scope, Limit: limit}
 	var hits []index.Hit
-	cursor, err := w.readAsFar(func(s *index.Snapshot) error {
+	cursor, err := v.readAsFar(func(s *index.Snapshot) error {
 		if len(query.Terms) == 0 {
 			return nil
 		}

@@ -292,8 +292,14 @@ func (c *Catcher) far(head gitver.Hash) (bool, error) {
 }
 
 // Building says whether a background build is under way, in this process
-// or in another, and how far it has come.
+// or in another, and how far it has come. An index at the branch is never
+// being built, whoever holds the build's lock for a last look.
 func (c *Catcher) Building() (Status, bool) {
+	if head, err := c.repo.Head(); err == nil {
+		if at, _, err := c.idx.Head(); err == nil && at == head {
+			return Status{}, false
+		}
+	}
 	c.mu.Lock()
 	building, st := c.building, c.status
 	c.mu.Unlock()

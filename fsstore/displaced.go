@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
+
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -80,12 +82,22 @@ func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bo
 	return blob, size, mtime, err1 == nil && err2 == nil
 }
 
-// keepDisplacedFile keeps tmp, the file a write displaced from path, which
+// place puts a staged file in place (worktree.Files.Place) and keeps the
+// file it moved aside, which a person may still write into.
+func (w *Workspace) place(staged worktree.Staged, dst string, expect, ours gitver.Hash) (bool, error) {
+	placed, kept, err := w.files.Place(staged, dst, expect, ours)
+	if kept != nil {
+		w.keepDisplaced(kept.Tmp, kept.Path, kept.Blob, kept.Info, kept.Base)
+	}
+	return placed, err
+}
+
+// keepDisplaced keeps tmp, the file a write displaced from path, which
 // held blob when its stat fi was taken (or blob with text appended, which
 // then goes onto the note), and removes tmp's own name. base is blob's
 // content when git may not have it. A failure only loses the chance to see
 // later writes into it: the write itself went through.
-func (w *Workspace) keepDisplacedFile(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
+func (w *Workspace) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
 	defer w.root.Remove(tmp)
 	dir := filepath.Join(w.repo.GitDir(), displacedDir, filepath.FromSlash(path))
 	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
@@ -260,7 +272,7 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists && bytes.Equal(merged, current) {
 		return true, nil
 	}
-	tmp, info, err := w.stageFile(path, merged)
+	tmp, info, err := w.files.Stage(path, merged)
 	if err != nil {
 		return false, err
 	}
@@ -268,10 +280,10 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists {
 		expect = gitver.BlobHash(current)
 	}
-	if placed, err := w.placeFile(stagedFile{tmp, info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
+	if placed, err := w.place(worktree.Staged{Tmp: tmp, Info: info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
 		return false, err
 	}
-	if err := w.syncDir(pathpkg.Dir(path)); err != nil {
+	if err := w.files.SyncDir(pathpkg.Dir(path)); err != nil {
 		return false, err
 	}
 	w.edits.add([]string{path}, false)

@@ -19,7 +19,10 @@
 // The rooms, by file:
 //
 //	kernel             workspace.go (open, the write lock), errors.go, caller.go,
-//	                   journal.go (crash recovery), files.go (atomic files),
+//	                   journal.go (crash recovery), files.go (what a file's stat
+//	                   is worth, the walk of the tree), with the files
+//	                   themselves in fsstore/internal/worktree (read, stage,
+//	                   place without losing a person's save, remove),
 //	                   init.go, accessfile.go, inspect.go (for health)
 //	write transaction  write.go (update and link requests), source.go
 //	                   (source_path), tx.go (writeTx: build, check, commit),

@@ -379,7 +379,7 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !w.holds(p, committed) {
+			if !w.files.Holds(p, committed) {
 				out = append(out, p)
 			}
 		}
@@ -639,7 +639,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
 	st := diskStat(c.walked)
 	if !c.wasWalked {
-		if err := w.checkNoLinks(p); err != nil {
+		if err := w.files.CheckNoLinks(p); err != nil {
 			return nil, nil, err
 		}
 		fi, err := w.root.Lstat(p)

@@ -177,7 +177,7 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 		// already in place
 	case !onDisk && disk == f.Old:
 		if f.New.IsZero() {
-			if err := w.removeFile(f.Path); err != nil {
+			if err := w.files.Remove(f.Path); err != nil {
 				return nil, err
 			}
 			break
@@ -186,7 +186,7 @@ func (w *Workspace) finishFile(f journalFile, onDisk bool) (*gitver.IndexEntry, 
 		if err != nil {
 			return nil, err
 		}
-		if err := w.writeFileAtomic(f.Path, blob); err != nil {
+		if err := w.files.WriteAtomic(f.Path, blob); err != nil {
 			return nil, err
 		}
 	default:
@@ -223,7 +223,7 @@ func (w *Workspace) dropTemps(j *journal) {
 		dir := path.Dir(f.Path)
 		if !seen[dir] {
 			seen[dir] = true
-			w.removeTemps(dir, blobs)
+			w.files.RemoveTemps(dir, blobs)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -89,11 +90,11 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		return false, err
 	}
 	reach("journal")
-	staged := make([]stagedFile, len(j.Files))
+	staged := make([]worktree.Staged, len(j.Files))
 	defer func() {
 		for _, f := range staged {
-			if f.tmp != "" {
-				w.root.Remove(f.tmp)
+			if f.Tmp != "" {
+				w.root.Remove(f.Tmp)
 			}
 		}
 	}()
@@ -109,14 +110,14 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 				continue
 			}
 			durable.Go(func() error {
-				if w.holds(f.Path, f.New) {
+				if w.files.Holds(f.Path, f.New) {
 					return nil // in place already
 				}
 				content, err := w.repo.ReadBlob(f.New)
 				if err != nil {
 					return err
 				}
-				staged[i].tmp, staged[i].info, err = w.stageFile(f.Path, content)
+				staged[i].Tmp, staged[i].Info, err = w.files.Stage(f.Path, content)
 				return err
 			})
 		}
@@ -213,28 +214,28 @@ const stagingWorkers = 16
 // directories synced in one round; git's index entries written. It
 // returns the stat of each file placed, with its blob. The caller holds
 // git's index lock.
-func (w *Workspace) placeStaged(j *journal, staged []stagedFile, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
+func (w *Workspace) placeStaged(j *journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
 	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}
 	for i, f := range j.Files {
 		var placed bool
 		var err error
-		info := staged[i].info
+		info := staged[i].Info
 		switch {
 		case f.New.IsZero():
-			placed, err = w.removeIf(f.Path, f.Old)
-		case staged[i].tmp == "":
+			placed, err = w.files.RemoveIf(f.Path, f.Old)
+		case staged[i].Tmp == "":
 			// In place already when staging began (a person's edit: when
 			// it was read).
-			if placed = w.holds(f.Path, f.New); placed {
+			if placed = w.files.Holds(f.Path, f.New); placed {
 				if info = infos[f.Path]; info == nil {
 					info, err = w.root.Lstat(f.Path)
 				}
 			}
 		default:
-			placed, err = w.placeFile(staged[i], f.Path, f.Old, f.New)
-			staged[i].tmp = ""
+			placed, err = w.place(staged[i], f.Path, f.Old, f.New)
+			staged[i].Tmp = ""
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
@@ -279,7 +280,7 @@ func (w *Workspace) placeStaged(j *journal, staged []stagedFile, infos map[strin
 	var synced errgroup.Group
 	synced.SetLimit(stagingWorkers)
 	for d := range dirs {
-		synced.Go(func() error { return w.syncDir(d) })
+		synced.Go(func() error { return w.files.SyncDir(d) })
 	}
 	if err := synced.Wait(); err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -501,7 +502,7 @@ func crashLoop(t *testing.T, writers int, steps []string) {
 		if fi.IsDir() && fi.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if strings.Contains(fi.Name(), tempMarker) {
+		if strings.Contains(fi.Name(), worktree.TempMarker) {
 			t.Errorf("temporary file left: %s", p)
 		}
 		if strings.HasSuffix(p, ".md") && !strings.HasSuffix(p, ".blob.md") {

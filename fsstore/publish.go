@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Publishing the pending writes: one publisher at a time (the publish

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -245,18 +246,18 @@ func (l *staleLook) keep(key string, blob gitver.Hash) (fileChange, error) {
 			continue // another note has that name
 		}
 		if _, err := w.root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			tmp, info, err := w.stageFile(p, content)
+			tmp, info, err := w.files.Stage(p, content)
 			if err != nil {
 				return fileChange{}, err
 			}
-			if _, err := w.placeFile(stagedFile{tmp, info}, p, gitver.ZeroHash, want); err != nil {
+			if _, err := w.place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
 				return fileChange{}, err
 			}
-			if err := w.syncDir(path.Dir(p)); err != nil {
+			if err := w.files.SyncDir(path.Dir(p)); err != nil {
 				return fileChange{}, err
 			}
 		}
-		if !w.holds(p, want) {
+		if !w.files.Holds(p, want) {
 			continue // a file of someone else's is there
 		}
 		fi, err := w.root.Lstat(p)

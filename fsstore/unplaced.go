@@ -316,13 +316,13 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 // putBlob makes the file at p hold blob (zero: no file).
 func (w *Workspace) putBlob(p string, blob gitver.Hash) error {
 	if blob.IsZero() {
-		return w.removeFile(p)
+		return w.files.Remove(p)
 	}
 	content, err := w.repo.ReadBlob(blob)
 	if err != nil {
 		return err
 	}
-	return w.writeFileAtomic(p, content)
+	return w.files.WriteAtomic(p, content)
 }
 
 // versionsOf returns, for each changed path, every blob it had in the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -65,6 +66,7 @@ type Workspace struct {
 	idx         *index.DB
 	catch       *catchup.Catcher // brings idx to the branch
 	root        *os.Root         // every note file is opened through it: no link leads out
+	files       *worktree.Files  // writes and places the notes' files, through root
 
 	// mu serializes this process's writes; lock (flock) serializes processes.
 	mu     sync.Mutex
@@ -177,7 +179,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := repo.Exclude(tempPattern, "blackboard-mcp's temporary files: never a person's, never to commit"); err != nil {
+	if err := repo.Exclude(worktree.TempPattern, "blackboard-mcp's temporary files: never a person's, never to commit"); err != nil {
 		repo.Close()
 		return nil, fmt.Errorf("keep the board's temporary files out of git: %w", err)
 	}
@@ -204,6 +206,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
+	w.files = worktree.New(root, repo, reach)
 	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
 		InBackground: opts.IndexInBackground})

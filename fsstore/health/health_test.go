@@ -444,3 +444,37 @@ func execIndex(t *testing.T, dir, stmt string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHealthIndexBeingBuilt: while a server builds the derived index in the
+// background (it holds the build's lock and writes its progress beside the
+// index), health says how far the build has come instead of calling the
+// index stale.
+func TestHealthIndexBeingBuilt(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Parallel()
+	dir := healthBoard(t)
+	putFile(t, dir, "ops/by-hand.md", "---\ndigest: committed with git\n---\nx\n")
+	fixtures.Git(t, dir, "add", "-A")
+	fixtures.Git(t, dir, "commit", "-qm", "by hand")
+	build, err := os.OpenFile(filepath.Join(dir, note.IndexFile+"-build"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer build.Close()
+	if err := unix.Flock(int(build.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build.WriteString(`{"done":4100,"total":10000,"walked":0,"started":"2026-01-02T03:04:05Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	r := CheckOpen(openWorkspace(t, dir), Options{FsckTimeout: -1})
+	found := false
+	for _, f := range r.Findings {
+		if f.Check == "index" {
+			found = strings.HasPrefix(f.Message, "the index is being built: 4,100 of 10,000 commits") && f.Severity == SeverityWarning
+		}
+	}
+	if !found {
+		t.Fatalf("no finding of the build's progress:%s", describe(r))
+	}
+}

@@ -109,7 +109,9 @@ func TestKilledAtEveryStepBesideAWatcher(t *testing.T) {
 	default:
 	}
 	_ = watcher.Process.Signal(syscall.SIGTERM)
-	<-watcherDone
+	if err := <-watcherDone; err == nil {
+		t.Error("the watcher exited by itself")
+	}
 
 	w = openWorkspace(t, dir, true)
 	for _, subject := range strings.Split(fixtures.Git(t, dir, "log", "--format=%s"), "\n") {

@@ -373,8 +373,9 @@ func (c *Catcher) build() error {
 		}
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	defer f.Truncate(0)
-	return c.buildSteps(f)
+	err = c.buildSteps(f)
+	_ = f.Truncate(0) // no progress to show: the lock says none runs
+	return err
 }
 
 // buildSteps brings the index to the branch one transaction of about

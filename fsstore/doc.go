@@ -19,7 +19,9 @@
 // The rooms, by file:
 //
 //	kernel             workspace.go (open, the write lock), errors.go, caller.go,
-//	                   journal.go (crash recovery), files.go (what a file's stat
+//	                   journal.go (crash recovery: finishing or dropping a killed
+//	                   writer's write; the journal's format is
+//	                   fsstore/internal/journal), files.go (what a file's stat
 //	                   is worth, the walk of the tree), with the files
 //	                   themselves in fsstore/internal/worktree (read, stage,
 //	                   place without losing a person's save, remove),

@@ -1,13 +1,13 @@
 package fsstore
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -66,8 +66,8 @@ type InterruptedWrite struct {
 // journal is non-empty.) It reads only; opening the workspace or any write
 // finishes the write.
 func FindInterruptedWrite(dir string) *InterruptedWrite {
-	b, err := os.ReadFile(filepath.Join(dir, note.JournalFile))
-	if err != nil || len(b) == 0 {
+	j, torn, err := journal.At(filepath.Join(dir, note.JournalFile), false).Read()
+	if err != nil || j == nil && !torn {
 		return nil
 	}
 	if lock, err := os.OpenFile(filepath.Join(dir, note.LockFile), os.O_RDWR, 0); err == nil {
@@ -81,8 +81,7 @@ func FindInterruptedWrite(dir string) *InterruptedWrite {
 		}
 	}
 	iw := &InterruptedWrite{}
-	var j journal
-	if json.Unmarshal(b, &j) == nil && !j.New.IsZero() {
+	if j != nil && !j.New.IsZero() {
 		iw.Commit = j.New
 		for _, f := range j.Files {
 			iw.Paths = append(iw.Paths, f.Path)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -82,11 +83,11 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	}
 	who := w.agentSignature(note.InitAgent)
 	wt := w.repo.WorkTree()
-	j := &journal{Old: from, New: to, Time: who.When, OnDisk: m.onDisk, BranchOnly: wt.Elsewhere != ""}
+	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: m.onDisk, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
-		j.Files = append(j.Files, journalFile{Path: ch.Path, Old: ch.Old, New: ch.New})
+		j.Files = append(j.Files, journal.Change{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
-	if err := w.writeJournal(j); err != nil {
+	if err := w.journal.Write(j); err != nil {
 		return false, err
 	}
 	reach("journal")
@@ -100,7 +101,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	}()
 	var durable errgroup.Group
 	durable.SetLimit(stagingWorkers)
-	durable.Go(w.syncJournal)
+	durable.Go(w.journal.Sync)
 	if alongside != nil {
 		durable.Go(alongside)
 	}
@@ -123,7 +124,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		}
 	}
 	if err := durable.Wait(); err != nil {
-		return false, errors.Join(err, w.clearJournal())
+		return false, errors.Join(err, w.journal.Clear())
 	}
 	reach("objects")
 	// git's index lock is held from before the branch moves until the
@@ -135,7 +136,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	var gitIndex *gitver.IndexLock
 	if !j.BranchOnly {
 		if gitIndex, err = w.repo.LockIndex(); err != nil {
-			return false, errors.Join(err, w.clearJournal())
+			return false, errors.Join(err, w.journal.Clear())
 		}
 		defer gitIndex.Release()
 		// Holding git's index, look again: a checkout that began since
@@ -144,7 +145,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		// to be put right before anything is placed (see unplaced.go).
 		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
 			gitIndex.Release()
-			return false, w.clearJournal()
+			return false, w.journal.Clear()
 		}
 		if m.onDisk && gitIndex.Waited {
 			// A person's edits were read from the work tree while a git
@@ -156,7 +157,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 			// taking the older files for an edit.
 			gitIndex.Release()
 			time.Sleep(settleBeforeEdits)
-			return false, w.clearJournal()
+			return false, w.journal.Clear()
 		}
 	} else {
 		// As for a write made while another branch is checked out: git
@@ -166,13 +167,13 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 			older[ch.Path] = ch.Old
 		}
 		if err := w.recordUnplaced(older); err != nil {
-			return false, errors.Join(err, w.clearJournal())
+			return false, errors.Join(err, w.journal.Clear())
 		}
 	}
 	if err := w.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
 		return true, err // the journal stays: the next hold of the write lock finishes the files
 	} else if err != nil {
-		if cerr := w.clearJournal(); cerr != nil {
+		if cerr := w.journal.Clear(); cerr != nil {
 			return false, cerr
 		}
 		if errors.Is(err, gitver.ErrBranchMoved) {
@@ -202,7 +203,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		return true, err
 	}
 	reach("index")
-	return true, w.clearJournal()
+	return true, w.journal.Clear()
 }
 
 // stagingWorkers bounds the files a branch move stages at once.
@@ -214,7 +215,7 @@ const stagingWorkers = 16
 // directories synced in one round; git's index entries written. It
 // returns the stat of each file placed, with its blob. The caller holds
 // git's index lock.
-func (w *Workspace) placeStaged(j *journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
+func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
 	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}

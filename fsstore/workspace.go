@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -67,6 +68,7 @@ type Workspace struct {
 	catch       *catchup.Catcher // brings idx to the branch
 	root        *os.Root         // every note file is opened through it: no link leads out
 	files       *worktree.Files  // writes and places the notes' files, through root
+	journal     *journal.File    // the intent of the write in progress, for whoever comes next
 
 	// mu serializes this process's writes; lock (flock) serializes processes.
 	mu     sync.Mutex
@@ -207,6 +209,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
 	w.files = worktree.New(root, repo, reach)
+	w.journal = journal.At(filepath.Join(abs, note.JournalFile), repo.Durable())
 	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
 		InBackground: opts.IndexInBackground})

@@ -115,7 +115,7 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 	}
 	// The notes' vectors, made again from the start (Reset forgot them
 	// and where the last pass finished).
-	_, err = w.EmbedPending(true, func(done int) {
+	_, err = w.vectors.EmbedPending(true, func(done int) {
 		if progress != nil {
 			progress("vectors", done, 0)
 		}

@@ -42,7 +42,8 @@
 //	                   checkouts.go, stale.go (a file holding an earlier version)
 //	remote             remote.go (push, follow, rebuild, carry a person's merge),
 //	                   turns.go (clones that lost a race to push go first)
-//	reads              read.go, list.go, search.go, changes.go
+//	reads              read.go, list.go, search.go (by words, and by meaning with
+//	                   the vectors of fsstore/internal/vectors), changes.go
 //
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing

@@ -129,7 +129,7 @@ const nearEnough = 0.8
 // notes either way proposes, then added, weighted.
 func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meaning.Vector) ([]index.Hit, error) {
 	w := v.w
-	if err := w.vectors.refresh(s); err != nil {
+	if err := w.vectors.Refresh(s); err != nil {
 		return nil, err
 	}
 	// The words' side: for two words, the notes that hold both when there
@@ -153,7 +153,7 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	if err != nil {
 		return nil, err
 	}
-	nearest := w.vectors.nearest(qv, fuseDepth, q.Scope)
+	nearest := w.vectors.Nearest(qv, fuseDepth, q.Scope)
 	type fused struct {
 		hit      index.Hit
 		lex, cos float64
@@ -170,22 +170,22 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	for _, h := range lex {
 		lexKeys = append(lexKeys, h.Key)
 	}
-	for k, c := range w.vectors.cosines(qv, lexKeys) {
+	for k, c := range w.vectors.Cosines(qv, lexKeys) {
 		byKey[k].cos = c
 	}
 	var unknown []string
 	for _, n := range nearest {
-		if f, ok := byKey[n.key]; ok {
-			f.cos = n.cosine
+		if f, ok := byKey[n.Key]; ok {
+			f.cos = n.Cosine
 			continue
 		}
-		if n.cosine < nearEnough {
+		if n.Cosine < nearEnough {
 			continue // nothing on the board relates: an empty answer says so
 		}
-		f := &fused{hit: index.Hit{Key: n.key}, cos: n.cosine}
-		byKey[n.key] = f
+		f := &fused{hit: index.Hit{Key: n.Key}, cos: n.Cosine}
+		byKey[n.Key] = f
 		order = append(order, f)
-		unknown = append(unknown, n.key)
+		unknown = append(unknown, n.Key)
 	}
 	// The notes found by meaning alone: present ones, with their digests.
 	rows, err := s.Notes(unknown)

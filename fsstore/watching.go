@@ -115,11 +115,11 @@ func (ws *Watching) embedLoop() {
 			return
 		case <-tick.C:
 		}
-		_, err := ws.w.EmbedPending(false, nil)
+		_, err := ws.w.vectors.EmbedPending(false, nil)
 		if err == nil {
 			// Held in memory before a search needs them: loading a large
 			// board's takes longer than a search may.
-			err = ws.w.idx.Read(ws.w.vectors.refresh)
+			err = ws.w.idx.Read(ws.w.vectors.Refresh)
 		}
 		failing.note(err)
 	}

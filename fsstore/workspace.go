@@ -14,6 +14,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/vectors"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -81,9 +82,9 @@ type Workspace struct {
 	// displaced watches the files writes replaced while a person may still
 	// write into them (see displaced.go).
 	displaced displacedFiles
-	// vectors are the notes' meaning as this process holds them to
-	// search (vectors.go).
-	vectors vectorSet
+	// vectors are the notes' meaning: made in the background, held by
+	// this process to search (fsstore/internal/vectors).
+	vectors *vectors.Vectors
 	// remote is the remote the board's branch follows, "" for none: a
 	// write counts once it took it (see remote.go).
 	remote string
@@ -209,6 +210,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
 		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
 	w.files = worktree.New(root, repo, reach)
+	w.vectors = vectors.New(repo, idx)
 	w.journal = journal.At(filepath.Join(abs, note.JournalFile), repo.Durable())
 	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,

@@ -1,4 +1,10 @@
-package fsstore
+// Package vectors is the notes' meaning as search uses it: making the
+// vectors the derived index lacks (a pass in the background, one process
+// of the board at a time), and holding them in memory to search.
+//
+// It knows the index's vector tables, the repository's blobs and the word
+// table (fsstore/meaning); when a pass runs is the engine's.
+package vectors
 
 import (
 	"container/heap"
@@ -14,6 +20,22 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
+
+// Vectors are the notes' vectors: made into the index, held to search.
+// They are safe for concurrent use.
+type Vectors struct {
+	repo Blobs
+	idx  *index.DB
+	held set
+}
+
+// Blobs reads a blob's content.
+type Blobs interface {
+	ReadBlob(h gitver.Hash) ([]byte, error)
+}
+
+// New returns the vectors of the notes idx holds, read from repo.
+func New(repo Blobs, idx *index.DB) *Vectors { return &Vectors{repo: repo, idx: idx} }
 
 // Search by meaning needs a vector for each note (package meaning). They
 // belong to the derived index, made off the write path: a watching server
@@ -32,19 +54,19 @@ const embedBatch = 256
 // the branch moved back past it. It returns how many it made; none when
 // another process is making them, unless wait, which waits for it to
 // finish first. progress, if not nil, is told of each batch.
-func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error) {
-	lock, ok, err := w.embedLock(wait)
+func (v *Vectors) EmbedPending(wait bool, progress func(done int)) (int, error) {
+	lock, ok, err := v.embedLock(wait)
 	if err != nil || !ok {
 		return 0, err
 	}
 	defer lock.Close()
-	head, _, err := w.idx.Head()
+	head, _, err := v.idx.Head()
 	if err != nil {
 		return 0, err
 	}
 	var madeHead gitver.Hash
 	var since int
-	if err := w.idx.Read(func(s *index.Snapshot) error {
+	if err := v.idx.Read(func(s *index.Snapshot) error {
 		madeHead, since, err = s.VectorsMade(meaning.Model)
 		return err
 	}); err != nil {
@@ -57,7 +79,7 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 	var after int64
 	for {
 		var batch []index.Unembedded
-		if err := w.idx.Read(func(s *index.Snapshot) error {
+		if err := v.idx.Read(func(s *index.Snapshot) error {
 			var err error
 			batch, err = s.Unembedded(meaning.Model, since, after, embedBatch)
 			return err
@@ -69,18 +91,18 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 		}
 		vs := make([]index.NewVector, 0, len(batch))
 		for _, u := range batch {
-			text, err := w.meaningText(u.NoteBlob, u.ContentBlob)
+			text, err := v.meaningText(u.NoteBlob, u.ContentBlob)
 			if err != nil {
 				return made, err
 			}
-			v, _ := meaning.Embed(text) // no word known: a zero vector, near nothing
+			vec, _ := meaning.Embed(text) // no word known: a zero vector, near nothing
 			b := make([]byte, meaning.Dims)
-			for i, x := range v {
+			for i, x := range vec {
 				b[i] = byte(x)
 			}
 			vs = append(vs, index.NewVector{ID: u.ID, Source: u.Source(), Vec: b})
 		}
-		if err := w.idx.Update(func(tx *index.Tx) error { return tx.PutVectors(meaning.Model, vs) }); err != nil {
+		if err := v.idx.Update(func(tx *index.Tx) error { return tx.PutVectors(meaning.Model, vs) }); err != nil {
 			return made, err
 		}
 		made += len(vs)
@@ -89,14 +111,14 @@ func (w *Workspace) EmbedPending(wait bool, progress func(done int)) (int, error
 			progress(made)
 		}
 	}
-	return made, w.idx.Update(func(tx *index.Tx) error { return tx.SetVectorsMade(meaning.Model, head) })
+	return made, v.idx.Update(func(tx *index.Tx) error { return tx.SetVectorsMade(meaning.Model, head) })
 }
 
 // embedLock takes the lock that lets one process of the board make vectors
 // at a time; ok is false when another holds it and not wait. Its file sits
 // beside the index, and is ignored by git as the index is.
-func (w *Workspace) embedLock(wait bool) (*os.File, bool, error) {
-	f, err := os.OpenFile(w.idx.Path()+"-vectors", os.O_CREATE|os.O_RDWR, 0o644)
+func (v *Vectors) embedLock(wait bool) (*os.File, bool, error) {
+	f, err := os.OpenFile(v.idx.Path()+"-vectors", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, false, err
 	}
@@ -115,8 +137,8 @@ func (w *Workspace) embedLock(wait bool) (*os.File, bool, error) {
 }
 
 // meaningText is what a note's vector is made from: its digest and content.
-func (w *Workspace) meaningText(noteBlob, contentBlob gitver.Hash) (string, error) {
-	raw, err := w.repo.ReadBlob(noteBlob)
+func (v *Vectors) meaningText(noteBlob, contentBlob gitver.Hash) (string, error) {
+	raw, err := v.repo.ReadBlob(noteBlob)
 	if err != nil {
 		return "", err
 	}
@@ -126,7 +148,7 @@ func (w *Workspace) meaningText(noteBlob, contentBlob gitver.Hash) (string, erro
 	}
 	content := string(f.Body)
 	if !contentBlob.IsZero() {
-		b, err := w.repo.ReadBlob(contentBlob)
+		b, err := v.repo.ReadBlob(contentBlob)
 		if err != nil {
 			return "", err
 		}
@@ -135,8 +157,8 @@ func (w *Workspace) meaningText(noteBlob, contentBlob gitver.Hash) (string, erro
 	return f.Str(note.KeyDigest) + "\n" + content, nil
 }
 
-// vectorSet is the notes' vectors as this process holds them, by address.
-type vectorSet struct {
+// set is the notes' vectors as this process holds them, by address.
+type set struct {
 	mu   sync.RWMutex
 	gen  int64 // the newest loaded
 	slot map[string]int
@@ -144,8 +166,11 @@ type vectorSet struct {
 	vecs []meaning.Vector
 }
 
+// Refresh loads the vectors made since the last look.
+func (v *Vectors) Refresh(s *index.Snapshot) error { return v.held.refresh(s) }
+
 // refresh loads the vectors made since the last look.
-func (vs *vectorSet) refresh(s *index.Snapshot) error {
+func (vs *set) refresh(s *index.Snapshot) error {
 	vs.mu.RLock()
 	gen := vs.gen
 	vs.mu.RUnlock()
@@ -178,15 +203,27 @@ func (vs *vectorSet) refresh(s *index.Snapshot) error {
 	return nil
 }
 
-// near is a note and its cosine to a query.
-type near struct {
-	key    string
-	cosine float64
+// Near is a note and its cosine to a query.
+type Near struct {
+	Key    string
+	Cosine float64
+}
+
+// Nearest returns the k notes in scope whose vectors are nearest q,
+// nearest first.
+func (v *Vectors) Nearest(q *meaning.Vector, k int, scope index.Scope) []Near {
+	return v.held.nearest(q, k, scope)
+}
+
+// Cosines returns the cosine of each of keys to q, of those that have a
+// vector.
+func (v *Vectors) Cosines(q *meaning.Vector, keys []string) map[string]float64 {
+	return v.held.cosines(q, keys)
 }
 
 // nearest returns the k notes in scope whose vectors are nearest q, nearest
 // first. A large set is read in parts at once, one per processor.
-func (vs *vectorSet) nearest(q *meaning.Vector, k int, scope index.Scope) []near {
+func (vs *set) nearest(q *meaning.Vector, k int, scope index.Scope) []Near {
 	vs.mu.RLock()
 	defer vs.mu.RUnlock()
 	parts := min(runtime.GOMAXPROCS(0), 1+len(vs.vecs)/nearestPart)
@@ -208,10 +245,10 @@ func (vs *vectorSet) nearest(q *meaning.Vector, k int, scope index.Scope) []near
 			}
 		}
 	}
-	out := make([]near, h.Len())
+	out := make([]Near, h.Len())
 	for i := len(out) - 1; i >= 0; i-- {
 		sd := heap.Pop(&h).(slotDot)
-		out[i] = near{vs.keys[sd.slot], meaning.Cosine(sd.dot)}
+		out[i] = Near{vs.keys[sd.slot], meaning.Cosine(sd.dot)}
 	}
 	return out
 }
@@ -221,7 +258,7 @@ const nearestPart = 20000
 
 // nearestIn keeps the k best of the slots from up to to, in scope, in a
 // heap with the worst on top.
-func (vs *vectorSet) nearestIn(q *meaning.Vector, k int, scope index.Scope, from, to int) nearHeap {
+func (vs *set) nearestIn(q *meaning.Vector, k int, scope index.Scope, from, to int) nearHeap {
 	h := nearHeap{}
 	for i := from; i < to; i++ {
 		d := meaning.Dot(q, &vs.vecs[i])
@@ -242,7 +279,7 @@ func (vs *vectorSet) nearestIn(q *meaning.Vector, k int, scope index.Scope, from
 }
 
 // cosines returns the cosine of q to each of keys that has a vector.
-func (vs *vectorSet) cosines(q *meaning.Vector, keys []string) map[string]float64 {
+func (vs *set) cosines(q *meaning.Vector, keys []string) map[string]float64 {
 	vs.mu.RLock()
 	defer vs.mu.RUnlock()
 	out := make(map[string]float64, len(keys))

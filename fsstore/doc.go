@@ -45,6 +45,44 @@
 //	reads              read.go, list.go, search.go (by words, and by meaning with
 //	                   the vectors of fsstore/internal/vectors), changes.go
 //
+// The parts under fsstore/internal know nothing of the workspace and are
+// handed what they use; they import downward only, and tell the engine by
+// what they return, never by calling back:
+//
+//	catchup   the derived index brought to the branch, bounded for a
+//	          caller, in steps in the background
+//	worktree  the notes' files on disk
+//	journal   the write journal's format
+//	vectors   the notes' meaning for search
+//
+// One lone update_state, as the parts stand (a board without a remote, no
+// other writer):
+//
+//	View.Update (write.go)       the request checked, the caller's right
+//	writeInGroup, publishWrites  the queue: alone, so committed at once
+//	  (queue.go)
+//	withFreeWriteLock            the write lock (flock), then upkeep on the
+//	  (workspace.go)             call's path: a killed writer's journal
+//	                             finished (journal.go), the repairs of a
+//	                             person's git (repair.go)
+//	commitAlone, buildWrite      the build: agents' commits a reset dropped
+//	  (queue.go, tx.go)          brought back (rescue.go), the note's own
+//	                             edits adopted (edits.go, with a bounded
+//	                             catch-up, catchup), the note read and checked
+//	                             against expect_version (tx.go), its commit
+//	                             built (gitver)
+//	commitChain, moveBranch      the commit point: the journal written
+//	  (move.go)                  (journal), the files staged (worktree), the
+//	                             branch moved (gitver), the files placed
+//	                             (worktree; a file moved aside is kept for a
+//	                             person, displaced.go), git's index written,
+//	                             the derived index caught up (catchup), the
+//	                             journal cleared
+//
+// The build and the commit point still call into people's edits and a
+// person's git (rescue, adoption, displaced files): those are to become one
+// step the queue runs before a build.
+//
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing
 // of MCP (tools adapts it) or of diagnosis (fsstore/health reads it from

@@ -69,7 +69,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 		// published, and go on to their next.
 		if mine != nil {
 			if head, err := w.repo.Head(); err == nil {
-				if found, err := w.findWrite(head, mine.head, mine); err != nil || found {
+				if found, err := w.landed(head, mine); err != nil || found {
 					return found, nil, err
 				}
 			}
@@ -97,7 +97,7 @@ func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err
 			return false, nil, err
 		}
 		if mine != nil {
-			if found, err := w.findWrite(head, mine.head, mine); err != nil || found {
+			if found, err := w.landed(head, mine); err != nil || found {
 				return found, nil, err // published, by this or another writer
 			}
 		}

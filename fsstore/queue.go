@@ -273,7 +273,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			// against its own commit).
 			found := acked
 			if !found {
-				if found, err = w.findWrite(head, it.mine.head, it.mine); err != nil {
+				if found, err = w.landed(head, it.mine); err != nil {
 					it.err = err
 					continue
 				}

@@ -161,6 +161,24 @@ func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
 	return true, nil
 }
 
+// landed reports whether the write is in the branch's history from head,
+// or, with a remote, in the remote's as this clone last saw it: a write
+// counts once the remote took it, even while the local branch does not
+// hold it yet (a person's commit moved the branch between the push and
+// the branch's move to the pushed commits; it follows the remote later).
+// Looked for on the local branch alone, such a write was built again, and
+// answered conflict against its own version.
+func (w *Workspace) landed(head gitver.Hash, mine *builtWrite) (bool, error) {
+	if found, err := w.findWrite(head, mine.head, mine); err != nil || found || w.remote == "" {
+		return found, err
+	}
+	theirs, err := w.repo.Tracking(w.remote)
+	if err != nil || theirs.IsZero() || theirs == head {
+		return false, err
+	}
+	return w.findWrite(theirs, mine.head, mine)
+}
+
 // findWrite reports whether the first-parent history from from, down to
 // stop, holds the write.
 func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {

@@ -435,7 +435,7 @@ func (c *Catcher) buildSteps(f *os.File) error {
 					return err
 				}
 				refresh := map[string]bool{}
-				start := time.Now()
+				start, told := time.Now(), time.Now()
 				for next < len(plan.order) {
 					if seq, err = c.apply(tx, plan, next, next+1, seq, nil, refresh, nil); err != nil {
 						return err
@@ -443,6 +443,14 @@ func (c *Catcher) buildSteps(f *os.File) error {
 					next++
 					if plan.closed[next-1] && time.Since(start) > c.step {
 						break
+					}
+					if time.Since(told) > c.step {
+						// A step can only end where the index is whole:
+						// the commits a merge brings are applied in one
+						// transaction with it. Its progress is told as
+						// it goes, though readers see none of it yet.
+						told = time.Now()
+						c.report(f, Status{Total: st.Total, Done: next, Started: st.Started})
 					}
 				}
 				if err := c.refreshNotes(tx, refresh, nil); err != nil {

@@ -174,22 +174,8 @@ type SummaryResult struct {
 // their versions (Version 0) and backlinks, at the index's cursor so far.
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
-	out := make([]SummaryResult, len(uris))
+	out, keys := v.batch(uris)
 	cursor, err := w.readAtHead(func(s *index.Snapshot) error {
-		keys := make([]string, 0, len(uris))
-		for i, u := range uris {
-			a, err := w.parseAddress(u)
-			if err != nil {
-				// The input as given, cut short: a megabyte of garbage does
-				// not come back in full.
-				out[i] = SummaryResult{URI: note.Clip(u), Err: err}
-				continue
-			}
-			out[i].URI = a.String()
-			if v.c.CanRead(a.Short()) { // else it stays not found, as if missing
-				keys = append(keys, a.Short())
-			}
-		}
 		notes, err := s.Notes(keys)
 		if err != nil {
 			return err
@@ -204,31 +190,18 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		if err != nil {
 			return err
 		}
-		byURI := make(map[string]*Summary, len(sums))
-		for i := range sums {
-			byURI[sums[i].URI] = &sums[i]
-		}
-		for i := range out {
-			if out[i].Err != nil {
-				continue
-			}
-			if sum, ok := byURI[out[i].URI]; ok {
-				out[i].Summary = sum
-			} else {
-				out[i].Err = errorf("get", out[i].URI, ErrNotFound, "no note at this address")
-			}
-		}
+		fill(out, sums)
 		return nil
 	})
 	if v.answersPartly(err) {
-		return v.summariesFromGit(uris)
+		return v.summariesFromGit(out, keys)
 	}
 	return out, cursor, err
 }
 
 // summariesFromGit is Summaries while the index is being built: each note
 // as the branch holds it in git.
-func (v *View) summariesFromGit(uris []string) ([]SummaryResult, int, error) {
+func (v *View) summariesFromGit(out []SummaryResult, keys []string) ([]SummaryResult, int, error) {
 	w := v.w
 	head, err := w.repo.Head()
 	if err != nil {
@@ -238,28 +211,59 @@ func (v *View) summariesFromGit(uris []string) ([]SummaryResult, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]SummaryResult, len(uris))
-	for i, u := range uris {
-		a, err := w.parseAddress(u)
+	var sums []Summary
+	for _, key := range keys {
+		n, err := w.catch.NoteAt(head, key)
 		if err != nil {
+			return nil, 0, err
+		}
+		if n.Present {
+			sums = append(sums, w.summaryOf(n, nil))
+		}
+	}
+	fill(out, sums)
+	return out, cursor, nil
+}
+
+// batch reads a batch's addresses: a result for each, with its canonical
+// address or why it has none, and the keys of those the caller may read
+// (the others stay not found, as if missing).
+func (v *View) batch(uris []string) ([]SummaryResult, []string) {
+	out := make([]SummaryResult, len(uris))
+	keys := make([]string, 0, len(uris))
+	for i, u := range uris {
+		a, err := v.w.parseAddress(u)
+		if err != nil {
+			// The input as given, cut short: a megabyte of garbage does
+			// not come back in full.
 			out[i] = SummaryResult{URI: note.Clip(u), Err: err}
 			continue
 		}
 		out[i].URI = a.String()
-		n := index.Note{}
 		if v.c.CanRead(a.Short()) {
-			if n, err = w.catch.NoteAt(head, a.Short()); err != nil {
-				return nil, 0, err
-			}
+			keys = append(keys, a.Short())
 		}
-		if !n.Present {
-			out[i].Err = errorf("get", out[i].URI, ErrNotFound, "no note at this address")
+	}
+	return out, keys
+}
+
+// fill gives each result of a batch its summary from sums, by address, or
+// not_found when sums has none.
+func fill(out []SummaryResult, sums []Summary) {
+	byURI := make(map[string]*Summary, len(sums))
+	for i := range sums {
+		byURI[sums[i].URI] = &sums[i]
+	}
+	for i := range out {
+		if out[i].Err != nil {
 			continue
 		}
-		sum := w.summaryOf(n, nil)
-		out[i].Summary = &sum
+		if sum, ok := byURI[out[i].URI]; ok {
+			out[i].Summary = sum
+		} else {
+			out[i].Err = errorf("get", out[i].URI, ErrNotFound, "no note at this address")
+		}
 	}
-	return out, cursor, nil
 }
 
 // Topics lists the topics the caller may read that hold notes.

@@ -190,35 +190,15 @@ func (h *history) moveBranch(c gitver.Hash) {
 	}
 }
 
-// checkIndex compares what the index says at the branch's head with the
-// definition.
+// checkIndex brings the index to the branch, at head, and compares it with
+// the definition there.
 func (h *history) checkIndex(head gitver.Hash, what string) {
 	h.t.Helper()
-	cursor, err := h.w.Cursor()
-	if err != nil {
+	if _, err := h.w.Cursor(); err != nil {
 		h.t.Fatal(err)
 	}
-	if want := len(h.reach(head)); cursor != want {
-		h.t.Fatalf("%s: cursor %d, want %d (the commits the head reaches)", what, cursor, want)
-	}
-	err = h.w.ReadIndex(func(s *index.Snapshot) error {
-		for _, key := range graphKeys {
-			n, ok, err := s.Note(key)
-			if err != nil {
-				return err
-			}
-			want := h.version(head, key)
-			if got := n.Version; !ok && want != 0 || ok && got != want {
-				h.t.Fatalf("%s: %s is at version %d (indexed %v), want %d", what, key, got, ok, want)
-			}
-			if blob := h.blob(head, key); ok && n.Present != !blob.IsZero() || ok && n.NoteBlob != blob {
-				h.t.Fatalf("%s: %s holds %s (present %v), want %s", what, key, n.NoteBlob.Short(), n.Present, blob.Short())
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		h.t.Fatal(err)
+	if at := h.checkIndexAsFar(what); at != head {
+		h.t.Fatalf("%s: the index is at %s, want the branch's %s", what, at.Short(), head.Short())
 	}
 }
 
@@ -353,16 +333,19 @@ func TestLogVersionsAreTheGraphs(t *testing.T) {
 }
 
 // checkIndexAsFar compares the index, at whatever commit it holds now, with
-// the definition there: a build in steps leaves it whole after each step.
-func (h *history) checkIndexAsFar(what string) {
+// the definition there (every note's version and blob, the cursor), and
+// returns that commit: a build in steps leaves it whole after each step.
+func (h *history) checkIndexAsFar(what string) gitver.Hash {
 	h.t.Helper()
+	var at gitver.Hash
 	err := h.w.ReadIndex(func(s *index.Snapshot) error {
-		at, cursor, err := s.Head()
-		if err != nil || at.IsZero() {
+		var cursor int
+		var err error
+		if at, cursor, err = s.Head(); err != nil || at.IsZero() {
 			return err
 		}
 		if want := len(h.reach(at)); cursor != want {
-			h.t.Fatalf("%s: at %s, cursor %d, want %d", what, at.Short(), cursor, want)
+			h.t.Fatalf("%s: at %s, cursor %d, want %d (the commits it reaches)", what, at.Short(), cursor, want)
 		}
 		for _, key := range graphKeys {
 			n, ok, err := s.Note(key)
@@ -372,12 +355,16 @@ func (h *history) checkIndexAsFar(what string) {
 			if want := h.version(at, key); !ok && want != 0 || ok && n.Version != want {
 				h.t.Fatalf("%s: at %s, %s is at version %d (indexed %v), want %d", what, at.Short(), key, n.Version, ok, want)
 			}
+			if blob := h.blob(at, key); ok && n.Present != !blob.IsZero() || ok && n.NoteBlob != blob {
+				h.t.Fatalf("%s: at %s, %s holds %s (present %v), want %s", what, at.Short(), key, n.NoteBlob.Short(), n.Present, blob.Short())
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return at
 }
 
 // The background build of the index (a server's, on a board far behind its

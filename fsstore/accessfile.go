@@ -9,7 +9,7 @@ import (
 
 // Access reads the access file; ok is false in open mode (no file).
 func (w *Workspace) Access() (f *access.File, ok bool, err error) {
-	return access.Load(filepath.Join(w.dir, note.AccessFile))
+	return access.Load(filepath.Join(w.b.dir, note.AccessFile))
 }
 
 // SaveAccess writes and commits the access file, as the person running the
@@ -22,13 +22,13 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 	if err != nil {
 		return err
 	}
-	return w.withWriteLock(func() error {
-		return w.whileBranchMoves("save access", note.AccessFile, func() error {
-			head, _, err := w.catch.CatchUp(nil, nil)
+	return w.lock.with(func() error {
+		return w.people.whileBranchMoves("save access", note.AccessFile, func() error {
+			head, _, err := w.b.catch.CatchUp(nil, nil)
 			if err != nil {
 				return err
 			}
-			_, err = w.commitLocked(head, []fileChange{{path: note.AccessFile, content: content}}, w.personSignature(),
+			_, err = w.people.commitLocked(head, []fileChange{{path: note.AccessFile, content: content}}, w.b.personSignature(),
 				message+"\n", false)
 			if _, committed := unfinished(err, 0); committed {
 				return nil // the next write finishes it

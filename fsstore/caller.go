@@ -51,16 +51,11 @@ type View struct {
 	partial *catchup.Status
 }
 
-// As returns the board as caller sees it. A process without access control
-// (the CLI, a board without an access file) calls as
-// OpenCaller(w.Agent()).
-func (w *Workspace) As(c *Caller) *View { return &View{w: w, c: c} }
-
 // readable keeps the addresses (canonical or short) the caller may read.
 func (v *View) readable(uris []string) []string {
 	var out []string
 	for _, u := range uris {
-		if a, err := v.w.parseAddress(u); err == nil && v.c.CanRead(a.Short()) {
+		if a, err := v.w.b.parseAddress(u); err == nil && v.c.CanRead(a.Short()) {
 			out = append(out, u)
 		}
 	}

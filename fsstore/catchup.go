@@ -17,17 +17,17 @@ import (
 // and their catch-up could not be committed), the catch-up is made for
 // this read alone and never written (index.DB.ReadAhead): reads keep
 // answering from git while writes are refused.
-func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
-	_, cursor, err := w.catch.CatchUp(nil, nil)
+func (b *board) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
+	_, cursor, err := b.catch.CatchUp(nil, nil)
 	if err == nil {
-		return cursor, w.idx.Read(fn)
+		return cursor, b.idx.Read(fn)
 	}
 	if !index.IsFull(err) {
 		return 0, err
 	}
-	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
-	err = w.idx.ReadAhead(func(tx *index.Tx) error {
-		_, cursor, err = w.catch.SyncToBranch(tx, nil)
+	b.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
+	err = b.idx.ReadAhead(func(tx *index.Tx) error {
+		_, cursor, err = b.catch.SyncToBranch(tx, nil)
 		return err
 	}, fn)
 	return cursor, err
@@ -38,11 +38,11 @@ func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
 // and v.Indexing says how far that is.
 func (v *View) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
 	w := v.w
-	cursor, err = w.readAtHead(fn)
+	cursor, err = w.b.readAtHead(fn)
 	if !v.answersPartly(err) {
 		return cursor, err
 	}
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	err = w.b.idx.Read(func(s *index.Snapshot) error {
 		if _, cursor, err = s.Head(); err != nil {
 			return err
 		}
@@ -75,12 +75,12 @@ func (v *View) Indexing() string {
 
 // noteFromGit is the note at key as the branch holds it in git, without
 // its version: for a read while the index is being built.
-func (w *Workspace) noteFromGit(key string) (index.Note, error) {
-	head, err := w.repo.Head()
+func (b *board) noteFromGit(key string) (index.Note, error) {
+	head, err := b.repo.Head()
 	if err != nil {
 		return index.Note{}, err
 	}
-	return w.catch.NoteAt(head, key)
+	return b.catch.NoteAt(head, key)
 }
 
 // ErrBranchGone means the board's branch does not exist any more, although
@@ -90,8 +90,8 @@ func (w *Workspace) noteFromGit(key string) (index.Note, error) {
 // once a person has restored the branch.
 var ErrBranchGone = errors.New("the board's branch is gone")
 
-func (w *Workspace) branchGone(last gitver.Hash) error {
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+func (b *board) branchGone(last gitver.Hash) error {
+	branch := strings.TrimPrefix(b.repo.Branch(), "refs/heads/")
 	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
 		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
 }
@@ -100,38 +100,15 @@ func (w *Workspace) branchGone(last gitver.Hash) error {
 // or "vectors" (total 0: unknown).
 type Progress = catchup.Progress
 
-// Reindex rebuilds the derived index from git, in one transaction: other
-// processes keep reading the old index until the new one is complete, and
-// their writes wait for it.
-func (w *Workspace) Reindex(progress Progress) (int, error) {
-	var seq int
-	err := w.idx.Update(func(tx *index.Tx) error {
-		var err error
-		seq, err = w.catch.Rebuild(tx, progress)
-		return err
-	})
-	if err != nil {
-		return seq, err
-	}
-	// The notes' vectors, made again from the start (Reset forgot them
-	// and where the last pass finished).
-	_, err = w.vectors.EmbedPending(true, func(done int) {
-		if progress != nil {
-			progress("vectors", done, 0)
-		}
-	})
-	return seq, err
-}
-
 // commitsUntil lists the commits on the first-parent history of from that
 // come after stop, newest first. found is false when stop is not on that
 // history within limit commits.
-func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
+func (b *board) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
 	for h := from; h != stop; {
 		if h.IsZero() || len(chain) == limit {
 			return chain, false, nil
 		}
-		c, err := w.repo.ReadCommit(h)
+		c, err := b.repo.ReadCommit(h)
 		if err != nil {
 			return chain, false, err
 		}
@@ -143,14 +120,14 @@ func (w *Workspace) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gi
 
 // changedSince lists the files whose content differs between a commit and
 // a later one.
-func (w *Workspace) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
-	a, err := w.repo.ReadCommit(from)
+func (bd *board) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
+	a, err := bd.repo.ReadCommit(from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := w.repo.ReadCommit(to)
+	b, err := bd.repo.ReadCommit(to)
 	if err != nil {
 		return nil, err
 	}
-	return w.repo.DiffTrees(a.Tree, b.Tree)
+	return bd.repo.DiffTrees(a.Tree, b.Tree)
 }

@@ -48,12 +48,12 @@ type checkoutRun struct {
 // checkoutRuns finds the person's recent checkouts of the board's branch,
 // newest first, back to their last command that was not a checkout (a
 // commit, a reset: from then on the files were theirs to commit).
-func (w *Workspace) checkoutRuns() ([]checkoutRun, error) {
-	moves, err := w.repo.RecentHeadMoves()
+func (b *board) checkoutRuns() ([]checkoutRun, error) {
+	moves, err := b.repo.RecentHeadMoves()
 	if err != nil {
 		return nil, err
 	}
-	onto := " to " + strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	onto := " to " + strings.TrimPrefix(b.repo.Branch(), "refs/heads/")
 	person := func(m gitver.ReflogEntry) bool { return !strings.HasPrefix(m.Message, ownMove) }
 	var runs []checkoutRun
 	for i := len(moves) - 1; i >= 0 && len(runs) < maxCheckoutsLooked; i-- {
@@ -74,7 +74,7 @@ func (w *Workspace) checkoutRuns() ([]checkoutRun, error) {
 				break
 			}
 		}
-		chain, found, err := w.commitsUntil(m.New, before, maxCheckoutSpan)
+		chain, found, err := b.commitsUntil(m.New, before, maxCheckoutSpan)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +93,7 @@ func (w *Workspace) checkoutRuns() ([]checkoutRun, error) {
 // a checkout of the branch wrote them with an older version (see above).
 // HEAD's reflog is read once, at the first question.
 type checkoutLeftovers struct {
-	w      *Workspace
+	b      *board
 	runs   []checkoutRun
 	loaded bool
 }
@@ -103,7 +103,7 @@ type checkoutLeftovers struct {
 // one.
 func (l *checkoutLeftovers) holds(p string, blob gitver.Hash, mtime time.Time) (bool, error) {
 	if !l.loaded {
-		runs, err := l.w.checkoutRuns()
+		runs, err := l.b.checkoutRuns()
 		if err != nil {
 			return false, err
 		}
@@ -114,7 +114,7 @@ func (l *checkoutLeftovers) holds(p string, blob gitver.Hash, mtime time.Time) (
 			continue
 		}
 		for _, c := range run.commits {
-			had, err := l.w.repo.PathBlob(c, p)
+			had, err := l.b.repo.PathBlob(c, p)
 			if err != nil {
 				return false, err
 			}

@@ -30,21 +30,21 @@ import (
 // nothing then changed. A failure past the commit point is an
 // unfinishedError: the commit stands, and the next hold of the write lock
 // finishes it.
-func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
+func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
 	message string, onDisk bool) (commit gitver.Hash, err error) {
 	// A reset may have dropped the program's commits from the branch since
 	// the repairs ran, before parent was read: put that right first, or
 	// this commit would give a version they had to other content.
-	if err := w.bringBackDropped(); err != nil {
+	if err := p.bringBackDropped(); err != nil {
 		return gitver.ZeroHash, err
 	}
-	if head, err := w.repo.Head(); err != nil || head != parent {
+	if head, err := p.repo.Head(); err != nil || head != parent {
 		if err != nil {
 			return gitver.ZeroHash, err
 		}
 		return gitver.ZeroHash, errBranchMoved
 	}
-	wt := w.repo.WorkTree()
+	wt := p.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
 		return gitver.ZeroHash, busyWithGit(wt)
 	}
@@ -53,7 +53,7 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 		// checkout since the comparison makes them another's.
 		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
-	changes, diff, err := w.changesAt(parent, changes)
+	changes, diff, err := p.changesAt(parent, changes)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -70,36 +70,34 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 			infos[c.path] = c.info
 		}
 	}
-	pending, err := w.repo.BuildCommit(req)
+	pending, err := p.repo.BuildCommit(req)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	w.repo.Stage(pending) // readable while the move stages the files
-	defer w.repo.DropStaged()
+	p.repo.Stage(pending) // readable while the move stages the files
+	defer p.repo.DropStaged()
 	commit = pending.Hash
 	objects := pending.Write
-	if w.remote != "" {
-		// The remote is where the commit counts: the local branch moves
-		// only once it took it, and from then on it stands, whatever
-		// happens here.
-		if err := pending.Write(); err != nil {
-			return gitver.ZeroHash, err
-		}
-		if err := w.publish(commit); err != nil {
-			return gitver.ZeroHash, err
-		}
+	// With a remote, that is where the commit counts: the local branch
+	// moves only once it took it, and from then on it stands, whatever
+	// happens here.
+	took, err := p.up.offer(pending)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	if took {
 		reach("pushed")
 		objects = nil
 	}
-	moved, err := w.moveBranch(branchMove{from: parent, to: commit, reason: ownMove + subject(message),
+	moved, err := p.mover.moveBranch(branchMove{from: parent, to: commit, reason: ownMove + subject(message),
 		alongside: objects, changes: diff, onDisk: onDisk, infos: infos})
 	switch {
 	case moved && err != nil:
 		return commit, &unfinishedError{commit: commit, err: err}
 	case moved:
-		w.counted(1)
+		p.mover.counted(1)
 		return commit, nil
-	case w.remote != "" && err == nil:
+	case took && err == nil:
 		// The remote took the commit, and the local branch moved or the
 		// work tree changed hands since: the next fetch brings the
 		// branch to it (remote.go), and its files with it.
@@ -112,9 +110,9 @@ func (w *Workspace) commitLocked(parent gitver.Hash, changes []fileChange, autho
 
 // committedBlobs returns the blobs paths hold at the indexed head (zero for
 // none), read at one point of history.
-func (w *Workspace) committedBlobs(paths []string) ([]gitver.Hash, error) {
+func (b *board) committedBlobs(paths []string) ([]gitver.Hash, error) {
 	out := make([]gitver.Hash, len(paths))
-	err := w.idx.Read(func(snap *index.Snapshot) error {
+	err := b.idx.Read(func(snap *index.Snapshot) error {
 		for i, p := range paths {
 			var err error
 			if out[i], err = snap.FileBlob(p); err != nil {

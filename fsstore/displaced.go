@@ -84,10 +84,10 @@ func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bo
 
 // place puts a staged file in place (worktree.Files.Place) and keeps the
 // file it moved aside, which a person may still write into.
-func (w *Workspace) place(staged worktree.Staged, dst string, expect, ours gitver.Hash) (bool, error) {
-	placed, kept, err := w.files.Place(staged, dst, expect, ours)
+func (m *mover) place(staged worktree.Staged, dst string, expect, ours gitver.Hash) (bool, error) {
+	placed, kept, err := m.files.Place(staged, dst, expect, ours)
 	if kept != nil {
-		w.keepDisplaced(kept.Tmp, kept.Path, kept.Blob, kept.Info, kept.Base)
+		m.keepDisplaced(kept.Tmp, kept.Path, kept.Blob, kept.Info, kept.Base)
 	}
 	return placed, err
 }
@@ -97,11 +97,11 @@ func (w *Workspace) place(staged worktree.Staged, dst string, expect, ours gitve
 // then goes onto the note), and removes tmp's own name. base is blob's
 // content when git may not have it. A failure only loses the chance to see
 // later writes into it: the write itself went through.
-func (w *Workspace) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
-	defer w.root.Remove(tmp)
-	dir := filepath.Join(w.repo.GitDir(), displacedDir, filepath.FromSlash(path))
+func (m *mover) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
+	defer m.root.Remove(tmp)
+	dir := filepath.Join(m.repo.GitDir(), displacedDir, filepath.FromSlash(path))
 	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
-	from := filepath.Join(w.dir, filepath.FromSlash(tmp))
+	from := filepath.Join(m.dir, filepath.FromSlash(tmp))
 	if base != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return
@@ -118,20 +118,20 @@ func (w *Workspace) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.File
 		os.Remove(held + baseSuffix)
 		return
 	}
-	w.displaced.kept.Store(true)
+	m.displaced.kept.Store(true)
 }
 
 // takeDisplaced looks at the kept files, at most once a second: what a
 // person wrote into one goes into the note's file as their save, to be
 // committed as their edit; one unchanged for keepDisplaced is let go. The
 // caller holds the write lock.
-func (w *Workspace) takeDisplaced() error {
+func (p *people) takeDisplaced() error {
 	now := time.Now()
-	if last := w.displaced.look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
+	if last := p.displaced.look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
 		return nil
 	}
-	w.displaced.look.Store(now.UnixNano())
-	root := filepath.Join(w.repo.GitDir(), displacedDir)
+	p.displaced.look.Store(now.UnixNano())
+	root := filepath.Join(p.repo.GitDir(), displacedDir)
 	// The kept files of each note, oldest first, each taken into the note
 	// and committed as its own edit before the next is looked at: a later
 	// one never writes over an earlier one's text before git has it.
@@ -156,7 +156,7 @@ func (w *Workspace) takeDisplaced() error {
 		slices.SortFunc(files, func(a, b string) int { return cmp.Compare(modTime(a), modTime(b)) })
 		may := true
 		for _, held := range files {
-			still, took, err := w.takeOneDisplaced(root, held, may)
+			still, took, err := p.takeOneDisplaced(root, held, may)
 			kept = kept || still
 			if err != nil {
 				return err
@@ -164,14 +164,14 @@ func (w *Workspace) takeDisplaced() error {
 			if !took {
 				continue
 			}
-			if _, _, err := w.commitEditsLocked(nil); errors.Is(err, ErrWorkTreeBusy) {
+			if _, _, err := p.commitEditsLocked(nil); errors.Is(err, ErrWorkTreeBusy) {
 				may = false // committed once git is done; the rest wait for it
 			} else if err != nil {
 				return err
 			}
 		}
 	}
-	w.displaced.kept.Store(kept)
+	p.displaced.kept.Store(kept)
 	return nil
 }
 
@@ -187,7 +187,7 @@ func modTime(p string) int64 {
 
 // takeOneDisplaced looks at one kept file: still says it stays kept, took
 // that what was written into it went into the note's file (only when may).
-func (w *Workspace) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
+func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
 	rel, err := filepath.Rel(root, filepath.Dir(held))
 	if err != nil {
 		return false, false, err
@@ -213,7 +213,7 @@ func (w *Workspace) takeOneDisplaced(root, held string, may bool) (still, took b
 		// leaves both as they were.
 		kept, ok := changeTime(fi)
 		final := time.Since(fi.ModTime()) > keepDisplaced ||
-			ok && time.Since(kept) > displacedQuiet && !w.writerMayHold(held)
+			ok && time.Since(kept) > displacedQuiet && !p.writerMayHold(held)
 		if !final {
 			return true, false, nil
 		}
@@ -234,12 +234,12 @@ func (w *Workspace) takeOneDisplaced(root, held string, may bool) (still, took b
 		// taken from it last.
 		base, err := os.ReadFile(held + baseSuffix)
 		if errors.Is(err, fs.ErrNotExist) {
-			base, err = w.repo.ReadBlob(blob)
+			base, err = p.repo.ReadBlob(blob)
 		}
 		if err != nil {
 			base = nil
 		}
-		adopted, err := w.adoptDisplaced(path, base, written)
+		adopted, err := p.adoptDisplaced(path, base, written)
 		if err != nil || !adopted {
 			return true, false, err // looked at again next time
 		}
@@ -260,8 +260,8 @@ func (w *Workspace) takeOneDisplaced(root, held string, may bool) (still, took b
 // person who holds it open, or saves it meanwhile, loses nothing. adopted
 // is false when the file changed under the comparison: the kept file is
 // looked at again.
-func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
-	current, _, exists, err := w.ReadFile(path)
+func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
+	current, _, exists, err := p.readFile(path)
 	if err != nil {
 		return false, err
 	}
@@ -272,7 +272,7 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists && bytes.Equal(merged, current) {
 		return true, nil
 	}
-	tmp, info, err := w.files.Stage(path, merged)
+	tmp, info, err := p.files.Stage(path, merged)
 	if err != nil {
 		return false, err
 	}
@@ -280,14 +280,14 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 	if exists {
 		expect = gitver.BlobHash(current)
 	}
-	if placed, err := w.place(worktree.Staged{Tmp: tmp, Info: info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
+	if placed, err := p.mover.place(worktree.Staged{Tmp: tmp, Info: info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
 		return false, err
 	}
-	if err := w.files.SyncDir(pathpkg.Dir(path)); err != nil {
+	if err := p.files.SyncDir(pathpkg.Dir(path)); err != nil {
 		return false, err
 	}
-	w.edits.add([]string{path}, false)
-	w.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
+	p.edits.add([]string{path}, false)
+	p.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
 	return true, nil
 }
 
@@ -295,7 +295,7 @@ func (w *Workspace) adoptDisplaced(path string, base, written []byte) (adopted b
 // for writing. The kernel refuses a read lease (EAGAIN) on a file that any
 // process has open for writing; where leases cannot be taken at all (a
 // file system without them), the answer is yes.
-func (w *Workspace) writerMayHold(abs string) bool {
+func (p *people) writerMayHold(abs string) bool {
 	f, err := os.Open(abs)
 	if err != nil {
 		return true

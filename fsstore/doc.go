@@ -9,41 +9,45 @@
 // People are writers too: what they change in the work tree with their
 // editor is found (Workspace.Watch, with fsstore/watch; before writes; at
 // start) and committed as their own version. What they do with git beside
-// the agents is repaired before every write (repair.go).
+// the agents is repaired before every write (people, repair.go).
 //
 // One rule gives every version: a note's version is the number of commits
 // that changed its files (fsstore/internal/catchup says how merges count),
 // computed by the derived index's catch-up alone; a write is acknowledged at that
 // number for its content, and a write that changes nothing makes no commit.
 //
-// The rooms, by file:
+// The engine is a few parts, each a type with one job, in files of its
+// own, each holding the parts below it and handed them at Open; a call
+// goes down through them, and a lower part never calls a higher one (the
+// write lock runs only the upkeep it is handed at Open):
 //
-//	kernel             workspace.go (open, the write lock), errors.go, caller.go,
-//	                   journal.go (crash recovery: finishing or dropping a killed
-//	                   writer's write; the journal's format is
-//	                   fsstore/internal/journal), files.go (what a file's stat
-//	                   is worth, the walk of the tree), with the files
-//	                   themselves in fsstore/internal/worktree (read, stage,
-//	                   place without losing a person's save, remove),
-//	                   init.go, accessfile.go, inspect.go (for health)
-//	write transaction  write.go (update and link requests), source.go
-//	                   (source_path), tx.go (writeTx: build, check, commit),
-//	                   queue.go (a write alone, or in a group), pending.go
-//	                   (the pending writes), publish.go (publishing them),
-//	                   move.go (moveBranch: the one branch-move step)
-//	index catch-up     catchup.go (reads at the branch, or as far as the index has
-//	                   come while it is built; reindex), with the part itself in
-//	                   fsstore/internal/catchup (the version rule, the bounded
-//	                   catch-up, the build in the background)
-//	people's edits     edits.go, watching.go, commit.go (their commits)
-//	a person's git     repair.go, rescue.go (a reset that raced a write),
-//	                   unplaced.go (files a checkout left older than the branch),
-//	                   displaced.go (text written into a file a write replaced),
-//	                   checkouts.go, stale.go (a file holding an earlier version)
-//	remote             remote.go (push, follow, rebuild, carry a person's merge),
-//	                   turns.go (clones that lost a race to push go first)
-//	reads              read.go, list.go, search.go (by words, and by meaning with
-//	                   the vectors of fsstore/internal/vectors), changes.go
+//	Workspace  workspace.go, inspect.go, watching.go, remote.go,
+//	           accessfile.go: the front. It opens the board, holds the
+//	           parts, gives As(caller) (caller.go: the View every read
+//	           and write goes through), and closes
+//	pipeline   tool writes: the queue and group commit (queue.go), the
+//	           build of a write as a writeTx, the unit of work, with its
+//	           own reads and its one commit (tx.go), the pending writes'
+//	           record (pending.go) and their publishing (publish.go);
+//	           write.go and source.go are the View's requests built in it
+//	people     people's edits and a person's git: edits committed as
+//	           theirs (edits.go, stale.go, displaced.go), the repairs
+//	           (repair.go, rescue.go, unplaced.go, checkouts.go), and
+//	           prepare, the one step the pipeline runs before a build
+//	upstream   where a write counts (upstream.go): localOnly, or gitRemote
+//	           (remote.go, turns.go), which pushes, fetches and follows;
+//	           the one back-off of every loop that pushes (remoteRace)
+//	mover      the commit point (move.go): the journal, the branch move,
+//	           the files placed, git's index, the derived index caught up;
+//	           and a killed writer's journal finished by whoever comes
+//	           next (journal.go); files a move replaced kept for a person
+//	           (displaced.go), and files for another checkout (unplaced.go)
+//	writeLock  the write lock across processes (lock.go), whose upkeep
+//	           (given at Open) finishes a killed writer's journal and runs
+//	           the repairs before anyone compares the work tree
+//	board      what every part shares (board.go): the directory, git, the
+//	           derived index and its catch-up, the files; and the reads
+//	           over them: catchup.go, read.go, list.go, search.go, files.go
 //
 // The parts under fsstore/internal know nothing of the workspace and are
 // handed what they use; they import downward only, and tell the engine by
@@ -55,34 +59,33 @@
 //	journal   the write journal's format
 //	vectors   the notes' meaning for search
 //
-// One lone update_state, as the parts stand (a board without a remote, no
-// other writer):
+// One lone update_state (a board without a remote, no other writer),
+// part by part:
 //
-//	View.Update (write.go)       the request checked, the caller's right
-//	writeInGroup, publishWrites  the queue: alone, so committed at once
-//	  (queue.go)
-//	withFreeWriteLock            the write lock (flock), then upkeep on the
-//	  (workspace.go)             call's path: a killed writer's journal
-//	                             finished (journal.go), the repairs of a
-//	                             person's git (repair.go)
-//	commitAlone, buildWrite      the build: agents' commits a reset dropped
-//	  (queue.go, tx.go)          brought back (rescue.go), the note's own
-//	                             edits adopted (edits.go, with a bounded
-//	                             catch-up, catchup), the note read and checked
-//	                             against expect_version (tx.go), its commit
-//	                             built (gitver)
-//	commitChain, moveBranch      the commit point: the journal written
-//	  (move.go)                  (journal), the files staged (worktree), the
-//	                             branch moved (gitver), the files placed
-//	                             (worktree; a file moved aside is kept for a
-//	                             person, displaced.go), git's index written,
-//	                             the derived index caught up (catchup), the
-//	                             journal cleared
+//	View.Update (write.go)         the request checked, the caller's right
+//	pipeline.writeInGroup,         the queue: alone, so committed at once,
+//	  publishWrites (queue.go)     in one hold of the write lock
+//	writeLock.hold (lock.go)       the flock; its upkeep: a killed writer's
+//	                               journal finished (mover.recover), the
+//	                               repairs of a person's git (people.repair)
+//	pipeline.commitAlone,          the build, started over while a person's
+//	  buildWrite (queue.go, tx.go) commit moves the branch under it
+//	people.prepare (repair.go)     agents' commits a reset dropped brought
+//	                               back; the note's own edits committed
+//	writeTx (tx.go)                the note read as the write sees it and
+//	                               checked against expect_version (noteIn),
+//	                               its commit built (commit, with gitver)
+//	upstream (localOnly)           nothing to push: the branch is where it
+//	                               counts
+//	mover.commitChain,             the commit point: the journal written,
+//	  moveBranch (move.go)         the files staged (worktree), the branch
+//	                               moved (gitver), the files placed, git's
+//	                               index written, the derived index caught
+//	                               up (catchup), the journal cleared
 //
-// The build and the commit point still call into people's edits and a
-// person's git (rescue, adoption, displaced files): those are to become one
-// step the queue runs before a build.
-//
+// With a remote, a write is built on the clone's pending writes and the
+// publisher pushes them (upstream.push) before the mover moves the branch.
+
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing
 // of MCP (tools adapts it) or of diagnosis (fsstore/health reads it from

@@ -34,6 +34,21 @@ import (
 // processes watch one workspace, the first commits a change and the others
 // find nothing left to commit.
 
+// people is the part for people's edits and a person's git: it finds and
+// commits what people changed in the work tree (edits.go, displaced.go,
+// stale.go, unplaced.go), and repairs what a person's git did beside the
+// agents (repair.go, rescue.go, checkouts.go). Its commits go through the
+// mover, and to the remote through up.
+type people struct {
+	*board
+	lock      *writeLock
+	mover     *mover
+	up        upstream
+	edits     *pendingEdits // people's changes reported and not yet committed
+	displaced *displacedFiles
+	onEdits   func(*EditReport)
+}
+
 // Edit is one note a person changed.
 type Edit struct {
 	// Op is create, edit, delete or move.
@@ -132,44 +147,11 @@ func (p *pendingEdits) take() (paths []string, all bool) {
 	return paths, all
 }
 
-// FilesChanged tells the workspace that these work-tree paths (relative,
-// slash-separated) changed on disk; rescan that events may have been lost,
-// so the whole work tree must be compared. The change is committed by the
-// next CommitEdits or tool write.
-func (w *Workspace) FilesChanged(paths []string, rescan bool) {
-	w.edits.add(paths, rescan)
-}
-
-// SetWatched says whether a watcher reports this workspace's changes. While
-// none does, every write first compares the whole work tree.
-func (w *Workspace) SetWatched(on bool) {
-	w.edits.mu.Lock()
-	w.edits.watched = on
-	w.edits.mu.Unlock()
-}
-
-// CommitEdits commits what people changed since the last time: the paths
-// reported by FilesChanged, or the whole work tree after a rescan or without
-// a watcher. It returns ErrWorkTreeBusy (with the reason) while git is in
-// the middle of an operation; the edits stay pending.
-func (w *Workspace) CommitEdits() (*EditReport, error) {
-	paths, all := w.edits.take()
-	var misnamed []string
-	for _, p := range paths {
-		if why := w.misnamedNote(p); why != "" {
-			misnamed = append(misnamed, why)
-		}
-	}
-	rep, err := w.commitEdits(paths, all)
-	rep.Skipped = append(rep.Skipped, misnamed...)
-	return rep, err
-}
-
-func (w *Workspace) commitEdits(paths []string, all bool) (*EditReport, error) {
+func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
 	var skipped []string
 	compareFirst, rescanned := !all, false
 	if all {
-		if narrowed, problems, ok := w.rescanUnlocked(); ok {
+		if narrowed, problems, ok := p.rescanUnlocked(); ok {
 			// Compared under the lock, not before it: the lock's
 			// comparison records the stats of the files that hold what
 			// is committed, so that the next look passes over them.
@@ -179,9 +161,9 @@ func (w *Workspace) commitEdits(paths []string, all bool) (*EditReport, error) {
 			}
 		}
 	}
-	rep, err := w.commitEditsAt(paths, all, compareFirst)
+	rep, err := p.commitEditsAt(paths, all, compareFirst)
 	if err != nil && rescanned {
-		w.edits.add(nil, true) // the whole tree is looked at again
+		p.edits.add(nil, true) // the whole tree is looked at again
 	}
 	rep.Skipped = append(skipped, rep.Skipped...)
 	return rep, err
@@ -201,22 +183,22 @@ const rescanLimit = 2000
 // and the writes of a server that had just started waited for it. ok is
 // false when the tree cannot be walked or more than rescanLimit files may
 // differ: the whole tree is then compared under the lock.
-func (w *Workspace) rescanUnlocked() (paths, problems []string, ok bool) {
-	head, err := w.repo.Head()
+func (pe *people) rescanUnlocked() (paths, problems []string, ok bool) {
+	head, err := pe.repo.Head()
 	if err != nil {
 		return nil, nil, false
 	}
-	found, treeProblems, listed := w.WalkNotes()
+	found, treeProblems, listed := pe.walkNotes()
 	if !listed {
 		return nil, nil, false
 	}
 	var indexed gitver.Hash
 	attempts := 0
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	err = pe.idx.Read(func(s *index.Snapshot) error {
 		// The comparison takes what it compared out of found: a retried
 		// read starts over from a new walk.
 		if attempts++; attempts > 1 {
-			if found, treeProblems, listed = w.WalkNotes(); !listed {
+			if found, treeProblems, listed = pe.walkNotes(); !listed {
 				return errors.New("the work tree cannot be listed")
 			}
 		}
@@ -248,7 +230,7 @@ func (w *Workspace) rescanUnlocked() (paths, problems []string, ok bool) {
 		// What the branch changed since the index's commit is looked at
 		// too: a file there may match the index's stat and not the head.
 		var changed []string
-		if changed, err = w.pathsBetween(indexed, head); err == nil {
+		if changed, err = pe.pathsBetween(indexed, head); err == nil {
 			paths = append(paths, changed...)
 		}
 	}
@@ -263,19 +245,19 @@ func (w *Workspace) rescanUnlocked() (paths, problems []string, ok bool) {
 
 // pathsBetween lists the files whose content differs between commits a
 // (zero for none) and b.
-func (w *Workspace) pathsBetween(a, b gitver.Hash) ([]string, error) {
+func (bd *board) pathsBetween(a, b gitver.Hash) ([]string, error) {
 	var trees [2]gitver.Hash
 	for i, h := range []gitver.Hash{a, b} {
 		if h.IsZero() {
 			continue
 		}
-		c, err := w.repo.ReadCommit(h)
+		c, err := bd.repo.ReadCommit(h)
 		if err != nil {
 			return nil, err
 		}
 		trees[i] = c.Tree
 	}
-	changes, err := w.repo.DiffTrees(trees[0], trees[1])
+	changes, err := bd.repo.DiffTrees(trees[0], trees[1])
 	if err != nil {
 		return nil, err
 	}
@@ -289,21 +271,21 @@ func (w *Workspace) pathsBetween(a, b gitver.Hash) ([]string, error) {
 // commitEditsAt commits the edits to paths, or to the whole work tree.
 // With compareFirst, the paths whose files hold what the branch's head
 // holds are passed over before the lock is taken.
-func (w *Workspace) commitEditsAt(paths []string, all, compareFirst bool) (*EditReport, error) {
+func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditReport, error) {
 	if compareFirst {
 		var err error
-		if paths, err = w.changedPaths(paths); err != nil || len(paths) == 0 {
+		if paths, err = p.changedPaths(paths); err != nil || len(paths) == 0 {
 			if err != nil {
-				w.edits.add(paths, false)
+				p.edits.add(paths, false)
 			}
 			return &EditReport{}, err
 		}
 	}
 	var rep *EditReport
-	err := w.withWriteLock(func() error {
-		w.edits.add(paths, all)
+	err := p.lock.with(func() error {
+		p.edits.add(paths, all)
 		var err error
-		_, rep, err = w.commitEditsLocked(nil)
+		_, rep, err = p.commitEditsLocked(nil)
 		return err
 	})
 	if rep == nil {
@@ -315,11 +297,11 @@ func (w *Workspace) commitEditsAt(paths []string, all, compareFirst bool) (*Edit
 // misnamedNote says why a Markdown file a person saved in a topic folder is
 // not a note, "" when it is one or is not meant as one (README.md at the
 // root, a file deleted).
-func (w *Workspace) misnamedNote(p string) string {
-	if _, err := w.root.Lstat(p); err != nil {
+func (b *board) misnamedNote(p string) string {
+	if _, err := b.root.Lstat(p); err != nil {
 		return ""
 	}
-	if problem := w.misnamed(p); problem != nil {
+	if problem := b.misnamed(p); problem != nil {
 		return problem.String()
 	}
 	return ""
@@ -328,14 +310,14 @@ func (w *Workspace) misnamedNote(p string) string {
 // misnamed says why the Markdown file at p, in a topic folder, is not a
 // note although it looks meant as one; nil when it is a note or is not a
 // Markdown file in a folder (README.md at the root).
-func (w *Workspace) misnamed(p string) *TreeProblem {
+func (b *board) misnamed(p string) *TreeProblem {
 	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
 		return nil
 	}
 	if _, ok := note.KeyOf(p); ok {
 		return nil
 	}
-	a, err := w.parseAddress(strings.TrimSuffix(p, ".md"))
+	a, err := b.parseAddress(strings.TrimSuffix(p, ".md"))
 	if err != nil {
 		return &TreeProblem{Path: p, Minor: true, What: "not a note (" + errMsg(err) + ")",
 			Fix: "rename it to an address of the grammar, or move it out of the topic folders"}
@@ -354,13 +336,13 @@ func (w *Workspace) misnamed(p string) *TreeProblem {
 // update, or a person committed), the head's blobs are read from git. Every
 // watching process catching the index up itself would make them all queue
 // for its write transaction, and the writer with them.
-func (w *Workspace) changedPaths(paths []string) ([]string, error) {
-	head, err := w.repo.Head()
+func (pe *people) changedPaths(paths []string) ([]string, error) {
+	head, err := pe.repo.Head()
 	if err != nil {
 		return paths, err
 	}
 	var out []string
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	err = pe.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
 		indexed, _, err := s.Head()
 		if err != nil {
@@ -374,12 +356,12 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 			if indexed == head {
 				committed, err = s.FileBlob(p)
 			} else {
-				committed, err = w.repo.PathBlob(head, p)
+				committed, err = pe.repo.PathBlob(head, p)
 			}
 			if err != nil {
 				return err
 			}
-			if !w.files.Holds(p, committed) {
+			if !pe.files.Holds(p, committed) {
 				out = append(out, p)
 			}
 		}
@@ -395,8 +377,8 @@ func (w *Workspace) changedPaths(paths []string) ([]string, error) {
 // a tool write to key is considered: its compare-and-swap then fails against
 // the person's version instead of overwriting it. It returns the branch's
 // commit after. The caller holds the write lock.
-func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
-	head, _, err := w.commitEditsLocked([]string{key})
+func (p *people) adoptEdits(key string) (gitver.Hash, error) {
+	head, _, err := p.commitEditsLocked([]string{key})
 	if errors.Is(err, ErrWorkTreeBusy) {
 		// Edits wait for git. The write goes on: commitLocked decides
 		// whether its files may go to the work tree, and placeFile keeps
@@ -408,29 +390,29 @@ func (w *Workspace) adoptEdits(key string) (gitver.Hash, error) {
 
 // commitEditsLocked commits the pending edits and those to the notes keys.
 // The caller holds the write lock. On failure the edits stay pending.
-func (w *Workspace) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
-	paths, all := w.edits.take()
-	if all && len(keys) > 0 && w.edits.isWatched() {
+func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
+	paths, all := p.edits.take()
+	if all && len(keys) > 0 && p.edits.isWatched() {
 		// A write adopts the edits to its own notes and to the paths the
 		// watcher named; the look at the whole tree stays the watcher's,
 		// which makes it without the write lock (rescanUnlocked).
-		w.edits.add(nil, true)
+		p.edits.add(nil, true)
 		all = false
 	}
 	var head gitver.Hash
 	var rep *EditReport
 	// A person's git commit landing meanwhile moves the branch: compare
 	// again.
-	err := w.whileBranchMoves("commit people's edits", "", func() error {
+	err := p.whileBranchMoves("commit people's edits", "", func() error {
 		var err error
-		head, rep, err = w.commitEditsOnce(keys, paths, all)
+		head, rep, err = p.commitEditsOnce(keys, paths, all)
 		return err
 	})
 	switch {
 	case err != nil:
-		w.edits.add(paths, all)
-	case rep.Commit != "" && w.onEdits != nil:
-		w.onEdits(rep)
+		p.edits.add(paths, all)
+	case rep.Commit != "" && p.onEdits != nil:
+		p.onEdits(rep)
 	}
 	return head, rep, err
 }
@@ -450,13 +432,13 @@ type candidate struct {
 	strict bool
 }
 
-func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
-	head, _, err := w.catch.CatchUp(nil, nil)
+func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
+	head, _, err := pe.catch.CatchUp(nil, nil)
 	if err != nil {
 		return head, nil, err
 	}
 	rep := &EditReport{}
-	if why := w.repo.WorkTree().Busy(); why != "" {
+	if why := pe.repo.WorkTree().Busy(); why != "" {
 		return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
 	cands := map[string]*candidate{}
@@ -478,7 +460,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		}
 	}
 	if all {
-		found, problems, _ := w.WalkNotes()
+		found, problems, _ := pe.walkNotes()
 		for _, p := range problems {
 			rep.Skipped = append(rep.Skipped, p.String())
 		}
@@ -488,7 +470,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			}
 		}
 	}
-	err = w.idx.Read(func(s *index.Snapshot) error {
+	err = pe.idx.Read(func(s *index.Snapshot) error {
 		for _, c := range cands {
 			c.looked = false // a retried read starts over
 		}
@@ -526,14 +508,14 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 
 	var changes []fileChange
 	unchanged := map[string]index.DiskStat{}
-	leftovers := &checkoutLeftovers{w: w}
+	leftovers := &checkoutLeftovers{b: pe.board}
 	olderFromCheckouts := map[string]gitver.Hash{}
-	stale := &staleLook{w: w, head: head}
+	stale := &staleLook{p: pe, head: head}
 	olderLeft := map[string]gitver.Hash{} // earlier versions put right, kept or not
 	var kept []string                     // the sibling notes that keep some
 	for _, p := range slices.Sorted(maps.Keys(cands)) {
 		c := cands[p]
-		ch, same, err := w.compare(p, c)
+		ch, same, err := pe.compare(p, c)
 		if err != nil {
 			if c.strict {
 				return head, rep, err
@@ -556,7 +538,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		case older:
 		case ch != nil && halfSaved(ch, c):
 			rep.Unsettled = append(rep.Unsettled, p)
-		case ch != nil && w.checkedOutJustNow(ch):
+		case ch != nil && pe.checkedOutJustNow(ch):
 			rep.Unsettled = append(rep.Unsettled, p)
 		case ch != nil && !blob.IsZero():
 			verdict, err := stale.verdict(p, blob, ch.info)
@@ -576,7 +558,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 				changes = append(changes, sibling)
 				kept = append(kept, sibling.path)
 				// Compared again later, should this commit not be made.
-				w.edits.add([]string{sibling.path}, false)
+				pe.edits.add([]string{sibling.path}, false)
 			}
 		case ch != nil:
 			changes = append(changes, *ch)
@@ -584,22 +566,22 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 			unchanged[p] = *same
 		}
 	}
-	w.edits.add(rep.Unsettled, false)
+	pe.edits.add(rep.Unsettled, false)
 	if len(olderFromCheckouts)+len(olderLeft) > 0 {
 		maps.Copy(olderLeft, olderFromCheckouts)
-		if err := w.recordUnplaced(olderLeft); err != nil {
+		if err := pe.mover.recordUnplaced(olderLeft); err != nil {
 			return head, rep, err
 		}
-		if err := w.placeUnplaced(); err != nil {
+		if err := pe.placeUnplaced(); err != nil {
 			return head, rep, err
 		}
 	}
 	if len(olderFromCheckouts) > 0 {
-		w.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
+		pe.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
 			"over the write's; the branch's versions are back in place", len(olderFromCheckouts))
 	}
 	if n := len(olderLeft) - len(olderFromCheckouts); n > 0 {
-		w.logf("%d file(s) held an earlier version of their note, left behind by a git command that read the branch "+
+		pe.logf("%d file(s) held an earlier version of their note, left behind by a git command that read the branch "+
 			"before a write (a reset, a stash, a pull whose ref update failed) or by a write that never placed its files; "+
 			"the branch's versions are back in place%s", n, keptAs(kept))
 	}
@@ -608,10 +590,10 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 		// branch's files before it moves HEAD: look again before
 		// committing what was found (commitLocked looks once more under
 		// git's index lock).
-		if why := w.repo.WorkTree().Busy(); why != "" {
+		if why := pe.repo.WorkTree().Busy(); why != "" {
 			return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 		}
-		commit, err := w.commitPersonsEdits(head, changes, rep)
+		commit, err := pe.commitPersonsEdits(head, changes, rep)
 		if err != nil {
 			return head, rep, err
 		}
@@ -620,7 +602,7 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 	if len(unchanged) > 0 {
 		// Remember the stats, so that the next comparison need not read
 		// these files again.
-		if _, _, err := w.catch.CatchUp(nil, func(tx *index.Tx) error {
+		if _, _, err := pe.catch.CatchUp(nil, func(tx *index.Tx) error {
 			for p, st := range unchanged {
 				if err := tx.SetDisk(p, st); err != nil {
 					return err
@@ -636,13 +618,13 @@ func (w *Workspace) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash
 
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
-func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
+func (pe *people) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
 	st := diskStat(c.walked)
 	if !c.wasWalked {
-		if err := w.files.CheckNoLinks(p); err != nil {
+		if err := pe.files.CheckNoLinks(p); err != nil {
 			return nil, nil, err
 		}
-		fi, err := w.root.Lstat(p)
+		fi, err := pe.root.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !c.committed.IsZero() {
 				return &fileChange{path: p, deleted: true}, nil, nil
@@ -657,7 +639,7 @@ func (w *Workspace) compare(p string, c *candidate) (*fileChange, *index.DiskSta
 	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && sameStat(c.recorded, st) {
 		return nil, nil, nil // unchanged since it last matched git
 	}
-	content, info, ok, err := w.readSettled(p, c.committed)
+	content, info, ok, err := pe.readSettled(p, c.committed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}
@@ -687,9 +669,9 @@ const settleTime = 50 * time.Millisecond
 // readSettled reads p; when it differs from the blob committed and was
 // modified within settleTime, it waits (a few times at most, holding the
 // write lock) until the file has been quiet that long, and reads it again.
-func (w *Workspace) readSettled(p string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
+func (pe *people) readSettled(p string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
 	for range 8 {
-		content, info, ok, err := w.ReadFile(p)
+		content, info, ok, err := pe.readFile(p)
 		if err != nil || !ok || gitver.BlobHash(content) == committed {
 			return content, info, ok, err
 		}
@@ -699,7 +681,7 @@ func (w *Workspace) readSettled(p string, committed gitver.Hash) ([]byte, fs.Fil
 		}
 		time.Sleep(young)
 	}
-	return w.ReadFile(p)
+	return pe.readFile(p)
 }
 
 // emptyGrace is how long a note file emptied in place is taken for a save
@@ -717,9 +699,9 @@ const gitSettle = 500 * time.Millisecond
 // agent's write back. Until then the file is not taken for an edit. A file
 // git wrote and left (`git checkout HEAD~1 -- note.md`) is the person's
 // edit once gitSettle has passed.
-func (w *Workspace) checkedOutJustNow(ch *fileChange) bool {
+func (p *people) checkedOutJustNow(ch *fileChange) bool {
 	return !ch.deleted && ch.info != nil && time.Since(ch.info.ModTime()) < gitSettle &&
-		w.repo.WroteByGit(ch.path, ch.info, gitver.BlobHash(ch.content))
+		p.repo.WroteByGit(ch.path, ch.info, gitver.BlobHash(ch.content))
 }
 
 // halfSaved reports whether a change looks like a save caught between its
@@ -734,7 +716,7 @@ func halfSaved(ch *fileChange, c *candidate) bool {
 
 // commitPersonsEdits commits changes as one commit authored by the person
 // and fills rep.
-func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport) (gitver.Hash, error) {
+func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport) (gitver.Hash, error) {
 	byNote := map[string][]fileChange{}
 	for _, c := range changes {
 		key, _ := note.KeyOf(c.path)
@@ -743,7 +725,7 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 	var edits []Edit
 	created := map[gitver.Hash]string{} // note blob -> key, to pair moves
 	for _, key := range slices.Sorted(maps.Keys(byNote)) {
-		cur, err := w.indexedNote(key)
+		cur, err := p.indexedNote(key)
 		if err != nil {
 			return head, err
 		}
@@ -774,7 +756,7 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 		if e.Op != "delete" {
 			continue
 		}
-		old, err := w.indexedNote(e.Key)
+		old, err := p.indexedNote(e.Key)
 		if err != nil {
 			return head, err
 		}
@@ -789,9 +771,9 @@ func (w *Workspace) commitPersonsEdits(head gitver.Hash, changes []fileChange, r
 		}
 	}
 	edits = slices.DeleteFunc(edits, func(e Edit) bool { return e.Op == "" })
-	w.warnMissingBlobs(byNote, edits)
-	who := w.personSignature()
-	commit, err := w.commitLocked(head, changes, who, w.editMessage(edits, who.Name).String(), true)
+	p.warnMissingBlobs(byNote, edits)
+	who := p.personSignature()
+	commit, err := p.commitLocked(head, changes, who, p.editMessage(edits, who.Name).String(), true)
 	if err != nil || commit == head {
 		return head, err // failed, or git held every file as it is
 	}
@@ -823,7 +805,7 @@ func oneLine(s string) string {
 
 // warnMissingBlobs marks edits whose note names a blob file this commit
 // deletes: agents cannot read that note's content until it is restored.
-func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edit) {
+func (p *people) warnMissingBlobs(byNote map[string][]fileChange, edits []Edit) {
 	for i, e := range edits {
 		if e.Op == "delete" {
 			continue
@@ -837,7 +819,7 @@ func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edi
 			}
 		}
 		if named == "" {
-			if n, err := w.indexedNote(e.Key); err == nil {
+			if n, err := p.indexedNote(e.Key); err == nil {
 				named = n.ContentPath
 			}
 		}
@@ -851,7 +833,7 @@ func (w *Workspace) warnMissingBlobs(byNote map[string][]fileChange, edits []Edi
 
 // editMessage is the commit message of a person's edits: like a tool
 // write's, with the digest in the subject, so `git log` reads the same.
-func (w *Workspace) editMessage(edits []Edit, who string) note.Message {
+func (p *people) editMessage(edits []Edit, who string) note.Message {
 	line := func(e Edit) string {
 		switch e.Op {
 		case "delete":
@@ -866,7 +848,7 @@ func (w *Workspace) editMessage(edits []Edit, who string) note.Message {
 		return note.Message{Subject: "edit blob files by hand", Agent: who}
 	case 1:
 		e := edits[0]
-		return note.Message{Subject: line(e), URI: w.uri(e.Key), Version: e.Version, Agent: who}
+		return note.Message{Subject: line(e), URI: p.uri(e.Key), Version: e.Version, Agent: who}
 	}
 	m := note.Message{Subject: fmt.Sprintf("edit %d notes by hand", len(edits)), Agent: who}
 	for _, e := range edits {

@@ -89,14 +89,14 @@ func errorf(op, uri string, kind error, format string, args ...any) *Error {
 
 // parseAddress reads s as an address of this workspace (note.ParseAddress);
 // a malformed one is an *Error of kind ErrInvalid that quotes the grammar.
-func (w *Workspace) parseAddress(s string) (note.Address, error) {
-	a, err := note.ParseAddress(s, w.name)
+func (b *board) parseAddress(s string) (note.Address, error) {
+	a, err := note.ParseAddress(s, b.name)
 	return a, fromFormat(err)
 }
 
 // parseTopic reads a topic or topic prefix (note.ParseTopic).
-func (w *Workspace) parseTopic(s string) ([]string, error) {
-	segs, err := note.ParseTopic(s, w.name)
+func (b *board) parseTopic(s string) ([]string, error) {
+	segs, err := note.ParseTopic(s, b.name)
 	return segs, fromFormat(err)
 }
 

@@ -36,11 +36,11 @@ func sameStat(recorded, now index.DiskStat) bool {
 	return recorded.Size == now.Size && recorded.MTime == now.MTime
 }
 
-// ReadFile returns a workspace file's content and its stat, taken before
+// readFile returns a workspace file's content and its stat, taken before
 // the content was read (worktree.Files.ReadFile). ok is false when the
 // file does not exist.
-func (w *Workspace) ReadFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
-	return w.files.ReadFile(p)
+func (b *board) readFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
+	return b.files.ReadFile(p)
 }
 
 // TreeProblem is a path of the work tree that cannot be read as a note's
@@ -60,15 +60,15 @@ func (p TreeProblem) String() string {
 	return p.Path + " is " + p.What + "; " + p.Fix
 }
 
-// WalkNotes finds every file of the work tree that belongs to a note, with
+// walkNotes finds every file of the work tree that belongs to a note, with
 // its stat, and the paths that would but cannot be read. It does not enter
 // directories whose name starts with a dot (.git, .blackboard, editors'
 // folders: no address names them) and does not follow links. ok is false
 // when the work tree itself cannot be listed.
-func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []TreeProblem, ok bool) {
+func (b *board) walkNotes() (found map[string]gitver.FileStat, problems []TreeProblem, ok bool) {
 	found = map[string]gitver.FileStat{}
-	err := filepath.WalkDir(w.dir, func(abs string, d fs.DirEntry, err error) error {
-		p := w.Rel(abs)
+	err := filepath.WalkDir(b.dir, func(abs string, d fs.DirEntry, err error) error {
+		p := b.rel(abs)
 		if err != nil {
 			if p == "." {
 				return err
@@ -86,7 +86,7 @@ func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []Tr
 			return nil
 		}
 		if _, ok := note.KeyOf(p); !ok {
-			if problem := w.misnamed(p); problem != nil && d.Type().IsRegular() {
+			if problem := b.misnamed(p); problem != nil && d.Type().IsRegular() {
 				problems = append(problems, *problem)
 			}
 			return nil
@@ -111,10 +111,10 @@ func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []Tr
 	return found, problems, true
 }
 
-// Rel turns a path under the workspace into its slash-separated
+// rel turns a path under the workspace into its slash-separated
 // relative form.
-func (w *Workspace) Rel(abs string) string {
-	rel, err := filepath.Rel(w.dir, abs)
+func (b *board) rel(abs string) string {
+	rel, err := filepath.Rel(b.dir, abs)
 	if err != nil {
 		return abs
 	}

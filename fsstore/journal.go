@@ -11,64 +11,64 @@ import (
 
 // recover finishes or drops the write a killed process left in the journal.
 // It runs under the write lock, before every write.
-func (w *Workspace) recover() error {
-	j, torn, err := w.journal.Read()
+func (m *mover) recover() error {
+	j, torn, err := m.journal.Read()
 	if err != nil {
 		return err
 	}
 	if torn {
 		// Torn while being written: the writer died before the commit point.
-		return w.journal.Clear()
+		return m.journal.Clear()
 	}
 	if j == nil {
 		return nil
 	}
 	newHash := j.New
 	if newHash.IsZero() {
-		return w.journal.Clear()
+		return m.journal.Clear()
 	}
-	if _, err := w.repo.RemoveStaleLock(newHash); err != nil {
+	if _, err := m.repo.RemoveStaleLock(newHash); err != nil {
 		return err
 	}
 	// File times come from a coarse kernel clock that may lag the journal's
 	// time by a tick: allow a second.
-	if _, err := w.repo.RemoveStaleIndexLock(j.Time.Add(-time.Second)); err != nil {
+	if _, err := m.repo.RemoveStaleIndexLock(j.Time.Add(-time.Second)); err != nil {
 		return err
 	}
-	head, err := w.repo.Head()
+	head, err := m.repo.Head()
 	if err != nil {
 		return err
 	}
 	if head != newHash {
 		// The commit point was not reached (or a person has since moved the
 		// branch past it, and their commit is the truth now).
-		w.dropTemps(j)
-		return w.journal.Clear()
+		m.dropTemps(j)
+		return m.journal.Clear()
 	}
 	if j.BranchOnly {
-		return w.journal.Clear()
+		return m.journal.Clear()
 	}
-	return w.finishJournal(j)
+	return m.finishJournal(j)
 }
 
 // finishJournal does what is left of j once the branch holds j.New: the
 // files in place (a person's change to one since stays), git's index
 // entries, the temporary files gone, the journal cleared.
-func (w *Workspace) finishJournal(j *journal.Journal) error {
-	gitIndex, err := w.repo.LockIndex()
+func (m *mover) finishJournal(j *journal.Journal) error {
+	gitIndex, err := m.repo.LockIndex()
 	if err != nil {
 		return err
 	}
 	defer gitIndex.Release()
-	return w.finishJournalHolding(j, gitIndex)
+	return m.finishJournalHolding(j, gitIndex)
 }
 
 // finishJournalHolding is finishJournal for a caller that holds git's
 // index lock, which it releases: no git command writes files meanwhile.
-func (w *Workspace) finishJournalHolding(j *journal.Journal, gitIndex *gitver.IndexLock) error {
+func (m *mover) finishJournalHolding(j *journal.Journal, gitIndex *gitver.IndexLock) error {
 	var entries []gitver.IndexEntry
 	for _, f := range j.Files {
-		entry, err := w.finishFile(f, j.OnDisk)
+		entry, err := m.finishFile(f, j.OnDisk)
 		if err != nil {
 			return err
 		}
@@ -76,18 +76,18 @@ func (w *Workspace) finishJournalHolding(j *journal.Journal, gitIndex *gitver.In
 			entries = append(entries, *entry)
 		}
 	}
-	w.dropTemps(j)
+	m.dropTemps(j)
 	if err := gitIndex.Write(entries); err != nil {
 		return err
 	}
-	return w.journal.Clear()
+	return m.journal.Clear()
 }
 
 // finishFile puts one file of an interrupted write in place, unless a person
 // changed it since (then their content stays, to be committed as their edit).
 // It returns the git index entry to record, or nil.
-func (w *Workspace) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, error) {
-	content, _, exists, err := w.ReadFile(f.Path)
+func (m *mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, error) {
+	content, _, exists, err := m.readFile(f.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -100,16 +100,16 @@ func (w *Workspace) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntr
 		// already in place
 	case !onDisk && disk == f.Old:
 		if f.New.IsZero() {
-			if err := w.files.Remove(f.Path); err != nil {
+			if err := m.files.Remove(f.Path); err != nil {
 				return nil, err
 			}
 			break
 		}
-		blob, err := w.repo.ReadBlob(f.New)
+		blob, err := m.repo.ReadBlob(f.New)
 		if err != nil {
 			return nil, err
 		}
-		if err := w.files.WriteAtomic(f.Path, blob); err != nil {
+		if err := m.files.WriteAtomic(f.Path, blob); err != nil {
 			return nil, err
 		}
 	default:
@@ -118,7 +118,7 @@ func (w *Workspace) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntr
 		// commit, or a person's next `git commit` would revert it: it gets
 		// the commit's blob with a stat that matches no file, so git
 		// compares the content and sees the edit.
-		w.edits.add([]string{f.Path}, false)
+		m.edits.add([]string{f.Path}, false)
 		entry := &gitver.IndexEntry{Path: f.Path}
 		if !f.New.IsZero() {
 			entry.Blob, entry.Info = f.New, staleInfo{}
@@ -127,7 +127,7 @@ func (w *Workspace) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntr
 	}
 	entry := &gitver.IndexEntry{Path: f.Path}
 	if !f.New.IsZero() {
-		fi, err := w.root.Lstat(f.Path)
+		fi, err := m.root.Lstat(f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
 		}
@@ -136,7 +136,7 @@ func (w *Workspace) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntr
 	return entry, nil
 }
 
-func (w *Workspace) dropTemps(j *journal.Journal) {
+func (m *mover) dropTemps(j *journal.Journal) {
 	blobs := map[string][]gitver.Hash{}
 	for _, f := range j.Files {
 		blobs[f.Path] = []gitver.Hash{f.Old, f.New} // New last: see removeTemps
@@ -146,7 +146,7 @@ func (w *Workspace) dropTemps(j *journal.Journal) {
 		dir := path.Dir(f.Path)
 		if !seen[dir] {
 			seen[dir] = true
-			w.files.RemoveTemps(dir, blobs)
+			m.files.RemoveTemps(dir, blobs)
 		}
 	}
 }

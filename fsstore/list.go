@@ -103,7 +103,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 func (v *View) scope(topic string) (index.Scope, error) {
 	prefix := ""
 	if topic != "" {
-		segs, err := v.w.parseTopic(topic)
+		segs, err := v.w.b.parseTopic(topic)
 		if err != nil {
 			return index.Scope{}, err
 		}
@@ -132,7 +132,7 @@ func (v *View) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, erro
 				seen = append(seen, b)
 			}
 		}
-		out[i] = w.summaryOf(n, seen)
+		out[i] = w.b.summaryOf(n, seen)
 	}
 	return out, nil
 }
@@ -145,22 +145,22 @@ func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 	return out[0], nil
 }
 
-func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
-	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+func (bd *board) summaryOf(n index.Note, back []index.Backlink) Summary {
+	sum := Summary{URI: bd.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
 	sum.ClaimedBy, sum.ClaimUntil = claimOf(n)
 	for _, b := range back {
 		switch b.Rel {
 		case "supersedes":
-			sum.SupersededBy = append(sum.SupersededBy, w.uri(b.Src))
+			sum.SupersededBy = append(sum.SupersededBy, bd.uri(b.Src))
 		case "contradicts":
-			sum.ContradictedBy = append(sum.ContradictedBy, w.uri(b.Src))
+			sum.ContradictedBy = append(sum.ContradictedBy, bd.uri(b.Src))
 		}
 	}
 	return sum
 }
 
-func (w *Workspace) uri(key string) string { return note.URI(w.name, key) }
+func (b *board) uri(key string) string { return note.URI(b.name, key) }
 
 // SummaryResult is one address of a batch: its summary, or why there is none.
 type SummaryResult struct {
@@ -175,7 +175,7 @@ type SummaryResult struct {
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
 	out, keys := v.batch(uris)
-	cursor, err := w.readAtHead(func(s *index.Snapshot) error {
+	cursor, err := w.b.readAtHead(func(s *index.Snapshot) error {
 		notes, err := s.Notes(keys)
 		if err != nil {
 			return err
@@ -203,22 +203,22 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 // as the branch holds it in git.
 func (v *View) summariesFromGit(out []SummaryResult, keys []string) ([]SummaryResult, int, error) {
 	w := v.w
-	head, err := w.repo.Head()
+	head, err := w.b.repo.Head()
 	if err != nil {
 		return nil, 0, err
 	}
-	_, cursor, err := w.idx.Head()
+	_, cursor, err := w.b.idx.Head()
 	if err != nil {
 		return nil, 0, err
 	}
 	var sums []Summary
 	for _, key := range keys {
-		n, err := w.catch.NoteAt(head, key)
+		n, err := w.b.catch.NoteAt(head, key)
 		if err != nil {
 			return nil, 0, err
 		}
 		if n.Present {
-			sums = append(sums, w.summaryOf(n, nil))
+			sums = append(sums, w.b.summaryOf(n, nil))
 		}
 	}
 	fill(out, sums)
@@ -232,7 +232,7 @@ func (v *View) batch(uris []string) ([]SummaryResult, []string) {
 	out := make([]SummaryResult, len(uris))
 	keys := make([]string, 0, len(uris))
 	for i, u := range uris {
-		a, err := v.w.parseAddress(u)
+		a, err := v.w.b.parseAddress(u)
 		if err != nil {
 			// The input as given, cut short: a megabyte of garbage does
 			// not come back in full.
@@ -273,7 +273,7 @@ func (v *View) Topics() ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.b.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.Topics(scope)
 		return err
 	})
@@ -289,7 +289,7 @@ func (v *View) TopicCounts() ([]index.TopicCount, error) {
 		return nil, err
 	}
 	var out []index.TopicCount
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.b.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.TopicCounts(scope)
 		return err
 	})
@@ -300,14 +300,14 @@ func (v *View) TopicCounts() ([]index.TopicCount, error) {
 // prefix) that hold notes the caller may read, each with how many it holds
 // at any depth: the topic tree, one level at a time.
 func (v *View) Folders(topic string) ([]index.TopicCount, error) {
-	segs, err := v.w.parseTopic(topic)
+	segs, err := v.w.b.parseTopic(topic)
 	if err != nil {
 		return nil, err
 	}
 	under := strings.Join(segs, "/")
 	scope := index.Scope{Prefixes: v.c.read.Narrow(under)}
 	var out []index.TopicCount
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.b.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.Folders(scope, under)
 		return err
 	})

@@ -16,6 +16,18 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
+// mover moves the branch, with the files and git's index, through the
+// journal, and finishes what a killed writer's journal left: the commit
+// point of every write (move.go, journal.go). edits hears of a person's
+// change a move left in place; displaced keeps the files a move replaced.
+type mover struct {
+	*board
+	journal   *journal.File // the intent of the write in progress, for whoever comes next
+	writes    int           // commits made by this process, guarded by the write lock: paces maintenance
+	edits     *pendingEdits
+	displaced *displacedFiles
+}
+
 // moveBranchWithFiles is the one branch-move step: every tool write (one
 // that came alone, or a group of them), a fast-forward to the remote, a
 // rebuild on it, goes onto the branch through it. It moves the local
@@ -45,8 +57,8 @@ import (
 // nothing then changed. An error with moved set is a failure past the
 // commit point, which the journal finishes on the next hold of the write
 // lock. The caller holds the write lock.
-func (w *Workspace) moveBranchWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
-	return w.moveBranch(branchMove{from: from, to: to, reason: reason, alongside: alongside})
+func (m *mover) moveBranchWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
+	return m.moveBranch(branchMove{from: from, to: to, reason: reason, alongside: alongside})
 }
 
 // branchMove is one move of the branch, for moveBranch.
@@ -72,22 +84,22 @@ type branchMove struct {
 }
 
 // moveBranch is moveBranchWithFiles, given the move.
-func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
+func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 	from, to, reason, alongside := m.from, m.to, m.reason, m.alongside
 	changes := m.changes
 	var hint map[gitver.Hash][]gitver.PathChange
 	if changes != nil {
 		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
-	} else if changes, err = w.changedSince(from, to); err != nil {
+	} else if changes, err = mv.changedSince(from, to); err != nil {
 		return false, err
 	}
-	who := w.agentSignature(note.InitAgent)
-	wt := w.repo.WorkTree()
+	who := mv.agentSignature(note.InitAgent)
+	wt := mv.repo.WorkTree()
 	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: m.onDisk, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
 		j.Files = append(j.Files, journal.Change{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
-	if err := w.journal.Write(j); err != nil {
+	if err := mv.journal.Write(j); err != nil {
 		return false, err
 	}
 	reach("journal")
@@ -95,13 +107,13 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	defer func() {
 		for _, f := range staged {
 			if f.Tmp != "" {
-				w.root.Remove(f.Tmp)
+				mv.root.Remove(f.Tmp)
 			}
 		}
 	}()
 	var durable errgroup.Group
 	durable.SetLimit(stagingWorkers)
-	durable.Go(w.journal.Sync)
+	durable.Go(mv.journal.Sync)
 	if alongside != nil {
 		durable.Go(alongside)
 	}
@@ -111,20 +123,20 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 				continue
 			}
 			durable.Go(func() error {
-				if w.files.Holds(f.Path, f.New) {
+				if mv.files.Holds(f.Path, f.New) {
 					return nil // in place already
 				}
-				content, err := w.repo.ReadBlob(f.New)
+				content, err := mv.repo.ReadBlob(f.New)
 				if err != nil {
 					return err
 				}
-				staged[i].Tmp, staged[i].Info, err = w.files.Stage(f.Path, content)
+				staged[i].Tmp, staged[i].Info, err = mv.files.Stage(f.Path, content)
 				return err
 			})
 		}
 	}
 	if err := durable.Wait(); err != nil {
-		return false, errors.Join(err, w.journal.Clear())
+		return false, errors.Join(err, mv.journal.Clear())
 	}
 	reach("objects")
 	// git's index lock is held from before the branch moves until the
@@ -135,17 +147,17 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	// reflog tells.
 	var gitIndex *gitver.IndexLock
 	if !j.BranchOnly {
-		if gitIndex, err = w.repo.LockIndex(); err != nil {
-			return false, errors.Join(err, w.journal.Clear())
+		if gitIndex, err = mv.repo.LockIndex(); err != nil {
+			return false, errors.Join(err, mv.journal.Clear())
 		}
 		defer gitIndex.Release()
 		// Holding git's index, look again: a checkout that began since
 		// has finished writing its files by now, and one of the branch
 		// that ended since may have left files older than the branch's,
 		// to be put right before anything is placed (see unplaced.go).
-		if now := w.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || w.hasUnplaced() {
+		if now := mv.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || mv.hasUnplaced() {
 			gitIndex.Release()
-			return false, w.journal.Clear()
+			return false, mv.journal.Clear()
 		}
 		if m.onDisk && gitIndex.Waited {
 			// A person's edits were read from the work tree while a git
@@ -157,7 +169,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 			// taking the older files for an edit.
 			gitIndex.Release()
 			time.Sleep(settleBeforeEdits)
-			return false, w.journal.Clear()
+			return false, mv.journal.Clear()
 		}
 	} else {
 		// As for a write made while another branch is checked out: git
@@ -166,14 +178,14 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		for _, ch := range changes {
 			older[ch.Path] = ch.Old
 		}
-		if err := w.recordUnplaced(older); err != nil {
-			return false, errors.Join(err, w.journal.Clear())
+		if err := mv.recordUnplaced(older); err != nil {
+			return false, errors.Join(err, mv.journal.Clear())
 		}
 	}
-	if err := w.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
+	if err := mv.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
 		return true, err // the journal stays: the next hold of the write lock finishes the files
 	} else if err != nil {
-		if cerr := w.journal.Clear(); cerr != nil {
+		if cerr := mv.journal.Clear(); cerr != nil {
 			return false, cerr
 		}
 		if errors.Is(err, gitver.ErrBranchMoved) {
@@ -184,7 +196,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	reach("branch")
 	var stats map[string]index.DiskStat
 	if !j.BranchOnly {
-		if stats, err = w.placeStaged(j, staged, m.infos, gitIndex); err != nil {
+		if stats, err = mv.placeStaged(j, staged, m.infos, gitIndex); err != nil {
 			return true, err
 		}
 	}
@@ -192,7 +204,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
 	// next write's build among them.
-	if _, _, err := w.catch.CatchUpAll(hint, func(tx *index.Tx) error {
+	if _, _, err := mv.catch.CatchUpAll(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {
 				return err
@@ -203,7 +215,7 @@ func (w *Workspace) moveBranch(m branchMove) (moved bool, err error) {
 		return true, err
 	}
 	reach("index")
-	return true, w.journal.Clear()
+	return true, mv.journal.Clear()
 }
 
 // stagingWorkers bounds the files a branch move stages at once.
@@ -215,7 +227,7 @@ const stagingWorkers = 16
 // directories synced in one round; git's index entries written. It
 // returns the stat of each file placed, with its blob. The caller holds
 // git's index lock.
-func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
+func (m *mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
 	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}
@@ -225,17 +237,17 @@ func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, in
 		info := staged[i].Info
 		switch {
 		case f.New.IsZero():
-			placed, err = w.files.RemoveIf(f.Path, f.Old)
+			placed, err = m.files.RemoveIf(f.Path, f.Old)
 		case staged[i].Tmp == "":
 			// In place already when staging began (a person's edit: when
 			// it was read).
-			if placed = w.files.Holds(f.Path, f.New); placed {
+			if placed = m.files.Holds(f.Path, f.New); placed {
 				if info = infos[f.Path]; info == nil {
-					info, err = w.root.Lstat(f.Path)
+					info, err = m.root.Lstat(f.Path)
 				}
 			}
 		default:
-			placed, err = w.place(staged[i], f.Path, f.Old, f.New)
+			placed, err = m.place(staged[i], f.Path, f.Old, f.New)
 			staged[i].Tmp = ""
 		}
 		if err != nil {
@@ -250,7 +262,7 @@ func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, in
 			// committed as their edit; git's index gets the commit's blob
 			// with a stat that matches no file, so git compares the
 			// content and sees the difference.
-			w.edits.add([]string{f.Path}, false)
+			m.edits.add([]string{f.Path}, false)
 			if !f.New.IsZero() {
 				e.Blob, e.Info = f.New, staleInfo{}
 			}
@@ -266,13 +278,13 @@ func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, in
 		entries = append(entries, e)
 	}
 	reach("files")
-	if w.repo.WorkTree().Elsewhere != "" {
+	if m.repo.WorkTree().Elsewhere != "" {
 		// `git checkout -b` moves HEAD after it lets git's index lock go:
 		// it did so during this move, and the work tree is now that
 		// checkout's, of a commit behind this one. The board's files go
 		// back out of it, to be put in place when the branch is checked
 		// out again.
-		back, _, err := w.takeBack(j.New)
+		back, _, err := m.takeBack(j.New)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +293,7 @@ func (w *Workspace) placeStaged(j *journal.Journal, staged []worktree.Staged, in
 	var synced errgroup.Group
 	synced.SetLimit(stagingWorkers)
 	for d := range dirs {
-		synced.Go(func() error { return w.files.SyncDir(d) })
+		synced.Go(func() error { return m.files.SyncDir(d) })
 	}
 	if err := synced.Wait(); err != nil {
 		return nil, err
@@ -326,10 +338,10 @@ const ownMove = "blackboard: "
 // nothing changed, when the branch was no longer at m.from; an error with
 // moved set is a failure past the commit point. The caller holds the write
 // lock.
-func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
-	moved, err = w.moveBranch(m)
+func (mv *mover) commitChain(m branchMove, n int) (moved bool, err error) {
+	moved, err = mv.moveBranch(m)
 	if moved {
-		w.counted(n)
+		mv.counted(n)
 	}
 	return moved, err
 }
@@ -337,10 +349,10 @@ func (w *Workspace) commitChain(m branchMove, n int) (moved bool, err error) {
 // counted counts commits this process made, and now and then has git pack
 // the loose objects they left (each commit leaves about five). The caller
 // holds the write lock.
-func (w *Workspace) counted(commits int) {
-	before := w.writes
-	w.writes += commits
-	if before/64 != w.writes/64 || before == 0 {
-		w.repo.MaybeMaintain()
+func (m *mover) counted(commits int) {
+	before := m.writes
+	m.writes += commits
+	if before/64 != m.writes/64 || before == 0 {
+		m.repo.MaybeMaintain()
 	}
 }

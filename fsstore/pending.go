@@ -46,8 +46,8 @@ func (p *pendingFile) drop() error {
 // stillPending reports whether the pending writes' record still leads
 // through tip (writes built on it since are pending after it). The caller
 // holds the write lock.
-func (w *Workspace) stillPending(tip gitver.Hash) (bool, error) {
-	now, _, err := w.pending.read()
+func (q *pipeline) stillPending(tip gitver.Hash) (bool, error) {
+	now, _, err := q.pending.read()
 	if err != nil || now.IsZero() {
 		return false, err
 	}
@@ -56,20 +56,20 @@ func (w *Workspace) stillPending(tip gitver.Hash) (bool, error) {
 	}
 	// The chain is read here, not by git: its commits are in pending
 	// packs, which the C git CLI passes over until they are published.
-	_, found, err := w.commitsUntil(now, tip, maxPending)
+	_, found, err := q.commitsUntil(now, tip, maxPending)
 	return found, err
 }
 
 // pendingTip is the tip of the pending writes, or head when there are none
 // (or they no longer lead from head: the branch moved under them, and their
 // writers build them again). The caller holds the write lock.
-func (w *Workspace) pendingTip(head gitver.Hash) (gitver.Hash, error) {
-	tip, chain, _, err := w.readPending(head)
+func (q *pipeline) pendingTip(head gitver.Hash) (gitver.Hash, error) {
+	tip, chain, _, err := q.readPending(head)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
 	if len(chain) == 0 {
-		return head, w.pending.save(gitver.ZeroHash)
+		return head, q.pending.save(gitver.ZeroHash)
 	}
 	return tip, nil
 }
@@ -183,24 +183,24 @@ func (p *pendingFile) read() (gitver.Hash, []string, error) {
 // person's merge too, see syncIndex). The first write whose note moved is
 // dropped with those after it, for their writers to build again on what
 // holds now. The caller holds the write lock.
-func (w *Workspace) rebasePending(old gitver.Hash) error {
-	head, err := w.repo.Head()
+func (q *pipeline) rebasePending(old gitver.Hash) error {
+	head, err := q.repo.Head()
 	if err != nil {
 		return err
 	}
-	tip, _, err := w.pending.read()
+	tip, _, err := q.pending.read()
 	if err != nil || tip.IsZero() || head == old {
 		return err
 	}
-	chain, found, err := w.commitsUntil(tip, old, maxPending)
+	chain, found, err := q.commitsUntil(tip, old, maxPending)
 	if err != nil || !found {
-		return errors.Join(err, w.pending.save(gitver.ZeroHash))
+		return errors.Join(err, q.pending.save(gitver.ZeroHash))
 	}
-	if forward, err := w.repo.IsAncestor(old, head); err != nil || !forward {
-		return errors.Join(err, w.pending.save(gitver.ZeroHash))
+	if forward, err := q.repo.IsAncestor(old, head); err != nil || !forward {
+		return errors.Join(err, q.pending.save(gitver.ZeroHash))
 	}
 	// The versions at the new head, as every reader counts them.
-	if _, _, err := w.catch.CatchUp(nil, nil); err != nil {
+	if _, _, err := q.catch.CatchUp(nil, nil); err != nil {
 		return err
 	}
 	versions := map[string]int{}
@@ -208,7 +208,7 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		if v, ok := versions[key]; ok {
 			return v, nil
 		}
-		n, err := w.noteAtIndex(key, head)
+		n, err := q.noteAtIndex(key, head)
 		versions[key] = n.Version
 		return n.Version, err
 	}
@@ -216,11 +216,11 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 	parent := head
 	for i := len(chain) - 1; i >= 0; i-- {
 		c := chain[i]
-		diff, err := w.repo.Changes(c)
+		diff, err := q.repo.Changes(c)
 		if err != nil {
 			return err
 		}
-		if key, built, ok := w.messageKey(c.Message); ok {
+		if key, built, ok := q.messageKey(c.Message); ok {
 			at, err := versionAt(key)
 			if err != nil {
 				return err
@@ -231,7 +231,7 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 			versions[key] = built
 		} else {
 			if theirs == nil {
-				diff, err := w.changedSince(old, head)
+				diff, err := q.changedSince(old, head)
 				if err != nil {
 					return err
 				}
@@ -248,7 +248,7 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		for _, d := range diff {
 			changes[d.Path] = d.New
 		}
-		rebased, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: changes, Author: c.Author, Message: c.Message})
+		rebased, err := q.repo.BuildCommit(gitver.CommitRequest{Parent: parent, Changes: changes, Author: c.Author, Message: c.Message})
 		if err != nil {
 			return err
 		}
@@ -258,25 +258,25 @@ func (w *Workspace) rebasePending(old gitver.Hash) error {
 		parent = rebased.Hash
 	}
 	if parent == head {
-		return w.pending.save(gitver.ZeroHash)
+		return q.pending.save(gitver.ZeroHash)
 	}
-	return w.pending.save(parent)
+	return q.pending.save(parent)
 }
 
 // readPending reads the pending writes' tip, their commits, newest first,
 // and the pending packs that hold their objects; none when they do not
 // lead from head.
-func (w *Workspace) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, []string, error) {
-	tip, packs, err := w.pending.read()
+func (q *pipeline) readPending(head gitver.Hash) (gitver.Hash, []*gitver.CommitInfo, []string, error) {
+	tip, packs, err := q.pending.read()
 	if err != nil || tip.IsZero() || tip == head {
 		return head, nil, nil, err
 	}
-	chain, found, err := w.commitsUntil(tip, head, maxPending)
+	chain, found, err := q.commitsUntil(tip, head, maxPending)
 	if err != nil {
 		// Their objects are gone or damaged (written unsynced, then a
 		// power failure): none of them was acknowledged, and their
 		// writers, if alive, build them again.
-		w.logf("the pending writes (%s) cannot be read, and are dropped: %v", tip.Short(), err)
+		q.logf("the pending writes (%s) cannot be read, and are dropped: %v", tip.Short(), err)
 		return head, nil, nil, nil
 	}
 	if !found {

@@ -635,7 +635,7 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	// git has the same race between two of its own commands. The agent's
 	// content stays in history and in the file, so the next look at the note
 	// commits it back. Nothing acknowledged is lost.
-	if err := w.withWriteLock(func() error { _, err := w.adoptEdits("t/counter"); return err }); err != nil {
+	if err := w.lock.with(func() error { _, err := w.people.adoptEdits("t/counter"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	n := get(t, w, "t/counter")
@@ -800,11 +800,11 @@ func pendingWorkers(t *testing.T, w *Workspace, ids ...int) (cmds []*exec.Cmd, e
 	time.Sleep(300 * time.Millisecond) // each finds the write lock held
 	releaseWrite()
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		head, err := w.repo.Head()
+		head, err := w.b.repo.Head()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, chain, p, err := w.readPending(head); err == nil && len(chain) == len(ids) && len(p) == len(ids) {
+		if _, chain, p, err := w.pipe.readPending(head); err == nil && len(chain) == len(ids) && len(p) == len(ids) {
 			return cmds, done, p, release
 		}
 		if time.Now().After(deadline) {

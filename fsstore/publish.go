@@ -44,9 +44,6 @@ type publisher struct {
 	// lastChain is how many writes, of any process, the last push of this
 	// process carried, and lastAt when (Unix nanoseconds).
 	lastChain, lastAt atomic.Int64
-	// turns is this process's part in taking turns with other clones
-	// (turns.go); guarded by the publish lock.
-	turns turns
 	// building is the file of buildingName, opened once.
 	building     *os.File
 	openBuilding sync.Once
@@ -60,227 +57,195 @@ type publisher struct {
 // (with those after them) for their writers to build again. acked says
 // mine is on the remote; finishErr is a failure after the remote took it
 // (the files, git's index).
-func (w *Workspace) publishPending(mine *builtWrite) (acked bool, finishErr, err error) {
-	if w.othersBusy() {
+func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err error) {
+	if q.othersBusy() {
 		// Other processes' writers are busy too: those answered a moment
 		// ago are about to join, and those building their writes now do.
 		// The wait is made before the publish lock is taken: meanwhile,
 		// writers of the last group take it in turn to find their writes
 		// published, and go on to their next.
 		if mine != nil {
-			if head, err := w.repo.Head(); err == nil {
-				if found, err := w.landed(head, mine); err != nil || found {
+			if head, err := q.repo.Head(); err == nil {
+				if found, err := q.landed(head, mine); err != nil || found {
 					return found, nil, err
 				}
 			}
 		}
 		time.Sleep(batchLinger)
-		w.pub.waitForBuilders()
+		q.pub.waitForBuilders()
 	}
-	unlock, err := w.pub.lockPublish()
+	unlock, err := q.pub.lockPublish()
 	if err != nil {
 		return false, nil, err
 	}
 	defer unlock()
-	var since time.Time
+	race := remoteRace{op: "write"}
 	yielded := false // this writer held its push back for another clone
 	// published is the packs that hold the chain's objects, git's now,
 	// released once the branch names them.
 	var published []string
-	for lost := 0; ; {
-		if !since.IsZero() && time.Since(since) > maxRemoteRace {
-			return false, nil, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
-				lost, maxRemoteRace)
+	for {
+		if err := race.over(); err != nil {
+			return false, nil, err
 		}
-		head, err := w.repo.Head()
+		head, err := q.repo.Head()
 		if err != nil {
 			return false, nil, err
 		}
 		if mine != nil {
-			if found, err := w.landed(head, mine); err != nil || found {
+			if found, err := q.landed(head, mine); err != nil || found {
 				return found, nil, err // published, by this or another writer
 			}
 		}
-		if lost == 0 {
-			w.pacePush()
-		}
-		if w.remote != "" && w.pub.turns.yield(w.repo, w.remote) {
+		if q.up.awaitTurn(race.lost == 0) {
 			yielded = true
+			race.begin()
 			// The clone that waited has likely pushed meanwhile: what it
 			// pushed is fetched now, rather than learned from a refusal.
-			if err := w.followRemoteWithPending(head, nil); err != nil {
+			if err := q.followRemoteWithPending(head, nil); err != nil {
 				return false, nil, err
-			}
-			if since.IsZero() {
-				since = time.Now()
 			}
 			continue
 		}
-		if head, err = w.repo.Head(); err != nil {
+		if head, err = q.repo.Head(); err != nil {
 			return false, nil, err
 		}
 		// The chain as it is now: writes built while this one waited
 		// join. It is read without the write lock: the file is replaced
 		// whole, and a chain that no longer leads from the branch is
 		// pushed by no one.
-		tip, chain, packs, err := w.readPending(head)
+		tip, chain, packs, err := q.readPending(head)
 		if err != nil || len(chain) == 0 {
 			return false, nil, err // dropped, or nothing to push
 		}
 		if mine != nil {
-			if held, err := w.findWrite(tip, head, mine); err != nil || !held {
+			if held, err := q.findWrite(tip, head, mine); err != nil || !held {
 				return false, nil, err // dropped
 			}
 		}
-		w.pub.lastChain.Store(int64(len(chain)))
-		w.pub.lastAt.Store(time.Now().UnixNano())
-		if w.remote != "" && len(packs) > 0 {
-			// Writes built before the board had a remote are in pending
-			// packs, which git, pushing, does not see.
-			names, err := w.repo.PublishPacks(packs)
-			if err != nil {
-				return false, nil, err
-			}
-			published = append(published, names...)
-		}
-		err = w.pushChain(tip)
-		if err == nil {
-			w.pub.turns.won()
-			// The remote holds the chain: its writes stand, whatever
-			// happens here. Without a remote, they stand once the branch
-			// holds them.
-			what := "publish"
-			if w.remote == "" {
-				what = "commit"
-			}
-			// Without a remote, the chain's objects, written unsynced (as
-			// pending packs), are synced in the round that syncs the
-			// journal and the files, and the packs made git's.
-			var syncObjects func() error
-			if w.remote == "" {
-				syncObjects = func() error {
-					var g errgroup.Group
-					g.Go(func() error { return w.syncChain(chain) })
-					g.Go(func() error {
-						names, err := w.repo.PublishPacks(packs)
-						published = append(published, names...)
-						return err
-					})
-					return g.Wait()
-				}
-			}
-			moved := false
-			finishErr = w.withWriteLock(func() error {
-				// The chain was read without the write lock: a writer
-				// whose publish failed may have dropped it since
-				// (settleRefused), and what it refused must never reach
-				// the branch.
-				if held, err := w.stillPending(tip); err != nil || !held {
-					return err
-				}
-				var moveErr error
-				moved, moveErr = w.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),
-					alongside: syncObjects}, len(chain))
-				if !moved {
-					return moveErr
-				}
-				// The branch names their objects: git may pack them.
-				w.repo.ReleasePacks(published)
-				if w.remote == "" {
-					// Each group leaves a pack: many small ones are merged.
-					if err := w.repo.MergeSmallPacks(); err != nil {
-						w.logf("merge the small packs of grouped writes: %v", err)
-					}
-				}
-				// Writes built on the chain meanwhile stay pending on it.
-				if now, err := w.pendingTip(tip); err != nil || now != tip {
-					return errors.Join(moveErr, err)
-				}
-				return errors.Join(moveErr, w.pending.save(gitver.ZeroHash))
-			})
-			if !moved && w.remote == "" {
-				if errors.Is(finishErr, gitver.ErrPackDamaged) {
-					// A power failure cut a pending pack: the chain is
-					// dropped, and its writers build their writes again.
-					w.logf("the pending writes are dropped: %v", finishErr)
-					return false, nil, w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) })
-				}
-				if finishErr != nil {
-					return false, nil, finishErr
-				}
-				continue // the branch moved before the lock was taken: look again
-			}
-			return true, finishErr, nil
-		}
-		if !errors.Is(err, gitver.ErrRemoteMoved) {
-			// Not pushed: nothing pending is acknowledged.
-			if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
-				return false, nil, lerr
-			}
-			return false, nil, w.remoteFailure(err)
-		}
+		q.pub.lastChain.Store(int64(len(chain)))
+		q.pub.lastAt.Store(time.Now().UnixNano())
+		names, err := q.up.push(tip, packs)
+		published = append(published, names...)
 		// Another clone pushed first, or announced that it waits for its
-		// turn (then this clone holds its next push back, in yield above).
+		// turn (then this clone holds its next push back, in awaitTurn).
 		// A clone refused again after it held back waits too: else one
 		// that always holds back for the others' turns, and so is never
 		// refused for the branch, would never have one of its own.
 		othersWait := errors.Is(err, gitver.ErrOthersWaiting) && !yielded
-		var announce func()
-		if !othersWait {
-			w.pub.turns.lost()
-			announce = func() { w.pub.turns.announce(w.repo, w.remote, w.logf) }
-		}
-		if err := w.followRemoteWithPending(head, announce); err != nil {
-			return false, nil, err
-		}
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if !othersWait {
-			lost++
+		announce := q.up.pushed(err, othersWait)
+		switch {
+		case err == nil:
+			moved, finishErr := q.moveToChain(head, tip, chain, packs, &published)
+			switch {
+			case moved || !q.up.onBranch():
+				// Where writes count holds them: they stand.
+				return true, finishErr, nil
+			case errors.Is(finishErr, gitver.ErrPackDamaged):
+				// A power failure cut a pending pack: the chain is
+				// dropped, and its writers build their writes again.
+				q.logf("the pending writes are dropped: %v", finishErr)
+				return false, nil, q.lock.with(func() error { return q.pending.save(gitver.ZeroHash) })
+			case finishErr != nil:
+				return false, nil, finishErr
+			}
+			// The branch moved before the lock was taken: look again.
+		case errors.Is(err, gitver.ErrRemoteMoved):
+			if err := q.followRemoteWithPending(head, announce); err != nil {
+				return false, nil, err
+			}
+			race.begin()
+			if !othersWait {
+				race.lose()
+			}
+		default:
+			// Not pushed: nothing pending is acknowledged.
+			if lerr := q.lock.with(func() error { return q.pending.save(gitver.ZeroHash) }); lerr != nil {
+				return false, nil, lerr
+			}
+			return false, nil, q.up.failure(err)
 		}
 	}
+}
+
+// moveToChain moves the branch from head to tip, the pending writes'
+// chain, with its files, once where writes count holds it (the remote
+// took it; without a remote, nothing need take it). Without a remote, the
+// chain's objects, written unsynced as pending packs, are synced in the
+// round that syncs the journal and the files, and the packs made git's.
+// moved is false when the branch was not at head, or the chain was
+// dropped meanwhile; finishErr is a failure past the commit point, or
+// what kept the branch from moving.
+func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo, packs []string,
+	published *[]string) (moved bool, finishErr error) {
+	local := q.up.onBranch()
+	what := "publish"
+	var syncObjects func() error
+	if local {
+		what = "commit"
+		syncObjects = func() error {
+			var g errgroup.Group
+			g.Go(func() error { return q.syncChain(chain) })
+			g.Go(func() error {
+				names, err := q.repo.PublishPacks(packs)
+				*published = append(*published, names...)
+				return err
+			})
+			return g.Wait()
+		}
+	}
+	finishErr = q.lock.with(func() error {
+		// The chain was read without the write lock: a writer whose
+		// publish failed may have dropped it since (settleRefused), and
+		// what it refused must never reach the branch.
+		if held, err := q.stillPending(tip); err != nil || !held {
+			return err
+		}
+		var moveErr error
+		moved, moveErr = q.mover.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),
+			alongside: syncObjects}, len(chain))
+		if !moved {
+			return moveErr
+		}
+		// The branch names their objects: git may pack them.
+		q.repo.ReleasePacks(*published)
+		if local {
+			// Each group leaves a pack: many small ones are merged.
+			if err := q.repo.MergeSmallPacks(); err != nil {
+				q.logf("merge the small packs of grouped writes: %v", err)
+			}
+		}
+		// Writes built on the chain meanwhile stay pending on it.
+		if now, err := q.pendingTip(tip); err != nil || now != tip {
+			return errors.Join(moveErr, err)
+		}
+		return errors.Join(moveErr, q.pending.save(gitver.ZeroHash))
+	})
+	return moved, finishErr
 }
 
 // followRemoteWithPending fetches, brings the local branch to the
 // remote's, and rebases the pending writes (built on head) on it, with
 // alongside (if any) run meanwhile, once the fetch is done. A fetch that
 // fails drops the pending writes: none of them is acknowledged.
-func (w *Workspace) followRemoteWithPending(head gitver.Hash, alongside func()) error {
-	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
-		if lerr := w.withWriteLock(func() error { return w.pending.save(gitver.ZeroHash) }); lerr != nil {
+func (q *pipeline) followRemoteWithPending(head gitver.Hash, alongside func()) error {
+	if err := q.up.fetch(context.Background()); err != nil {
+		if lerr := q.lock.with(func() error { return q.pending.save(gitver.ZeroHash) }); lerr != nil {
 			return lerr
 		}
-		return w.remoteFailure(err)
+		return q.up.failure(err)
 	}
 	var g errgroup.Group
 	if alongside != nil {
 		g.Go(func() error { alongside(); return nil })
 	}
-	err := w.withWriteLock(func() error {
-		if err := w.followRemoteLocked(); err != nil {
+	err := q.lock.with(func() error {
+		if err := q.up.follow(); err != nil {
 			return err
 		}
-		return w.rebasePending(head)
+		return q.rebasePending(head)
 	})
 	return errors.Join(err, g.Wait())
-}
-
-// pushChain pushes tip when it holds what the clone last knew of the
-// remote, and returns gitver.ErrRemoteMoved when it does not. Without a
-// remote there is nothing to push.
-func (w *Workspace) pushChain(tip gitver.Hash) error {
-	if w.remote == "" {
-		return nil
-	}
-	holds, err := w.holdsTracking(tip)
-	if err != nil {
-		return err
-	}
-	if !holds {
-		return gitver.ErrRemoteMoved
-	}
-	return w.pub.turns.push(w.repo, w.remote, tip)
 }
 
 // Writers of several processes commit together (queue.go) only when
@@ -332,9 +297,9 @@ func (p *publisher) othersBuilding() bool {
 
 // othersBusy reports whether other processes' writers were busy a moment
 // ago: the last push of this process carried their writes too.
-func (w *Workspace) othersBusy() bool {
-	return w.pub.lastChain.Load() > int64(w.lastBatchSize()) &&
-		time.Since(time.Unix(0, w.pub.lastAt.Load())) < time.Second
+func (q *pipeline) othersBusy() bool {
+	return q.pub.lastChain.Load() > int64(q.lastBatchSize()) &&
+		time.Since(time.Unix(0, q.pub.lastAt.Load())) < time.Second
 }
 
 // buildingFile is the file of buildingName, opened once; nil when it
@@ -391,46 +356,17 @@ func (p *publisher) lockPublish() (unlock func(), err error) {
 	}, nil
 }
 
-// pushPacing is the least time between two pushes to the board's remote:
-// git config blackboard.pushInterval (a duration, "10s"), else 10 seconds
-// for a host that asks for at most 6 pushes a minute to one repository,
-// else none.
-func (w *Workspace) pushPacing() time.Duration {
-	if w.remote == "" {
-		return 0
-	}
-	if d, ok := w.repo.ConfigDuration("blackboard", "pushInterval"); ok {
-		return d
-	}
-	if gitver.HostPacesPushes(w.repo.RemoteURL(w.remote)) {
-		return 10 * time.Second
-	}
-	return 0
-}
-
-// pacePush waits until the pacing allows the next push; writes that come
-// meanwhile join it.
-func (w *Workspace) pacePush() {
-	pace := w.pushPacing()
-	if pace <= 0 {
-		return
-	}
-	if wait := time.Until(w.repo.LastPush().Add(pace)); wait > 0 {
-		time.Sleep(wait)
-	}
-}
-
 // syncChain makes the loose objects of pending writes durable, in one
 // round: written unsynced, as the branch is about to name them. A write
 // whose commit is packed has its trees and blobs in the same pending pack
 // (WriteStaged), which PublishPacks syncs.
-func (w *Workspace) syncChain(chain []*gitver.CommitInfo) error {
+func (q *pipeline) syncChain(chain []*gitver.CommitInfo) error {
 	commits := make(map[*gitver.CommitInfo][]string, len(chain))
 	for _, c := range chain {
-		if !w.repo.IsLoose(c.Hash) {
+		if !q.repo.IsLoose(c.Hash) {
 			continue
 		}
-		diff, err := w.repo.Changes(c)
+		diff, err := q.repo.Changes(c)
 		if err != nil {
 			return err
 		}
@@ -440,5 +376,5 @@ func (w *Workspace) syncChain(chain []*gitver.CommitInfo) error {
 		}
 		commits[c] = paths
 	}
-	return w.repo.SyncCommits(commits)
+	return q.repo.SyncCommits(commits)
 }

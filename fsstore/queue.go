@@ -53,15 +53,37 @@ import (
 // are seen writing together: a push costs ten times as much.
 const batchLinger = 3 * time.Millisecond
 
+// pipeline is the part for tool writes: the queue, the build of a group
+// in one hold of the write lock (tx.go), the pending writes' record
+// (pending.go) and their publishing (publish.go). Before a build it has
+// people adopt the note's own edits; its commits reach the branch through
+// the mover, and the remote through up.
+type pipeline struct {
+	*board
+	lock   *writeLock
+	mover  *mover
+	people *people
+	up     upstream
+	// queue holds this process's tool writes waiting to be built; pub
+	// publishes them.
+	queue writeQueue
+	pub   publisher
+	// pending is the record of the clone's pending writes (pending.go).
+	pending pendingFile
+	// pendingDiffs remembers what pending commits changed; guarded by the
+	// write lock.
+	pendingDiffs map[gitver.Hash][]gitver.PathChange
+}
+
 // writeInGroup makes one tool write: built on the pending writes, then
 // published with them. Writes that come to this process meanwhile wait in
 // a queue, and one of them, the leader, builds them all in one hold of the
 // write lock and publishes them together. unfinished hears of a failure
 // after the write counted (the remote or the branch took it).
-func (w *Workspace) writeInGroup(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
+func (pl *pipeline) writeInGroup(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
 	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
-	wq := &w.queue
+	wq := &pl.queue
 	wq.mu.Lock()
 	wq.waiting = append(wq.waiting, q)
 	lead := !wq.leading
@@ -78,7 +100,7 @@ func (w *Workspace) writeInGroup(op, uri string, attempt func(*writeTx) error, u
 		case <-q.lead:
 		}
 	}
-	w.leadWrites()
+	pl.leadWrites()
 	<-q.done
 	return q.err
 }
@@ -139,8 +161,8 @@ func (wq *writeQueue) waitFor(n int, max time.Duration) {
 
 // leadWrites builds and publishes the writes waiting now, answers them,
 // and hands the lead on to a write that queued meanwhile.
-func (w *Workspace) leadWrites() {
-	wq := &w.queue
+func (q *pipeline) leadWrites() {
+	wq := &q.queue
 	wq.mu.Lock()
 	if wq.lastBatch > 1 {
 		// Writers are busy: those the last batch answered are about to
@@ -152,7 +174,7 @@ func (w *Workspace) leadWrites() {
 	wq.waiting = nil
 	wq.lastBatch = len(items)
 	wq.mu.Unlock()
-	w.publishWrites(items)
+	q.publishWrites(items)
 	for _, it := range items {
 		close(it.done)
 	}
@@ -167,42 +189,42 @@ func (w *Workspace) leadWrites() {
 
 // publishWrites builds items on the pending writes and publishes them,
 // again for those dropped, until each has its answer.
-func (w *Workspace) publishWrites(items []*queuedWrite) {
-	if w.remote == "" && len(items) == 1 {
+func (q *pipeline) publishWrites(items []*queuedWrite) {
+	if q.up.onBranch() && len(items) == 1 {
 		// Alone, and no remote to wait for: committed at once, in one
 		// hold of the write lock, unless another process holds it or has
 		// writes pending: then it joins theirs, to be committed with them.
 		it := items[0]
-		if took, err := w.withFreeWriteLock(func() (bool, error) {
-			head, err := w.repo.Head()
+		if took, err := q.lock.withFree(func() (bool, error) {
+			head, err := q.repo.Head()
 			if err != nil {
 				return true, err
 			}
-			if _, chain, _, err := w.readPending(head); err != nil || len(chain) > 0 {
+			if _, chain, _, err := q.readPending(head); err != nil || len(chain) > 0 {
 				return err != nil, err // writes are pending: join them
 			}
-			if w.othersBusy() || w.pub.othersBuilding() {
+			if q.othersBusy() || q.pub.othersBuilding() {
 				// Other processes' writers are busy: this one joins them,
 				// rather than have them wait for a commit of its own.
 				return false, nil
 			}
-			return true, w.commitAlone(it)
+			return true, q.commitAlone(it)
 		}); took {
 			it.err = err
 			return
 		}
 	}
-	var since time.Time
+	race := remoteRace{op: "write"}
 	open := items
-	for lost, waits := 0, 0; len(open) > 0; {
+	for waits := 0; len(open) > 0; {
 		// Build every open write, in one hold of the write lock, and
 		// record the pending writes' tip once for them all.
-		unbuilding := w.pub.announceBuilding()
-		err := w.withWriteLock(func() error {
+		unbuilding := q.pub.announceBuilding()
+		err := q.lock.with(func() error {
 			var built builtTip
-			defer w.repo.DropStaged()
+			defer q.repo.DropStaged()
 			for _, it := range open {
-				it.mine, it.blockedByPending, it.err = w.buildPending(it.op, it.uri, it.attempt, &built)
+				it.mine, it.blockedByPending, it.err = q.buildPending(it.op, it.uri, it.attempt, &built)
 			}
 			if built.tip.IsZero() {
 				return nil
@@ -210,15 +232,15 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			// The group's objects, as one pending pack, unsynced: the
 			// publisher syncs it with the chain's other packs, and makes
 			// them git's, before the branch names them.
-			sha, err := w.repo.WriteStaged()
+			sha, err := q.repo.WriteStaged()
 			if err != nil {
 				return err
 			}
-			packs := w.repo.StillPending(w.pending.packs())
+			packs := q.repo.StillPending(q.pending.packs())
 			if sha != "" {
 				packs = append(packs, sha)
 			}
-			return w.pending.save(built.tip, packs...)
+			return q.pending.save(built.tip, packs...)
 		})
 		unbuilding()
 		if err != nil {
@@ -242,17 +264,17 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			reach("built")
 		}
 		// Publish: the chain holds every write built above.
-		acked, finishErr, err := w.publishPending(last)
+		acked, finishErr, err := q.publishPending(last)
 		if err != nil {
 			for _, it := range open {
 				if slices.Contains(blocked, it) {
 					it.err = err
 				}
 			}
-			w.settleRefused(open, err)
+			q.settleRefused(open, err)
 			return
 		}
-		head, err := w.repo.Head()
+		head, err := q.repo.Head()
 		if err != nil {
 			answerAll(open, err)
 			return
@@ -273,7 +295,7 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			// against its own commit).
 			found := acked
 			if !found {
-				if found, err = w.landed(head, it.mine); err != nil {
+				if found, err = q.landed(head, it.mine); err != nil {
 					it.err = err
 					continue
 				}
@@ -287,13 +309,9 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 			next = append(next, it) // dropped: built again on what holds now
 		}
 		if len(next) > len(blocked) {
-			lost++
-			if lost == 1 {
-				since = time.Now()
-			}
-			if time.Since(since) > maxRemoteRace {
-				answerAll(next, errorf("write", "", ErrConflict, "other clones kept pushing first (%d times in %s); try again",
-					lost, maxRemoteRace))
+			race.lose()
+			if err := race.over(); err != nil {
+				answerAll(next, err)
 				return
 			}
 		}
@@ -309,25 +327,25 @@ func (w *Workspace) publishWrites(items []*queuedWrite) {
 // writers find them dropped and build them again). It takes the write lock
 // without finishing or repairing anything first: on a full disk that work
 // may be what fails, and the answer must not wait for it.
-func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
+func (q *pipeline) settleRefused(items []*queuedWrite, err error) {
 	settle := func() error {
-		head, herr := w.repo.Head()
+		head, herr := q.repo.Head()
 		if herr != nil {
 			return herr
 		}
-		if w.remote != "" {
-			// The remote is where a write counts: a push that went
-			// through counts, whether or not the branch followed.
-			if head, herr = w.repo.Tracking(w.remote); herr != nil {
-				return herr
-			}
+		// With a remote, that is where a write counts: a push that went
+		// through counts, whether or not the branch followed.
+		if theirs, terr := q.up.tracking(); terr != nil {
+			return terr
+		} else if !theirs.IsZero() {
+			head = theirs
 		}
 		refused := false
 		for _, it := range items {
 			if it.mine == nil {
 				continue
 			}
-			held, ferr := w.findWrite(head, it.mine.head, it.mine)
+			held, ferr := q.findWrite(head, it.mine.head, it.mine)
 			switch {
 			case ferr != nil:
 				return ferr
@@ -338,21 +356,21 @@ func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
 			}
 		}
 		if refused {
-			return w.pending.drop()
+			return q.pending.drop()
 		}
 		return nil
 	}
 	// The publish lock first, as a publisher takes them: no push or move
 	// of the branch is half made while the writes are looked for.
-	unlock, serr := w.pub.lockPublish()
+	unlock, serr := q.pub.lockPublish()
 	if serr == nil {
-		serr = w.withBareWriteLock(settle)
+		serr = q.lock.withBare(settle)
 		unlock()
 	}
 	if serr != nil {
 		// Whether the writes are held cannot be told: none is answered
 		// as refused while it may still be published.
-		w.logf("after a failed publish, the pending writes could not be dropped: %v", serr)
+		q.logf("after a failed publish, the pending writes could not be dropped: %v", serr)
 		for _, it := range items {
 			if it.mine != nil {
 				it.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(err, serr))
@@ -368,10 +386,10 @@ func (w *Workspace) settleRefused(items []*queuedWrite, err error) {
 var ErrOutcomeUnknown = errors.New("whether the write was committed cannot be told")
 
 // lastBatchSize is how many of this process's writes the last batch held.
-func (w *Workspace) lastBatchSize() int {
-	w.queue.mu.Lock()
-	defer w.queue.mu.Unlock()
-	return w.queue.lastBatch
+func (q *pipeline) lastBatchSize() int {
+	q.queue.mu.Lock()
+	defer q.queue.mu.Unlock()
+	return q.queue.lastBatch
 }
 
 func answerAll(items []*queuedWrite, err error) {
@@ -386,22 +404,22 @@ func answerAll(items []*queuedWrite, err error) {
 // (commitChain), with its objects written loose and synced alongside the
 // files instead of in a pack with others'. The caller holds the write
 // lock.
-func (w *Workspace) commitAlone(it *queuedWrite) error {
-	return w.whileBranchMoves(it.op, it.uri, func() error {
-		defer w.repo.DropStaged()
+func (q *pipeline) commitAlone(it *queuedWrite) error {
+	return q.people.whileBranchMoves(it.op, it.uri, func() error {
+		defer q.repo.DropStaged()
 		// Nothing is pending (the caller looked, under this hold of the
 		// lock): the write builds on the branch, and the pending writes'
 		// record is neither read nor written again.
-		head, err := w.repo.Head()
+		head, err := q.repo.Head()
 		if err != nil {
 			return err
 		}
-		mine, _, err := w.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head})
+		mine, _, err := q.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head})
 		if err != nil || mine == nil {
 			return err // refused, or answered without a commit
 		}
 		reach("built")
-		moved, err := w.commitChain(branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
+		moved, err := q.mover.commitChain(branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
 			alongside: mine.pending.Write, changes: mine.diff}, 1)
 		switch {
 		case !moved && err == nil:

@@ -197,18 +197,18 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 	if blobFile == "" {
 		t.Fatal("the large write left no blob file")
 	}
-	err := w.withWriteLock(func() error {
-		head, err := w.repo.Head()
+	err := w.lock.with(func() error {
+		head, err := w.b.repo.Head()
 		if err != nil {
 			return err
 		}
 		content := []byte("second " + large)
-		pending, err := w.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.agentSignature("other"), Message: "update t/big v2",
+		pending, err := w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"), Message: "update t/big v2",
 			Changes: map[string]gitver.Hash{blobFile: gitver.BlobHash(content)}, Blobs: [][]byte{content}})
 		if err != nil {
 			return err
 		}
-		n, err := w.pendingNote("t/big", &writeTx{head: head, base: pending, tip: pending})
+		n, err := (&writeTx{q: w.pipe, head: head, base: pending, tip: pending}).pendingNote("t/big")
 		if err != nil {
 			return err
 		}
@@ -233,29 +233,29 @@ func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
 	put(t, w, "t/a", 0, "first", "first body")
 	before := readFile(t, w, "t/a.md")
 	var pending gitver.Hash
-	err := w.withWriteLock(func() error {
-		head, err := w.repo.Head()
+	err := w.lock.with(func() error {
+		head, err := w.b.repo.Head()
 		if err != nil {
 			return err
 		}
 		content := []byte(strings.ReplaceAll(before, "first", "second"))
-		if pending, err = w.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.agentSignature("other"),
+		if pending, err = w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"),
 			Message: "update t/a v2: second", Changes: map[string]gitver.Hash{"t/a.md": gitver.BlobHash(content)},
 			Blobs: [][]byte{content}}); err != nil {
 			return err
 		}
-		return w.pending.save(pending)
+		return w.pipe.pending.save(pending)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.publishPending(nil); err != nil {
+	if _, _, err := w.pipe.publishPending(nil); err != nil {
 		t.Fatal(err)
 	}
-	if head, err := w.repo.Head(); err != nil || head != pending {
+	if head, err := w.b.repo.Head(); err != nil || head != pending {
 		t.Fatalf("the branch is at %v (%v), want the pending write %v", head, err, pending)
 	}
-	if indexed, _, err := w.idx.Head(); err != nil || indexed != pending {
+	if indexed, _, err := w.b.idx.Head(); err != nil || indexed != pending {
 		t.Errorf("the derived index is at %v (%v) once the group is published, want %v", indexed, err, pending)
 	}
 }
@@ -268,31 +268,31 @@ func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
 func TestPendingRecordInPlace(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
-	p := filepath.Join(w.repo.GitDir(), pendingName)
+	p := filepath.Join(w.b.repo.GitDir(), pendingName)
 	tip := gitver.BlobHash([]byte("a commit, as far as the record cares"))
 	read := func() (gitver.Hash, []string) {
 		t.Helper()
-		got, packs, err := w.pending.read()
+		got, packs, err := w.pipe.pending.read()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got, packs
 	}
 
-	if err := w.pending.save(tip, "p1", "p2", "p3"); err != nil {
+	if err := w.pipe.pending.save(tip, "p1", "p2", "p3"); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.pending.save(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
+	if err := w.pipe.pending.save(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
 		t.Fatal(err)
 	}
 	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p4"}) {
 		t.Errorf("read %v %v, want %v [p4]", got, packs, tip)
 	}
-	if err := w.pending.save(gitver.ZeroHash); err != nil {
+	if err := w.pipe.pending.save(gitver.ZeroHash); err != nil {
 		t.Fatal(err)
 	}
 	if got, packs := read(); !got.IsZero() || len(packs) != 0 {
@@ -349,14 +349,14 @@ func TestPendingRecordInPlace(t *testing.T) {
 func TestWritersWaitForOthersBuilding(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
-	other, err := os.OpenFile(filepath.Join(w.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
+	other, err := os.OpenFile(filepath.Join(w.b.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
 	lastMove := func() string {
 		t.Helper()
-		return strings.TrimSpace(fixtures.Git(t, w.Dir(), "reflog", "-1", "--format=%gs", w.repo.Branch()))
+		return strings.TrimSpace(fixtures.Git(t, w.Dir(), "reflog", "-1", "--format=%gs", w.b.repo.Branch()))
 	}
 
 	put(t, w, "t/a", 0, "a", "a body")
@@ -375,7 +375,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	maxBuildersWait = time.Minute
 	waited := make(chan struct{})
 	go func() {
-		w.pub.waitForBuilders()
+		w.pipe.pub.waitForBuilders()
 		close(waited)
 	}()
 	select {
@@ -398,7 +398,7 @@ func TestWritersWaitForOthersBuilding(t *testing.T) {
 	}
 	defer time.AfterFunc(10*time.Second, func() { _ = flock(other, unix.LOCK_UN) }).Stop() // a hang becomes a failure
 	began := time.Now()
-	w.pub.waitForBuilders()
+	w.pipe.pub.waitForBuilders()
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("the publisher waited %v for a writer that never finished, past maxBuildersWait", d)
 	}
@@ -412,7 +412,7 @@ func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a body")
-	gitDir := w.repo.GitDir()
+	gitDir := w.b.repo.GitDir()
 	builder, err := os.OpenFile(filepath.Join(gitDir, buildingName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -426,14 +426,14 @@ func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
 
 	defer func(was time.Duration) { maxBuildersWait = was }(maxBuildersWait)
 	maxBuildersWait = time.Minute
-	w.pub.lastChain.Store(3) // its last push carried other processes' writes
-	w.pub.lastAt.Store(time.Now().UnixNano())
+	w.pipe.pub.lastChain.Store(3) // its last push carried other processes' writes
+	w.pipe.pub.lastAt.Store(time.Now().UnixNano())
 	if err := flock(builder, unix.LOCK_SH); err != nil {
 		t.Fatal(err)
 	}
 	published := make(chan error, 1)
 	go func() {
-		_, _, err := w.publishPending(nil)
+		_, _, err := w.pipe.publishPending(nil)
 		published <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // past batchLinger: waiting for the builder now
@@ -466,7 +466,7 @@ func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
 // returns the write, as its queue holds it.
 func buildPendingWrite(t *testing.T, w *Workspace, uri, digest string) *queuedWrite {
 	t.Helper()
-	addr, err := w.parseAddress(uri)
+	addr, err := w.b.parseAddress(uri)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,18 +477,18 @@ func buildPendingWrite(t *testing.T, w *Workspace, uri, digest string) *queuedWr
 		_, err := agentView(w).updateLocked(tx, "update", addr, digest, nil, "", &req)
 		return err
 	}
-	err = w.withWriteLock(func() error {
-		defer w.repo.DropStaged()
+	err = w.lock.with(func() error {
+		defer w.b.repo.DropStaged()
 		var built builtTip
 		var err error
-		if q.mine, _, err = w.buildPending(q.op, q.uri, q.attempt, &built); err != nil {
+		if q.mine, _, err = w.pipe.buildPending(q.op, q.uri, q.attempt, &built); err != nil {
 			return err
 		}
-		sha, err := w.repo.WriteStaged()
+		sha, err := w.b.repo.WriteStaged()
 		if err != nil {
 			return err
 		}
-		return w.pending.save(built.tip, append(w.repo.StillPending(w.pending.packs()), sha)...)
+		return w.pipe.pending.save(built.tip, append(w.b.repo.StillPending(w.pipe.pending.packs()), sha)...)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -508,11 +508,11 @@ func TestRefusedWriteIsNeverPublished(t *testing.T) {
 	failed := errors.New("the publish failed")
 
 	refused := buildPendingWrite(t, w, "t/refused", "refused write")
-	w.settleRefused([]*queuedWrite{refused}, failed)
+	w.pipe.settleRefused([]*queuedWrite{refused}, failed)
 	if !errors.Is(refused.err, failed) {
 		t.Fatalf("the write whose publish failed was answered %v, want refused", refused.err)
 	}
-	if acked, _, err := other.publishPending(nil); err != nil || acked {
+	if acked, _, err := other.pipe.publishPending(nil); err != nil || acked {
 		t.Fatalf("another publisher after the refusal: acked %v, %v", acked, err)
 	}
 	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s"); strings.Contains(log, "refused write") {
@@ -522,10 +522,10 @@ func TestRefusedWriteIsNeverPublished(t *testing.T) {
 	var warned error
 	published := buildPendingWrite(t, w, "t/published", "published write")
 	published.unfinished = func(err error) { warned = err }
-	if _, _, err := other.publishPending(nil); err != nil {
+	if _, _, err := other.pipe.publishPending(nil); err != nil {
 		t.Fatal(err)
 	}
-	w.settleRefused([]*queuedWrite{published}, failed)
+	w.pipe.settleRefused([]*queuedWrite{published}, failed)
 	if published.err != nil || !errors.Is(warned, failed) {
 		t.Fatalf("a write another publisher put on the branch was answered %v (warning %v), want acknowledged with a warning", published.err, warned)
 	}

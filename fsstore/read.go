@@ -41,23 +41,12 @@ type NoteView struct {
 	ClaimedBy, ClaimUntil, DoneBy, DoneAt string
 }
 
-// Cursor returns the board's change sequence: the number of commits in the
-// branch's first-parent history.
-func (w *Workspace) Cursor() (int, error) {
-	return w.readAtHead(func(*index.Snapshot) error { return nil })
-}
-
-// IndexedHead is the commit the index reflects now and its cursor, without
-// bringing the index to the branch first (Cursor does): for a look that
-// must not queue behind the writers for the index's write lock.
-func (w *Workspace) IndexedHead() (gitver.Hash, int, error) { return w.idx.Head() }
-
 // Get reads one note at the branch's head; withContent also returns its body
 // or table. A missing note is ErrNotFound. While the index is being built,
 // the note is read from git, without its version (0) and backlinks.
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.b.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +56,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	}
 	var n index.Note
 	var sum Summary
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.b.readAtHead(func(s *index.Snapshot) error {
 		var err error
 		if n, _, err = s.Note(addr.Short()); err != nil || !n.Present {
 			return err
@@ -76,8 +65,8 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		return err
 	})
 	if v.answersPartly(err) {
-		n, err = w.noteFromGit(addr.Short())
-		sum = w.summaryOf(n, nil)
+		n, err = w.b.noteFromGit(addr.Short())
+		sum = w.b.summaryOf(n, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -92,7 +81,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	if n.Problem != "" {
 		return nv, nil
 	}
-	f, content, err := w.loadNote(n)
+	f, content, err := w.b.loadNote(n)
 	if err != nil {
 		nv.Problem = err.Error()
 		return nv, nil
@@ -147,7 +136,7 @@ type LogEntry struct {
 // digest after each, and what the commit says.
 func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.b.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +144,7 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
 	var events []index.Event
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.b.readAtHead(func(s *index.Snapshot) error {
 		if events, err = s.History(addr.Short(), limit); err != nil {
 			return err
 		}
@@ -166,10 +155,10 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			// A commit of a merge's other side: its version and its note
 			// file are its own, read from the graph and from git, not from
 			// the commits the index orders before it.
-			if events[i].Version, err = w.versionAt(s, addr.Short(), e.Hash); err != nil {
+			if events[i].Version, err = w.b.versionAt(s, addr.Short(), e.Hash); err != nil {
 				return err
 			}
-			if events[i].NoteBlob, err = w.repo.PathBlob(e.Hash, addr.NotePath()); err != nil {
+			if events[i].NoteBlob, err = w.b.repo.PathBlob(e.Hash, addr.NotePath()); err != nil {
 				return err
 			}
 		}
@@ -192,7 +181,7 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			le.MovedFrom = e.MovedFrom
 		}
 		if !le.Deleted {
-			le.Digest = w.digestOf(e.NoteBlob)
+			le.Digest = w.b.digestOf(e.NoteBlob)
 			if first, ok := firstWith[e.NoteBlob]; ok && i+1 < len(events) && events[i+1].NoteBlob != e.NoteBlob {
 				le.SameAs = first
 			} else if !ok {
@@ -222,7 +211,7 @@ type Activity struct {
 func (v *View) Activity(limit int) ([]Activity, error) {
 	w := v.w
 	var out []Activity
-	_, err := w.readAtHead(func(s *index.Snapshot) error {
+	_, err := w.b.readAtHead(func(s *index.Snapshot) error {
 		commits, err := s.Activity(limit)
 		if err != nil {
 			return err
@@ -233,7 +222,7 @@ func (v *View) Activity(limit int) ([]Activity, error) {
 				Subject: v.visibleSubject(c.Subject, c.ByProgram), ByProgram: c.ByProgram}
 			for _, key := range c.Notes {
 				if v.c.CanRead(key) {
-					a.URIs = append(a.URIs, w.uri(key))
+					a.URIs = append(a.URIs, w.b.uri(key))
 				}
 			}
 			if len(a.URIs) > 0 {
@@ -254,7 +243,7 @@ type Link struct {
 // address: only the notes the caller may read.
 func (v *View) Backlinks(uri string) ([]Link, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.b.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +251,7 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 		return nil, errorf("read", addr.String(), ErrNotFound, "no such note")
 	}
 	var out []Link
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.b.readAtHead(func(s *index.Snapshot) error {
 		back, err := s.Backlinks(addr.Short(), note.Relations...)
 		if err != nil {
 			return err
@@ -270,7 +259,7 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 		out = out[:0]
 		for _, b := range back {
 			if v.c.CanRead(b.Src) {
-				out = append(out, Link{Src: w.uri(b.Src), Rel: b.Rel, Dst: addr.String()})
+				out = append(out, Link{Src: w.b.uri(b.Src), Rel: b.Rel, Dst: addr.String()})
 			}
 		}
 		return nil
@@ -284,12 +273,12 @@ func (v *View) LinksFrom(uris []string) (map[string][]Link, error) {
 	w := v.w
 	keys := make([]string, 0, len(uris))
 	for _, u := range uris {
-		if addr, err := w.parseAddress(u); err == nil && v.c.CanRead(addr.Short()) {
+		if addr, err := w.b.parseAddress(u); err == nil && v.c.CanRead(addr.Short()) {
 			keys = append(keys, addr.Short())
 		}
 	}
 	out := map[string][]Link{}
-	_, err := w.readAtHead(func(s *index.Snapshot) error {
+	_, err := w.b.readAtHead(func(s *index.Snapshot) error {
 		links, err := s.LinksFrom(keys)
 		if err != nil {
 			return err
@@ -298,7 +287,7 @@ func (v *View) LinksFrom(uris []string) (map[string][]Link, error) {
 		for src, ls := range links {
 			for _, l := range ls {
 				if v.c.CanRead(l.Dst) {
-					out[w.uri(src)] = append(out[w.uri(src)], Link{Src: w.uri(src), Rel: l.Rel, Dst: w.uri(l.Dst)})
+					out[w.b.uri(src)] = append(out[w.b.uri(src)], Link{Src: w.b.uri(src), Rel: l.Rel, Dst: w.b.uri(l.Dst)})
 				}
 			}
 		}
@@ -323,7 +312,7 @@ func (v *View) visibleSubject(subject string, byProgram bool) string {
 		if !strings.HasPrefix(word, "bb://") {
 			continue
 		}
-		if a, err := v.w.parseAddress(strings.TrimRight(word, ",.;:)")); err != nil || !v.c.CanRead(a.Short()) {
+		if a, err := v.w.b.parseAddress(strings.TrimRight(word, ",.;:)")); err != nil || !v.c.CanRead(a.Short()) {
 			words[i] = "(an address you may not read)"
 		}
 	}
@@ -336,7 +325,7 @@ func (v *View) visibleSubject(subject string, byProgram bool) string {
 // the note leaves none.
 func (v *View) ContentAt(uri, commit string) (string, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.b.parseAddress(uri)
 	if err != nil {
 		return "", err
 	}
@@ -346,7 +335,7 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 		return "", notFound
 	}
 	changed := false
-	if _, err := w.readAtHead(func(s *index.Snapshot) error {
+	if _, err := w.b.readAtHead(func(s *index.Snapshot) error {
 		events, err := s.History(addr.Short(), maxContentAtLog)
 		changed = slices.ContainsFunc(events, func(e index.Event) bool { return e.Hash == h })
 		return err
@@ -357,11 +346,11 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 		return "", notFound
 	}
 	n := index.Note{}
-	if n.NoteBlob, err = w.repo.PathBlob(h, addr.NotePath()); err != nil || n.NoteBlob.IsZero() {
+	if n.NoteBlob, err = w.b.repo.PathBlob(h, addr.NotePath()); err != nil || n.NoteBlob.IsZero() {
 		return "", err // deleted by that commit: no content
 	}
 	for _, p := range note.BlobFiles(addr.Short()) {
-		b, err := w.repo.PathBlob(h, p)
+		b, err := w.b.repo.PathBlob(h, p)
 		if err != nil {
 			return "", err
 		}
@@ -369,7 +358,7 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 			n.ContentBlob = b
 		}
 	}
-	_, content, err := w.loadNote(n)
+	_, content, err := w.b.loadNote(n)
 	return content, err
 }
 
@@ -383,7 +372,7 @@ const maxContentAtLog = 1000
 // index's order; a commit of a merge's other side reaches fewer, and its
 // own history is walked from git down to the first-parent line, whose
 // commits reach exactly those before them.
-func (w *Workspace) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int, error) {
+func (b *board) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int, error) {
 	upTo := 0
 	var more []int
 	seen := map[gitver.Hash]bool{}
@@ -403,7 +392,7 @@ func (w *Workspace) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int
 			continue
 		}
 		more = append(more, at.Seq)
-		info, err := w.repo.ReadCommit(h)
+		info, err := b.repo.ReadCommit(h)
 		if err != nil {
 			return 0, err
 		}
@@ -413,8 +402,8 @@ func (w *Workspace) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int
 }
 
 // digestOf reads the digest of a note file's blob, "" when unreadable.
-func (w *Workspace) digestOf(blob gitver.Hash) string {
-	raw, err := w.repo.ReadBlob(blob)
+func (b *board) digestOf(blob gitver.Hash) string {
+	raw, err := b.repo.ReadBlob(blob)
 	if err != nil {
 		return ""
 	}

@@ -44,28 +44,104 @@ const relContradicts = "contradicts"
 // batched), so the bound is generous.
 const maxRemoteRace = 30 * time.Second
 
+// gitRemote is the part that talks to the board's remote: it pushes,
+// fetches, follows the remote's branch, and rebuilds the local commits on
+// it, moving the branch through the mover.
+type gitRemote struct {
+	*board
+	remote string // its name in git's config
+	lock   *writeLock
+	mover  *mover
+	// turns is this process's part in taking turns with other clones
+	// (turns.go); guarded by the publish lock.
+	turns turns
+}
+
+func (r *gitRemote) onBranch() bool { return false }
+
+func (r *gitRemote) offer(commit *gitver.PendingCommit) (took bool, err error) {
+	if err := commit.Write(); err != nil {
+		return false, err
+	}
+	if err := r.publish(commit.Hash); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (r *gitRemote) push(tip gitver.Hash, packs []string) (published []string, err error) {
+	if len(packs) > 0 {
+		// Writes built before the board had a remote are in pending
+		// packs, which git, pushing, does not see.
+		if published, err = r.repo.PublishPacks(packs); err != nil {
+			return published, err
+		}
+	}
+	holds, err := r.holdsTracking(tip)
+	if err != nil {
+		return published, err
+	}
+	if !holds {
+		return published, gitver.ErrRemoteMoved
+	}
+	return published, r.turns.push(r.repo, r.remote, tip)
+}
+
+func (r *gitRemote) awaitTurn(first bool) (yielded bool) {
+	if first {
+		r.pacePush()
+	}
+	return r.turns.yield(r.repo, r.remote)
+}
+
+func (r *gitRemote) pushed(err error, othersWait bool) (announce func()) {
+	switch {
+	case err == nil:
+		r.turns.won()
+	case !othersWait:
+		r.turns.lost()
+		return func() { r.turns.announce(r.repo, r.remote, r.logf) }
+	}
+	return nil
+}
+
+func (r *gitRemote) tracking() (gitver.Hash, error) { return r.repo.Tracking(r.remote) }
+
+func (r *gitRemote) fetch(ctx context.Context) error { return r.repo.Fetch(ctx, r.remote) }
+
 // Remote is the remote the board's branch follows, "" for none.
-func (w *Workspace) Remote() string { return w.remote }
+func (w *Workspace) Remote() string {
+	if r := w.gitRemote(); r != nil {
+		return r.remote
+	}
+	return ""
+}
+
+// gitRemote is the board's remote, nil for none.
+func (w *Workspace) gitRemote() *gitRemote {
+	r, _ := w.up.(*gitRemote)
+	return r
+}
 
 // publish offers commit, built on the local branch, to the remote. When
 // the remote moved on (another clone pushed first), it brings the local
 // branch to the remote's and returns errRemoteMoved, so that the write
 // starts over against the new history. The caller holds the write lock.
-func (w *Workspace) publish(commit gitver.Hash) error {
-	holds, err := w.holdsTracking(commit)
+func (r *gitRemote) publish(commit gitver.Hash) error {
+	holds, err := r.holdsTracking(commit)
 	if err != nil {
 		return err
 	}
 	if holds {
-		err := w.repo.Push(context.Background(), w.remote, commit)
+		err := r.repo.Push(context.Background(), r.remote, commit)
 		if !errors.Is(err, gitver.ErrRemoteMoved) {
-			return w.remoteFailure(err)
+			return r.failure(err)
 		}
 	}
-	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
-		return w.remoteFailure(err)
+	if err := r.repo.Fetch(context.Background(), r.remote); err != nil {
+		return r.failure(err)
 	}
-	if err := w.followRemoteLocked(); err != nil {
+	if err := r.follow(); err != nil {
 		return err
 	}
 	return errRemoteMoved
@@ -73,29 +149,29 @@ func (w *Workspace) publish(commit gitver.Hash) error {
 
 // holdsTracking reports whether commit holds what this clone last knew of
 // the remote's branch: then pushing it only moves the remote forward.
-func (w *Workspace) holdsTracking(commit gitver.Hash) (bool, error) {
-	theirs, err := w.repo.Tracking(w.remote)
+func (r *gitRemote) holdsTracking(commit gitver.Hash) (bool, error) {
+	theirs, err := r.repo.Tracking(r.remote)
 	if err != nil || theirs.IsZero() || theirs == commit {
 		return err == nil, err
 	}
-	return w.repo.IsAncestor(theirs, commit)
+	return r.repo.IsAncestor(theirs, commit)
 }
 
-// remoteFailure words a failed network operation for the writer.
-func (w *Workspace) remoteFailure(err error) error {
+// failure words a failed network operation for the writer.
+func (r *gitRemote) failure(err error) error {
 	var re *gitver.RemoteError
 	if !errors.As(err, &re) {
 		return err
 	}
-	url := gitver.Redact(w.repo.RemoteURL(w.remote))
+	url := gitver.Redact(r.repo.RemoteURL(r.remote))
 	switch {
 	case errors.Is(err, gitver.ErrRemoteRewritten):
 		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
 			"what this clone fetched from it; nothing was written; reads still work; run `blackboard-mcp remote repair` to push "+
-			"a merge that keeps both", w.remote, url).because(err)
+			"a merge that keeps both", r.remote, url).because(err)
 	default:
 		return errorf("write", "", ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
-			"still work from this clone; write again once it is back", w.remote, url, re.Stderr).because(err)
+			"still work from this clone; write again once it is back", r.remote, url, re.Stderr).because(err)
 	}
 }
 
@@ -103,89 +179,90 @@ func (w *Workspace) remoteFailure(err error) error {
 // it: a server calls it every few seconds, so that reads follow the other
 // clones. It takes the write lock only when there is something to do.
 func (w *Workspace) FetchRemote(ctx context.Context) error {
-	if w.remote == "" {
+	r := w.gitRemote()
+	if r == nil {
 		return nil
 	}
-	if err := w.repo.Fetch(ctx, w.remote); err != nil {
+	if err := w.b.repo.Fetch(ctx, r.remote); err != nil {
 		return err
 	}
-	theirs, err := w.repo.Tracking(w.remote)
+	theirs, err := w.b.repo.Tracking(r.remote)
 	if err != nil {
 		return err
 	}
-	if head, err := w.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
+	if head, err := w.b.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
 		return err
 	}
-	return w.withWriteLock(w.followRemoteLocked)
+	return w.lock.with(r.follow)
 }
 
 // heardFromRemoteWithin reports whether a process of this clone fetched
 // the remote, or pushed to it, within d.
-func (w *Workspace) heardFromRemoteWithin(d time.Duration) bool {
-	last := w.repo.LastSync()
+func (r *gitRemote) heardFromRemoteWithin(d time.Duration) bool {
+	last := r.repo.LastSync()
 	return !last.IsZero() && time.Since(last) < d
 }
 
-// refreshFromRemoteLocked fetches and brings the local branch to the
+// refresh fetches and brings the local branch to the
 // remote's; moved says whether the local branch moved. The caller holds the
 // write lock.
-func (w *Workspace) refreshFromRemoteLocked() (moved bool, err error) {
-	before, err := w.repo.Head()
+func (r *gitRemote) refresh() (moved bool, err error) {
+	before, err := r.repo.Head()
 	if err != nil {
 		return false, err
 	}
-	if err := w.repo.Fetch(context.Background(), w.remote); err != nil {
+	if err := r.repo.Fetch(context.Background(), r.remote); err != nil {
 		return false, err
 	}
-	if err := w.followRemoteLocked(); err != nil {
+	if err := r.follow(); err != nil {
 		return false, err
 	}
-	after, err := w.repo.Head()
+	after, err := r.repo.Head()
 	return after != before, err
 }
 
-// followRemoteLocked brings the local branch to the remote's, as last
+// follow brings the local branch to the remote's, as last
 // fetched: forward, files and all, when the remote holds the local branch;
 // when the local branch holds commits the remote has not (a person's
 // commits, or the whole board when the remote was just attached), they are
 // rebuilt on the remote's and pushed. The caller holds the write lock.
-func (w *Workspace) followRemoteLocked() error {
-	theirs, err := w.repo.Tracking(w.remote)
+func (r *gitRemote) follow() error {
+	theirs, err := r.repo.Tracking(r.remote)
 	if err != nil {
 		return err
 	}
-	ours, err := w.repo.Head()
+	ours, err := r.repo.Head()
 	if err != nil || ours == theirs {
 		return err
 	}
 	if !theirs.IsZero() {
-		if behind, err := w.repo.IsAncestor(ours, theirs); err != nil || behind {
+		if behind, err := r.repo.IsAncestor(ours, theirs); err != nil || behind {
 			if err != nil {
 				return err
 			}
-			_, err := w.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+w.remote, nil)
+			_, err := r.mover.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+r.remote, nil)
 			return err
 		}
 	}
 	// The local branch has commits the remote has not.
 	tip := ours
 	if !theirs.IsZero() {
-		if ahead, err := w.repo.IsAncestor(theirs, ours); err != nil {
+		if ahead, err := r.repo.IsAncestor(theirs, ours); err != nil {
 			return err
 		} else if !ahead {
-			if tip, err = w.rebuildOn(theirs, ours); err != nil {
+			if tip, err = r.rebuildOn(theirs, ours); err != nil {
 				return err
 			}
 		}
 	}
-	if err := w.repo.Push(context.Background(), w.remote, tip); err != nil {
+	if err := r.repo.Push(context.Background(), r.remote, tip); err != nil {
 		if errors.Is(err, gitver.ErrRemoteMoved) {
 			return nil // the next fetch brings what came first
 		}
-		return w.remoteFailure(err)
+		return r.failure(err)
 	}
 	if tip != ours {
-		_, err := w.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+w.remote, nil)
+		_, err := r.mover.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+r.remote, nil)
 		return err
 	}
 	return nil
@@ -196,12 +273,12 @@ func (w *Workspace) followRemoteLocked() error {
 // keeps the remote's content; the local side's is kept as a sibling note
 // linked `contradicts` to it, and the local commits as they were under a
 // rescue ref. It returns the new tip, written but on no branch.
-func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
-	base, err := w.repo.MergeBase(theirs, ours)
+func (r *gitRemote) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
+	base, err := r.repo.MergeBase(theirs, ours)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	mine, found, err := w.commitsUntil(ours, base, maxDropped) // newest first
+	mine, found, err := r.commitsUntil(ours, base, maxDropped) // newest first
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -210,13 +287,13 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 			// A person's merge not pushed yet (a `git pull` while the
 			// agents wrote), and the remote moved since: their commits go
 			// to the remote as they are, joined with the remote's.
-			return w.mergeOnto(theirs, ours, base)
+			return r.mergeOnto(theirs, ours, base)
 		}
 	}
 	if !found {
 		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
 	}
-	changedThere, err := w.changedSince(base, theirs)
+	changedThere, err := r.changedSince(base, theirs)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -226,13 +303,13 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 		c := mine[i]
 		var parentTree gitver.Hash
 		if p := c.FirstParent(); !p.IsZero() {
-			pc, err := w.repo.ReadCommit(p)
+			pc, err := r.repo.ReadCommit(p)
 			if err != nil {
 				return gitver.ZeroHash, err
 			}
 			parentTree = pc.Tree
 		}
-		changes, err := w.repo.DiffTrees(parentTree, c.Tree)
+		changes, err := r.repo.DiffTrees(parentTree, c.Tree)
 		if err != nil {
 			return gitver.ZeroHash, err
 		}
@@ -250,14 +327,14 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 			if !note.IsNoteFile(ch.Path) || ch.New.IsZero() {
 				continue
 			}
-			sibling, content, err := w.contradicting(key, ch.New, c.Hash)
+			sibling, content, err := r.contradicting(key, ch.New, c.Hash)
 			if err != nil {
 				return gitver.ZeroHash, err
 			}
 			edit[sibling] = gitver.BlobHash(content)
 			blobs = append(blobs, content)
 		}
-		pending, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: tip, Changes: edit, Blobs: blobs, Author: c.Author, Message: c.Message})
+		pending, err := r.repo.BuildCommit(gitver.CommitRequest{Parent: tip, Changes: edit, Blobs: blobs, Author: c.Author, Message: c.Message})
 		if err != nil {
 			return gitver.ZeroHash, err
 		}
@@ -267,12 +344,12 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 		tip = pending.Hash
 	}
 	if kept {
-		who := w.agentSignature(note.InitAgent)
-		if err := w.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
+		who := r.agentSignature(note.InitAgent)
+		if err := r.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
 			!errors.Is(err, gitver.ErrBranchMoved) {
 			return gitver.ZeroHash, err
 		}
-		w.logf("local commits changed notes the remote changed too: the remote's content stays, this clone's is kept as sibling notes "+
+		r.logf("local commits changed notes the remote changed too: the remote's content stays, this clone's is kept as sibling notes "+
 			"linked `contradicts`, and the local commits as they were under %s%s", RescuePrefix, ours.Short())
 	}
 	return tip, nil
@@ -290,12 +367,12 @@ func (w *Workspace) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 // remote's content, and ours becomes a sibling note linked `contradicts`
 // to it, as rebuildOn does. It returns the merge, written but on no
 // branch.
-func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
-	changedHere, err := w.changedSince(base, ours)
+func (r *gitRemote) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
+	changedHere, err := r.changedSince(base, ours)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	changedThere, err := w.changedSince(base, theirs)
+	changedThere, err := r.changedSince(base, theirs)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -315,7 +392,7 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 		case theirBlobs[ch.Path] == ch.New:
 			// Both sides made the same change.
 		case note.IsNoteFile(ch.Path) && !ch.New.IsZero():
-			sibling, content, err := w.contradicting(key, ch.New, ours)
+			sibling, content, err := r.contradicting(key, ch.New, ours)
 			if err != nil {
 				return gitver.ZeroHash, err
 			}
@@ -324,16 +401,16 @@ func (w *Workspace) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, erro
 			kept++
 		}
 	}
-	who := w.agentSignature(note.InitAgent)
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
-	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", w.remote, branch, branch),
+	who := r.agentSignature(note.InitAgent)
+	branch := strings.TrimPrefix(r.repo.Branch(), "refs/heads/")
+	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", r.remote, branch, branch),
 		Lines: []string{fmt.Sprintf("The local %s held a merge the remote had not when the remote moved on;", branch),
 			"this joins both, so the person's commits reach the remote as they were."},
 		Agent: note.InitAgent}
 	if kept > 0 {
 		msg.Lines = append(msg.Lines, fmt.Sprintf("%d notes both sides changed keep the remote's content; this clone's are sibling notes linked contradicts.", kept))
 	}
-	merge, err := w.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, MergeParents: []gitver.Hash{ours}, Changes: edit, Blobs: blobs,
+	merge, err := r.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, MergeParents: []gitver.Hash{ours}, Changes: edit, Blobs: blobs,
 		Author: who, Message: msg.String()})
 	if err != nil {
 		return gitver.ZeroHash, err
@@ -355,8 +432,8 @@ func notesOf(changes []gitver.PathChange) map[string]bool {
 // contradicting returns the path and content of a sibling note holding a
 // local version of key (blob) that lost to the remote's: key-<commit>,
 // linked `contradicts` to key.
-func (w *Workspace) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
-	raw, err := w.repo.ReadBlob(blob)
+func (b *board) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
+	raw, err := b.repo.ReadBlob(blob)
 	if err != nil {
 		return "", nil, err
 	}
@@ -408,29 +485,29 @@ const RemoteName = "origin"
 // has not are rebuilt on it and pushed); a remote that holds an unrelated
 // history is refused, and the board stays as it was.
 func (w *Workspace) SetRemote(ctx context.Context, url string) error {
-	previous := w.repo.RemoteURL(RemoteName)
-	if err := w.repo.SetUpstream(RemoteName, url); err != nil {
+	previous := w.b.repo.RemoteURL(RemoteName)
+	if err := w.b.repo.SetUpstream(RemoteName, url); err != nil {
 		return err
 	}
 	undo := func(cause error) error {
 		if previous != "" {
-			return errors.Join(cause, w.repo.SetUpstream(RemoteName, previous))
+			return errors.Join(cause, w.b.repo.SetUpstream(RemoteName, previous))
 		}
-		return errors.Join(cause, w.repo.RemoveRemote(RemoteName))
+		return errors.Join(cause, w.b.repo.RemoveRemote(RemoteName))
 	}
-	if err := w.repo.Fetch(ctx, RemoteName); err != nil {
+	if err := w.b.repo.Fetch(ctx, RemoteName); err != nil {
 		return undo(err)
 	}
-	theirs, err := w.repo.Tracking(RemoteName)
+	theirs, err := w.b.repo.Tracking(RemoteName)
 	if err != nil {
 		return undo(err)
 	}
-	ours, err := w.repo.Head()
+	ours, err := w.b.repo.Head()
 	if err != nil {
 		return undo(err)
 	}
 	if !theirs.IsZero() {
-		base, err := w.repo.MergeBase(theirs, ours)
+		base, err := w.b.repo.MergeBase(theirs, ours)
 		if err != nil {
 			return undo(err)
 		}
@@ -439,8 +516,9 @@ func (w *Workspace) SetRemote(ctx context.Context, url string) error {
 				"attach an empty repository, or clone that board with `blackboard-mcp clone`", gitver.Redact(url), ours.Short()))
 		}
 	}
-	w.remote = RemoteName
-	return w.withWriteLock(w.followRemoteLocked)
+	r := &gitRemote{board: w.b, remote: RemoteName, lock: w.lock, mover: w.mover}
+	w.up, w.people.up, w.pipe.up = r, r, r
+	return w.lock.with(r.follow)
 }
 
 // RemoteStatus is what `blackboard-mcp remote` shows.
@@ -463,28 +541,29 @@ type RemoteStatus struct {
 // RemoteStatus fetches and reports where the board stands against its
 // remote.
 func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
-	if w.remote == "" {
+	r := w.gitRemote()
+	if r == nil {
 		return nil, nil
 	}
-	st := &RemoteStatus{Name: w.remote, URL: w.repo.RemoteURL(w.remote)}
-	if err := w.repo.Fetch(ctx, w.remote); err != nil {
+	st := &RemoteStatus{Name: r.remote, URL: w.b.repo.RemoteURL(r.remote)}
+	if err := w.b.repo.Fetch(ctx, r.remote); err != nil {
 		st.Problem = err.Error()
 	}
 	var err error
-	if st.Local, err = w.repo.Head(); err != nil {
+	if st.Local, err = w.b.repo.Head(); err != nil {
 		return nil, err
 	}
-	if st.Remote, err = w.repo.Tracking(w.remote); err != nil {
+	if st.Remote, err = w.b.repo.Tracking(r.remote); err != nil {
 		return nil, err
 	}
-	st.LastSync = w.repo.LastSync()
-	if st.Waiting, err = w.repo.Subjects(st.Remote, st.Local, 20); err != nil {
+	st.LastSync = w.b.repo.LastSync()
+	if st.Waiting, err = w.b.repo.Subjects(st.Remote, st.Local, 20); err != nil {
 		return nil, err
 	}
-	if st.WaitingCount, err = w.repo.Count(st.Remote, st.Local); err != nil {
+	if st.WaitingCount, err = w.b.repo.Count(st.Remote, st.Local); err != nil {
 		return nil, err
 	}
-	st.Behind, err = w.repo.Count(st.Local, st.Remote)
+	st.Behind, err = w.b.repo.Count(st.Local, st.Remote)
 	return st, err
 }
 
@@ -493,46 +572,47 @@ func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
 // content is this clone's board, so every commit either side had stays in
 // the history and no note's version goes down. It returns the merge.
 func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
-	if w.remote == "" {
+	r := w.gitRemote()
+	if r == nil {
 		return gitver.ZeroHash, errors.New("the board has no remote")
 	}
 	var merge gitver.Hash
-	err := w.withWriteLock(func() error {
-		if err := w.repo.Fetch(ctx, w.remote); !errors.Is(err, gitver.ErrRemoteRewritten) {
+	err := w.lock.with(func() error {
+		if err := w.b.repo.Fetch(ctx, r.remote); !errors.Is(err, gitver.ErrRemoteRewritten) {
 			if err == nil {
-				return fmt.Errorf("the history of %s was not rewritten: nothing to repair", w.remote)
+				return fmt.Errorf("the history of %s was not rewritten: nothing to repair", r.remote)
 			}
 			return err
 		}
-		ref := "refs/blackboard/rewritten/" + w.remote
-		theirs, err := w.repo.FetchRewritten(ctx, w.remote, ref)
+		ref := "refs/blackboard/rewritten/" + r.remote
+		theirs, err := w.b.repo.FetchRewritten(ctx, r.remote, ref)
 		if err != nil {
 			return err
 		}
-		ours, err := w.repo.Head()
+		ours, err := w.b.repo.Head()
 		if err != nil {
 			return err
 		}
-		head, err := w.repo.ReadCommit(ours)
+		head, err := w.b.repo.ReadCommit(ours)
 		if err != nil {
 			return err
 		}
-		branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
-		who := w.agentSignature(note.InitAgent)
-		merge, err = w.repo.MergeCommit(head.Tree, []gitver.Hash{theirs, ours}, who, fmt.Sprintf(
+		branch := strings.TrimPrefix(w.b.repo.Branch(), "refs/heads/")
+		who := w.b.agentSignature(note.InitAgent)
+		merge, err = w.b.repo.MergeCommit(head.Tree, []gitver.Hash{theirs, ours}, who, fmt.Sprintf(
 			"keep the board's history after %s/%s was rewritten\n\nThe remote's %s was replaced by a history that does not hold what this clone\n"+
 				"had fetched (a force-push). This merge joins both: the board's content is this\nclone's, and every commit of either history stays, so no version goes down.\n",
-			w.remote, branch, branch))
+			r.remote, branch, branch))
 		if err != nil {
 			return err
 		}
-		if err := w.repo.PushOver(ctx, w.remote, merge, theirs); err != nil {
-			return w.remoteFailure(err)
+		if err := w.b.repo.PushOver(ctx, r.remote, merge, theirs); err != nil {
+			return w.up.failure(err)
 		}
-		if _, err := w.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+w.remote, nil); err != nil {
+		if _, err := w.mover.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+r.remote, nil); err != nil {
 			return err
 		}
-		return w.repo.DeleteRef(ref)
+		return w.b.repo.DeleteRef(ref)
 	})
 	return merge, err
 }
@@ -543,11 +623,12 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 // rewrite or delete the board's history there; for a hosted remote, the
 // advice names the host's own setting.
 func (w *Workspace) RemoteCheck(ctx context.Context) (done, advice string, err error) {
-	if w.remote == "" {
+	r := w.gitRemote()
+	if r == nil {
 		return "", "", errors.New("the board has no remote")
 	}
-	url := w.repo.RemoteURL(w.remote)
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	url := w.b.repo.RemoteURL(r.remote)
+	branch := strings.TrimPrefix(w.b.repo.Branch(), "refs/heads/")
 	if path, local := strings.CutPrefix(url, "file://"); local || filepath.IsAbs(url) {
 		if !local {
 			path = url
@@ -569,4 +650,33 @@ func (w *Workspace) RemoteCheck(ctx context.Context) (done, advice string, err e
 			"or the host's protected-branch setting for " + branch
 	}
 	return "", advice, nil
+}
+
+// pushPacing is the least time between two pushes to the board's remote:
+// git config blackboard.pushInterval (a duration, "10s"), else 10 seconds
+// for a host that asks for at most 6 pushes a minute to one repository,
+// else none.
+func (r *gitRemote) pushPacing() time.Duration {
+	if r.remote == "" {
+		return 0
+	}
+	if d, ok := r.repo.ConfigDuration("blackboard", "pushInterval"); ok {
+		return d
+	}
+	if gitver.HostPacesPushes(r.repo.RemoteURL(r.remote)) {
+		return 10 * time.Second
+	}
+	return 0
+}
+
+// pacePush waits until the pacing allows the next push; writes that come
+// meanwhile join it.
+func (r *gitRemote) pacePush() {
+	pace := r.pushPacing()
+	if pace <= 0 {
+		return
+	}
+	if wait := time.Until(r.repo.LastPush().Add(pace)); wait > 0 {
+		time.Sleep(wait)
+	}
 }

@@ -10,15 +10,15 @@ import (
 // commit of people's edits runs the repairs first, under the write lock,
 // after any interrupted write is finished; a watching server also runs them
 // every second while there may be something to repair (Repair).
-func (w *Workspace) repair() error {
+func (p *people) repair() error {
 	for _, r := range []struct {
 		do   func() error
 		what string
 	}{
-		{w.bringBackDropped, "look for agents' commits a reset dropped from the branch"},                // rescue.go
-		{w.placeUnplaced, "put in place the files of writes made while another branch was checked out"}, // unplaced.go
-		{w.takeBackLeaked, "take writes' files back out of another branch's checkout"},                  // unplaced.go
-		{w.takeDisplaced, "look at files a write replaced while a person had them open"},                // displaced.go
+		{p.bringBackDropped, "look for agents' commits a reset dropped from the branch"},                // rescue.go
+		{p.placeUnplaced, "put in place the files of writes made while another branch was checked out"}, // unplaced.go
+		{p.takeBackLeaked, "take writes' files back out of another branch's checkout"},                  // unplaced.go
+		{p.takeDisplaced, "look at files a write replaced while a person had them open"},                // displaced.go
 	} {
 		if err := r.do(); err != nil {
 			return fmt.Errorf("%s: %w", r.what, err)
@@ -27,22 +27,65 @@ func (w *Workspace) repair() error {
 	return nil
 }
 
-// Repair runs the repairs and commits what they turned up (text taken from
-// a replaced file, say) as people's edits. A watching server calls it every
-// second while NeedsRepair.
-func (w *Workspace) Repair() error {
-	return w.withWriteLock(func() error { // which runs the repairs first
-		_, _, err := w.commitEditsLocked(nil)
-		if errors.Is(err, ErrWorkTreeBusy) {
-			return nil
+// prepare readies the board for a tool write of the note uri names, in
+// the hold of the write lock that builds it: on a board without a remote,
+// agents' commits a person's reset dropped come back first (rescue.go:
+// they come back before anything is built on the branch); then people's
+// edits to the note are committed, each its own commit (pushed on its
+// own): rare, and they drop pending writes, whose writers build them
+// again. The pipeline calls it once before each build.
+func (p *people) prepare(uri string) error {
+	if p.up.onBranch() {
+		if err := p.bringBackDropped(); err != nil {
+			return err
 		}
-		return err
-	})
+	}
+	if key, ok := p.keyOf(uri); ok {
+		if _, err := p.adoptEdits(key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// NeedsRepair reports whether there may be something to repair that no
-// event announces: files kept for a person who may still write into them,
-// or another branch checked out.
-func (w *Workspace) NeedsRepair() bool {
-	return w.displaced.kept.Load() || w.repo.WorkTree().Elsewhere != ""
+// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
+// most maxMoves times, running the repairs before each new attempt (what
+// moved may need one: a checkout that ended meanwhile); past that, the
+// write is a conflict the caller may try again. An attempt that lost the
+// remote to another clone's push (errRemoteMoved) runs again after a
+// random pause that grows with each loss, for at most maxRemoteRace.
+// The caller holds the write lock.
+func (p *people) whileBranchMoves(op, uri string, attempt func() error) error {
+	fetched := false
+	race := remoteRace{op: op, uri: uri}
+	for moves := 0; moves < maxMoves; {
+		if moves+race.lost > 0 {
+			if err := p.repair(); err != nil {
+				return err
+			}
+		}
+		err := attempt()
+		if errors.Is(err, ErrConflict) && !fetched {
+			// This clone may be behind the remote, where the write would
+			// count: a conflict is answered against what it holds now.
+			fetched = true
+			if moved, ferr := p.up.refresh(); ferr == nil && moved {
+				moves++
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, errRemoteMoved):
+			race.lose()
+			if err := race.over(); err != nil {
+				return err
+			}
+			race.pause()
+		case errors.Is(err, errBranchMoved):
+			moves++
+		default:
+			return err
+		}
+	}
+	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }

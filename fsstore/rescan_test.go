@@ -40,7 +40,7 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	if _, err := w.CommitEdits(); err != nil {
 		t.Fatal(err)
 	}
-	paths, _, ok := w.rescanUnlocked()
+	paths, _, ok := w.people.rescanUnlocked()
 	if !ok || len(paths) != 0 {
 		t.Fatalf("an untouched tree: paths %q, ok %v", paths, ok)
 	}
@@ -52,7 +52,7 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	// A commit the index has not seen: its file is on disk as committed.
 	writeFile(t, w, "research/n9.md", "---\ndigest: committed by hand\n---\nbody\n")
 	fixtures.Git(t, w.Dir(), "commit", "-qm", "by hand", "--", "research/n9.md")
-	paths, _, ok = w.rescanUnlocked()
+	paths, _, ok = w.people.rescanUnlocked()
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	if want := []string{"research/added.md", "research/n3.md", "research/n7.md", "research/n9.md"}; !ok || !slices.Equal(paths, want) {
@@ -113,7 +113,7 @@ func TestRescanMissesNoEdit(t *testing.T) {
 			hourAgo := time.Now().Add(-time.Hour)
 			_ = os.Chtimes(file, hourAgo, hourAgo)
 		}
-		named, _, ok := w.rescanUnlocked()
+		named, _, ok := w.people.rescanUnlocked()
 		if !ok {
 			continue // the whole tree is compared under the lock
 		}

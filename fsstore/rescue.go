@@ -51,24 +51,24 @@ const maxDropped = 10000
 
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
-func (w *Workspace) bringBackDropped() error {
-	own, found, err := w.repo.LastMoveBy(ownMove)
+func (p *people) bringBackDropped() error {
+	own, found, err := p.repo.LastMoveBy(ownMove)
 	if err != nil || !found {
 		return err
 	}
 	ours := own.New
-	head, err := w.repo.Head()
+	head, err := p.repo.Head()
 	if err != nil || head == ours {
 		return err
 	}
-	if held, err := w.reaches(head, ours); err != nil || held {
+	if held, err := p.reaches(head, ours); err != nil || held {
 		return err // commits, merges and pulls on top keep the program's commit
 	}
 	// The branch no longer holds the program's last commit. The moves that
 	// left it say how. git and this program both log a move while they
 	// hold the branch's lock, so the reflog has them in order; all of those
 	// that moved away from the program's commit are read.
-	moves, err := w.repo.RecentBranchMoves()
+	moves, err := p.repo.RecentBranchMoves()
 	if err != nil {
 		return err
 	}
@@ -89,21 +89,21 @@ func (w *Workspace) bringBackDropped() error {
 	if resets == 0 {
 		return nil // not a reset: a rebase or a pull rewrote it, and has its content
 	}
-	dropped, behind, err := w.droppedProgramCommits(ours, head)
+	dropped, behind, err := p.droppedProgramCommits(ours, head)
 	if err != nil || dropped == 0 {
 		return err
 	}
 	move := gitver.ReflogEntry{Old: ours, New: head, Message: moves[len(moves)-1].Message}
 	if races == resets {
-		if behind && w.repo.WorkTree().Operation == "" {
-			return w.restoreBranch(move, dropped)
+		if behind && p.repo.WorkTree().Operation == "" {
+			return p.restoreBranch(move, dropped)
 		}
-		return w.keepDropped(move, dropped)
+		return p.keepDropped(move, dropped)
 	}
-	if done, err := w.undoOnTop(ours, head, rewind, dropped); err != nil || done {
+	if done, err := p.undoOnTop(ours, head, rewind, dropped); err != nil || done {
 		return err
 	}
-	return w.keepDropped(move, dropped)
+	return p.keepDropped(move, dropped)
 }
 
 // undoOnTop keeps a person's rewind of the branch to an older commit of its
@@ -117,30 +117,30 @@ func (w *Workspace) bringBackDropped() error {
 // rewind went somewhere this cannot describe (to a commit that is not in
 // the dropped commits' history, or followed by more than a linear history
 // of commits on top): that case is kept under a rescue ref.
-func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
-	if onOurs, err := w.reaches(ours, rewind.New); err != nil || !onOurs {
+func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
+	if onOurs, err := p.reaches(ours, rewind.New); err != nil || !onOurs {
 		return false, err
 	}
 	// The person's commits on the rewound branch, newest first.
-	since, found, err := w.commitsUntil(head, rewind.New, maxDropped)
+	since, found, err := p.commitsUntil(head, rewind.New, maxDropped)
 	if err != nil || !found {
 		return false, err
 	}
-	if w.repo.WorkTree().Operation != "" {
+	if p.repo.WorkTree().Operation != "" {
 		return true, nil // the person is in the middle of a merge or rebase: look again when it is over
 	}
-	to, err := w.repo.ReadCommit(rewind.New)
+	to, err := p.repo.ReadCommit(rewind.New)
 	if err != nil {
 		return false, err
 	}
-	program := w.agentSignature(note.InitAgent)
+	program := p.agentSignature(note.InitAgent)
 	person := rewind.Who
 	if person.Name == "" || person.When.IsZero() {
-		person = w.personSignature()
+		person = p.personSignature()
 	}
-	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+	branch := strings.TrimPrefix(p.repo.Branch(), "refs/heads/")
 	what := strings.TrimPrefix(rewind.Message, "reset: moving to ")
-	tip, err := w.repo.WriteCommit(gitver.CommitObject{
+	tip, err := p.repo.WriteCommit(gitver.CommitObject{
 		Tree: to.Tree, Parents: []gitver.Hash{ours}, Author: person, Committer: program,
 		Message: fmt.Sprintf("rewind %s to %s (%s)\n\n"+
 			"A person reset %s to %s, past %d of the board's commits. This commit puts\n"+
@@ -153,7 +153,7 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 	}
 	for i := len(since) - 1; i >= 0; i-- {
 		c := since[i]
-		if tip, err = w.repo.WriteCommit(gitver.CommitObject{
+		if tip, err = p.repo.WriteCommit(gitver.CommitObject{
 			Tree: c.Tree, Parents: append([]gitver.Hash{tip}, c.Parents[1:]...),
 			Author: c.Author, Committer: c.Committer, Message: c.Message,
 		}); err != nil {
@@ -161,13 +161,13 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 		}
 	}
 	reason := fmt.Sprintf(ownMove+"keep `%s` as an undo on top of the %d commits it dropped", rewind.Message, dropped)
-	if err := w.repo.UpdateBranch(head, tip, program, reason); err != nil {
+	if err := p.repo.UpdateBranch(head, tip, program, reason); err != nil {
 		if errors.Is(err, gitver.ErrBranchMoved) {
 			return true, nil // moved meanwhile: the next look decides
 		}
 		return false, err
 	}
-	w.logf("`%s` rewound %s past %d of the board's commits; the rewound content stands as a new commit on top of them "+
+	p.logf("`%s` rewound %s past %d of the board's commits; the rewound content stands as a new commit on top of them "+
 		"(%s), so the notes it changed get new versions; `git log %s` shows all of it", rewind.Message, branch, dropped,
 		tip.Short(), branch)
 	return true, nil
@@ -175,8 +175,8 @@ func (w *Workspace) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry,
 
 // reaches reports whether target is on the first-parent history of from,
 // within maxDropped commits.
-func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
-	_, found, err := w.commitsUntil(from, target, maxDropped)
+func (p *people) reaches(from, target gitver.Hash) (bool, error) {
+	_, found, err := p.commitsUntil(from, target, maxDropped)
 	return found, err
 }
 
@@ -184,8 +184,8 @@ func (w *Workspace) reaches(from, target gitver.Hash) (bool, error) {
 // history of from that are not on to's: those a move from from to to
 // dropped. onChain is false when to is not an ancestor of from within
 // maxDropped commits (the branch went elsewhere).
-func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
-	chain, onChain, err := w.commitsUntil(from, to, maxDropped)
+func (p *people) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
+	chain, onChain, err := p.commitsUntil(from, to, maxDropped)
 	for _, c := range chain {
 		if note.ByProgram(c.Message) {
 			n++
@@ -196,34 +196,34 @@ func (w *Workspace) droppedProgramCommits(from, to gitver.Hash) (n int, onChain 
 
 // restoreBranch moves the branch forward again to the commits a racing
 // reset dropped, and puts their files back.
-func (w *Workspace) restoreBranch(move gitver.ReflogEntry, dropped int) error {
+func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
-	moved, err := w.moveBranchWithFiles(move.New, move.Old, reason, nil)
+	moved, err := p.mover.moveBranchWithFiles(move.New, move.Old, reason, nil)
 	if err != nil || !moved {
 		return err
 	}
-	w.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
-		"they are back (%s), with their files", dropped, strings.TrimPrefix(w.repo.Branch(), "refs/heads/"), move.Old.Short())
+	p.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
+		"they are back (%s), with their files", dropped, strings.TrimPrefix(p.repo.Branch(), "refs/heads/"), move.Old.Short())
 	return nil
 }
 
 // keepDropped keeps the commits a rewind dropped under a rescue ref, once.
-func (w *Workspace) keepDropped(move gitver.ReflogEntry, dropped int) error {
+func (p *people) keepDropped(move gitver.ReflogEntry, dropped int) error {
 	name := RescuePrefix + move.Old.String()
-	kept, err := w.repo.Refs(RescuePrefix)
+	kept, err := p.repo.Refs(RescuePrefix)
 	if err != nil {
 		return err
 	}
 	if _, ok := kept[name]; ok {
 		return nil
 	}
-	who := w.agentSignature(note.InitAgent)
+	who := p.agentSignature(note.InitAgent)
 	who.When = time.Now()
-	if err := w.repo.UpdateRef(name, gitver.ZeroHash, move.Old, who, ownMove+"keep what `"+move.Message+"` dropped"); err != nil {
+	if err := p.repo.UpdateRef(name, gitver.ZeroHash, move.Old, who, ownMove+"keep what `"+move.Message+"` dropped"); err != nil {
 		return err
 	}
-	w.logf("`%s` dropped %d of the board's commits from %s; they are kept under %s: `git log %s..%s` shows them, "+
-		"`git merge %s` brings them back", move.Message, dropped, strings.TrimPrefix(w.repo.Branch(), "refs/heads/"),
+	p.logf("`%s` dropped %d of the board's commits from %s; they are kept under %s: `git log %s..%s` shows them, "+
+		"`git merge %s` brings them back", move.Message, dropped, strings.TrimPrefix(p.repo.Branch(), "refs/heads/"),
 		name, move.New.Short(), name, name)
 	return nil
 }

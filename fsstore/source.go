@@ -22,7 +22,7 @@ import (
 // lie under one of the source roots once every symbolic link is resolved; it
 // must be a regular file (a FIFO would block, a device never ends) and at most
 // note.MaxContentBytes, checked before and while reading.
-func (w *Workspace) readSource(op, uri, p string) (content []byte, summary string, err error) {
+func (b *board) readSource(op, uri, p string) (content []byte, summary string, err error) {
 	bad := func(kind error, format string, args ...any) ([]byte, string, error) {
 		return nil, "", errorf(op, uri, kind, format, args...)
 	}
@@ -37,7 +37,7 @@ func (w *Workspace) readSource(op, uri, p string) (content []byte, summary strin
 	if err != nil {
 		return bad(ErrNotFound, "source_path %s does not exist or cannot be read", p)
 	}
-	board := w.dir
+	board := b.dir
 	if r, err := filepath.EvalSymlinks(board); err == nil {
 		board = r
 	}
@@ -45,7 +45,7 @@ func (w *Workspace) readSource(op, uri, p string) (content []byte, summary strin
 		return bad(ErrForbidden, "source_path %s lies inside the board itself; read notes with get_state", p)
 	}
 	root := ""
-	for _, r := range w.sourceRoots {
+	for _, r := range b.sourceRoots {
 		if rel, err := filepath.Rel(r, real); err == nil && filepath.IsLocal(rel) {
 			root = r
 			break

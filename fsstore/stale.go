@@ -80,7 +80,7 @@ const (
 // staleLook judges changed files against the branch's recent history,
 // read from head back, once for the whole comparison.
 type staleLook struct {
-	w    *Workspace
+	p    *people
 	head gitver.Hash
 	// chain is the first-parent history of head read so far, newest first.
 	chain []*gitver.CommitInfo
@@ -109,7 +109,7 @@ func (l *staleLook) verdict(p string, blob gitver.Hash, fi fs.FileInfo) (staleVe
 			return notStale, err
 		}
 		if !child.IsZero() {
-			had, err := l.w.repo.PathBlob(c.Hash, p)
+			had, err := l.p.repo.PathBlob(c.Hash, p)
 			if err != nil {
 				return notStale, err
 			}
@@ -163,7 +163,7 @@ const maxArrivalWalk = 256
 // along first parents to its old one. A commit brought more than once (the
 // branch moved back and forward) keeps the latest.
 func (l *staleLook) readArrivals() error {
-	moves, err := l.w.repo.RecentBranchMoves()
+	moves, err := l.p.repo.RecentBranchMoves()
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (l *staleLook) readArrivals() error {
 				break
 			}
 			l.arrivals[at] = m.Who.When
-			c, err := l.w.repo.ReadCommit(at)
+			c, err := l.p.repo.ReadCommit(at)
 			if err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
 			l.ended = true
 			break
 		}
-		c, err := l.w.repo.ReadCommit(next)
+		c, err := l.p.repo.ReadCommit(next)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +226,7 @@ func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
 // sibling that holds this already is used again (a comparison cut short
 // before its commit). The caller holds the write lock.
 func (l *staleLook) keep(key string, blob gitver.Hash) (fileChange, error) {
-	w := l.w
+	w := l.p
 	sibling, content, err := w.contradicting(key, blob, l.head)
 	if err != nil {
 		return fileChange{}, err
@@ -250,7 +250,7 @@ func (l *staleLook) keep(key string, blob gitver.Hash) (fileChange, error) {
 			if err != nil {
 				return fileChange{}, err
 			}
-			if _, err := w.place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
+			if _, err := w.mover.place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
 				return fileChange{}, err
 			}
 			if err := w.files.SyncDir(path.Dir(p)); err != nil {

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -25,12 +23,13 @@ import (
 // published with the others (a group) is the queue's to decide
 // (queue.go); the build is the same.
 type writeTx struct {
+	q    *pipeline   // what builds it
 	head gitver.Hash // the branch when the write began
 	base gitver.Hash // what the write builds on: head, or the pending writes' tip
 	tip  gitver.Hash // base, then the write's own commit once built
-	// commit is the write's commit once built: its objects are staged in
+	// built is the write's commit once built: its objects are staged in
 	// memory (gitver.Repo.Stage), readable until the group writes them.
-	commit *gitver.PendingCommit
+	built *gitver.PendingCommit
 	// changes are the files the commit changed, as gitver.Repo.Changes
 	// lists them, so that nothing need diff its trees again.
 	changes []gitver.PathChange
@@ -47,11 +46,11 @@ type writeTx struct {
 // branch went since (a person's reset), and then the write starts over
 // (errBranchMoved), or it would check its expect_version against one
 // commit and build on another.
-func (w *Workspace) noteIn(tx *writeTx, key string) (index.Note, error) {
+func (tx *writeTx) noteIn(key string) (index.Note, error) {
 	if tx.base == tx.head {
-		return w.noteAtIndex(key, tx.head)
+		return tx.q.noteAtIndex(key, tx.head)
 	}
-	return w.pendingNote(key, tx)
+	return tx.pendingNote(key)
 }
 
 // commit builds the write's commit of changes on tx's base, and makes it
@@ -60,28 +59,28 @@ func (w *Workspace) noteIn(tx *writeTx, key string) (index.Note, error) {
 // whose content at its files differs from a parent's (gitver.Repo.Changes),
 // so a write that changes nothing is no version: it must make no commit,
 // or it would be acknowledged at a version that no reader of git counts.
-func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Signature, message string) (committed bool, err error) {
+func (tx *writeTx) commit(changes []fileChange, author gitver.Signature, message string) (committed bool, err error) {
 	if tx.tip != tx.base {
 		return false, fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
 	}
-	real, diff, err := w.changesAt(tx.base, changes)
+	real, diff, err := tx.q.changesAt(tx.base, changes)
 	if err != nil || len(real) == 0 {
 		return false, err
 	}
-	if wt := w.repo.WorkTree(); wt.Operation != "" {
+	if wt := tx.q.repo.WorkTree(); wt.Operation != "" {
 		return false, busyWithGit(wt)
 	}
-	pending, err := w.repo.BuildCommit(commitRequest(tx.base, real, author, message))
+	pending, err := tx.q.repo.BuildCommit(commitRequest(tx.base, real, author, message))
 	if err != nil {
 		return false, err
 	}
-	w.repo.Stage(pending)
+	tx.q.repo.Stage(pending)
 	if !tx.stageOnly {
 		if err := pending.Write(); err != nil {
 			return false, err
 		}
 	}
-	tx.tip, tx.commit, tx.changes = pending.Hash, pending, diff
+	tx.tip, tx.built, tx.changes = pending.Hash, pending, diff
 	return true, nil
 }
 
@@ -90,10 +89,10 @@ func (w *Workspace) commit(tx *writeTx, changes []fileChange, author gitver.Sign
 // file's blob before and after, by path. The blobs before come from the
 // derived index when it is at parent (a write on the branch), else from
 // git (a write on pending writes).
-func (w *Workspace) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
+func (bd *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
 	olds := make([]gitver.Hash, len(changes))
 	indexed := false
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := bd.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
 		if err != nil || at != parent {
 			return err
@@ -113,7 +112,7 @@ func (w *Workspace) changesAt(parent gitver.Hash, changes []fileChange) ([]fileC
 	var diff []gitver.PathChange
 	for i, c := range changes {
 		if !indexed {
-			if olds[i], err = w.repo.PathBlob(parent, c.path); err != nil {
+			if olds[i], err = bd.repo.PathBlob(parent, c.path); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -142,14 +141,14 @@ type builtWrite struct {
 }
 
 // is reports whether c is the write, as built or rebased.
-func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
+func (b *builtWrite) is(repo *gitver.Repo, c *gitver.CommitInfo) (bool, error) {
 	if c.Hash == b.commit {
 		return true, nil
 	}
 	if c.Message != b.info.Message {
 		return false, nil
 	}
-	diff, err := w.repo.Changes(c)
+	diff, err := repo.Changes(c)
 	if err != nil || len(diff) != len(b.diff) {
 		return false, err
 	}
@@ -168,26 +167,26 @@ func (b *builtWrite) is(w *Workspace, c *gitver.CommitInfo) (bool, error) {
 // the branch's move to the pushed commits; it follows the remote later).
 // Looked for on the local branch alone, such a write was built again, and
 // answered conflict against its own version.
-func (w *Workspace) landed(head gitver.Hash, mine *builtWrite) (bool, error) {
-	if found, err := w.findWrite(head, mine.head, mine); err != nil || found || w.remote == "" {
+func (q *pipeline) landed(head gitver.Hash, mine *builtWrite) (bool, error) {
+	if found, err := q.findWrite(head, mine.head, mine); err != nil || found {
 		return found, err
 	}
-	theirs, err := w.repo.Tracking(w.remote)
+	theirs, err := q.up.tracking()
 	if err != nil || theirs.IsZero() || theirs == head {
 		return false, err
 	}
-	return w.findWrite(theirs, mine.head, mine)
+	return q.findWrite(theirs, mine.head, mine)
 }
 
 // findWrite reports whether the first-parent history from from, down to
 // stop, holds the write.
-func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {
-	chain, _, err := w.commitsUntil(from, stop, maxPending)
+func (q *pipeline) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {
+	chain, _, err := q.commitsUntil(from, stop, maxPending)
 	if err != nil {
 		return false, err
 	}
 	for _, c := range chain {
-		if found, err := mine.is(w, c); err != nil || found {
+		if found, err := mine.is(q.repo, c); err != nil || found {
 			return found, err
 		}
 	}
@@ -199,10 +198,10 @@ func (w *Workspace) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, e
 // person's commit moves the branch under it. blockedByPending says a
 // failure may be a conflict with pending writes. The caller holds the
 // write lock.
-func (w *Workspace) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
-	err = w.whileBranchMoves(op, uri, func() error {
+func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+	err = q.people.whileBranchMoves(op, uri, func() error {
 		var err error
-		mine, blockedByPending, err = w.buildWrite(uri, attempt, built)
+		mine, blockedByPending, err = q.buildWrite(uri, attempt, built)
 		return err
 	})
 	return mine, blockedByPending, err
@@ -212,33 +211,23 @@ func (w *Workspace) buildPending(op, uri string, attempt func(*writeTx) error, b
 // tip, or on the branch when none is pending, and makes its commit the
 // tip in built. mine is nil for a write answered without a commit (it
 // changed nothing) or refused. The caller holds the write lock.
-func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
-	if w.remote == "" {
-		// A reset may have dropped the program's commits (rescue.go):
-		// they come back before anything is built on the branch.
-		if err := w.bringBackDropped(); err != nil {
-			return nil, false, err
-		}
+func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+	// The work tree as the write must see it: people's edits to its
+	// note committed first.
+	if err := q.people.prepare(uri); err != nil {
+		return nil, false, err
 	}
-	// People's edits to the note go first, each its own commit (pushed on
-	// its own): rare, and they drop pending writes, whose writers build
-	// them again.
-	if key, ok := w.keyOf(uri); ok {
-		if _, err := w.adoptEdits(key); err != nil {
-			return nil, false, err
-		}
-	}
-	head, err := w.repo.Head()
+	head, err := q.repo.Head()
 	if err != nil {
 		return nil, false, err
 	}
 	base := built.tip
 	if base.IsZero() || built.head != head {
-		if base, err = w.pendingTip(head); err != nil {
+		if base, err = q.pendingTip(head); err != nil {
 			return nil, false, err
 		}
 	}
-	tx := &writeTx{head: head, base: base, tip: base, stageOnly: w.remote == ""}
+	tx := &writeTx{q: q, head: head, base: base, tip: base, stageOnly: q.up.onBranch()}
 	if err := attempt(tx); err != nil {
 		return nil, base != head && errors.Is(err, ErrConflict), err
 	}
@@ -249,34 +238,34 @@ func (w *Workspace) buildWrite(uri string, attempt func(*writeTx) error, built *
 		// the answer waits for them, and the write is built again on the
 		// branch they reach.
 		if base != head {
-			if touched, err := w.pendingTouched(tx, uri); err != nil || touched {
+			if touched, err := tx.pendingTouched(uri); err != nil || touched {
 				return nil, err == nil, errors.Join(err, errorf("write", uri, ErrConflict,
 					"another write of this note is being committed; read it, then write again if it still differs"))
 			}
 		}
 		return nil, false, nil
 	}
-	info, err := w.repo.ReadCommit(tx.tip)
+	info, err := q.repo.ReadCommit(tx.tip)
 	if err != nil {
 		return nil, false, err
 	}
-	w.rememberChanges(info.Hash, tx.changes)
+	q.rememberChanges(info.Hash, tx.changes)
 	*built = builtTip{head: head, tip: tx.tip}
-	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.commit}, false, nil
+	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.built}, false, nil
 }
 
 // pendingTouched reports whether the pending writes under tx changed the
 // note uri names.
-func (w *Workspace) pendingTouched(tx *writeTx, uri string) (bool, error) {
-	key, ok := w.keyOf(uri)
+func (tx *writeTx) pendingTouched(uri string) (bool, error) {
+	key, ok := tx.q.keyOf(uri)
 	if !ok {
 		return false, nil
 	}
-	published, err := w.noteAtIndex(key, tx.head)
+	published, err := tx.q.noteAtIndex(key, tx.head)
 	if err != nil {
 		return false, err
 	}
-	pending, err := w.pendingNote(key, tx)
+	pending, err := tx.pendingNote(key)
 	return pending.Version != published.Version, err
 }
 
@@ -286,8 +275,8 @@ func (w *Workspace) pendingTouched(tx *writeTx, uri string) (bool, error) {
 type builtTip struct{ head, tip gitver.Hash }
 
 // keyOf is the note key a tool write's address names.
-func (w *Workspace) keyOf(uri string) (string, bool) {
-	a, err := w.parseAddress(uri)
+func (b *board) keyOf(uri string) (string, bool) {
+	a, err := b.parseAddress(uri)
 	if err != nil {
 		return "", false
 	}
@@ -297,23 +286,23 @@ func (w *Workspace) keyOf(uri string) (string, bool) {
 // pendingNote is the note at key as the pending writes left it: the
 // derived index's at the branch, then each pending commit that changed its
 // file counted as a version.
-func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
-	n, err := w.noteAtIndex(key, b.head)
-	if err != nil || b.base == b.head {
+func (tx *writeTx) pendingNote(key string) (index.Note, error) {
+	n, err := tx.q.noteAtIndex(key, tx.head)
+	if err != nil || tx.base == tx.head {
 		return n, err
 	}
-	chain, _, err := w.commitsUntil(b.base, b.head, maxPending)
+	chain, _, err := tx.q.commitsUntil(tx.base, tx.head, maxPending)
 	if err != nil {
 		return n, err
 	}
 	notePath := key + ".md"
 	var latest *gitver.CommitInfo
 	for i, c := range chain { // newest first
-		parent := b.head
+		parent := tx.head
 		if i+1 < len(chain) {
 			parent = chain[i+1].Hash
 		}
-		changed, err := w.pendingChanged(c, parent, key)
+		changed, err := tx.q.pendingChanged(c, parent, key)
 		if err != nil {
 			return n, err
 		}
@@ -328,14 +317,14 @@ func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
 		return n, nil
 	}
 	n.LastAuthor = latest.Author.Name
-	if n.NoteBlob, err = w.repo.PathBlob(b.base, notePath); err != nil {
+	if n.NoteBlob, err = tx.q.repo.PathBlob(tx.base, notePath); err != nil {
 		return n, err
 	}
 	n.Present, n.Digest, n.ContentPath, n.ContentBlob = !n.NoteBlob.IsZero(), "", "", gitver.ZeroHash
 	if !n.Present {
 		return n, nil
 	}
-	raw, err := w.repo.ReadBlob(n.NoteBlob)
+	raw, err := tx.q.repo.ReadBlob(n.NoteBlob)
 	if err != nil {
 		return n, err
 	}
@@ -348,7 +337,7 @@ func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
 		for _, p := range note.BlobFiles(key) {
 			if path.Base(p) == name {
 				n.ContentPath = p
-				n.ContentBlob, err = w.repo.PathBlob(b.base, p)
+				n.ContentBlob, err = tx.q.repo.PathBlob(tx.base, p)
 			}
 		}
 	}
@@ -362,18 +351,18 @@ func (w *Workspace) pendingNote(key string, b *writeTx) (index.Note, error) {
 // pending commit is a tool write, which changes its own note's files
 // alone, and its message names the note: the commits of other notes'
 // writes (other processes', mostly) need no diff.
-func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
-	if about, _, ok := w.messageKey(c.Message); ok {
+func (q *pipeline) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
+	if about, _, ok := q.messageKey(c.Message); ok {
 		if about != key {
 			return false, nil
 		}
-		p, err := w.repo.ReadCommit(parent)
+		p, err := q.repo.ReadCommit(parent)
 		if err != nil {
 			return false, err
 		}
 		return p.Tree != c.Tree, nil
 	}
-	diff, err := w.pendingChanges(c)
+	diff, err := q.pendingChanges(c)
 	if err != nil {
 		return false, err
 	}
@@ -382,37 +371,37 @@ func (w *Workspace) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key
 
 // messageKey is the note a tool write's commit message names, and the
 // version the write was built at.
-func (w *Workspace) messageKey(message string) (key string, version int, ok bool) {
+func (b *board) messageKey(message string) (key string, version int, ok bool) {
 	uri, version, ok := note.WrittenAt(message)
 	if !ok {
 		return "", 0, false
 	}
-	key, ok = w.keyOf(uri)
+	key, ok = b.keyOf(uri)
 	return key, version, ok
 }
 
 // pendingChanges is what a pending commit changed, remembered: each write
 // built on the chain looks at every commit in it, and a chain grows long
 // while pushes are paced. The caller holds the write lock.
-func (w *Workspace) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
-	if diff, ok := w.pendingDiffs[c.Hash]; ok {
+func (q *pipeline) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
+	if diff, ok := q.pendingDiffs[c.Hash]; ok {
 		return diff, nil
 	}
-	diff, err := w.repo.Changes(c)
+	diff, err := q.repo.Changes(c)
 	if err != nil {
 		return nil, err
 	}
-	w.rememberChanges(c.Hash, diff)
+	q.rememberChanges(c.Hash, diff)
 	return diff, nil
 }
 
 // rememberChanges keeps what the pending commit c changed, for
 // pendingChanges. The caller holds the write lock.
-func (w *Workspace) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
-	if w.pendingDiffs == nil || len(w.pendingDiffs) >= maxPending {
-		w.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
+func (q *pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
+	if q.pendingDiffs == nil || len(q.pendingDiffs) >= maxPending {
+		q.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
 	}
-	w.pendingDiffs[c] = diff
+	q.pendingDiffs[c] = diff
 }
 
 // errBranchMoved tells a write to start over: somebody outside the program
@@ -422,55 +411,6 @@ var errBranchMoved = errors.New("branch moved during the write")
 // errRemoteMoved tells a write to start over because another clone's push
 // reached the remote first; the local branch has been brought to it.
 var errRemoteMoved = errors.New("the remote moved during the write")
-
-// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times, running the repairs before each new attempt (what
-// moved may need one: a checkout that ended meanwhile); past that, the
-// write is a conflict the caller may try again. An attempt that lost the
-// remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, for at most maxRemoteRace.
-// The caller holds the write lock.
-func (w *Workspace) whileBranchMoves(op, uri string, attempt func() error) error {
-	fetched := false
-	var since time.Time // when the write first lost the remote to another clone
-	for moves, lost := 0, 0; moves < maxMoves; {
-		if moves+lost > 0 {
-			if err := w.repair(); err != nil {
-				return err
-			}
-		}
-		err := attempt()
-		if errors.Is(err, ErrConflict) && w.remote != "" && !fetched {
-			// This clone may be behind the remote, where the write would
-			// count: a conflict is answered against what it holds now.
-			fetched = true
-			if moved, ferr := w.refreshFromRemoteLocked(); ferr == nil && moved {
-				moves++
-				continue
-			}
-		}
-		switch {
-		case errors.Is(err, errRemoteMoved):
-			lost++
-			if lost == 1 {
-				since = time.Now()
-			}
-			if time.Since(since) > maxRemoteRace {
-				return errorf(op, uri, ErrConflict, "other clones kept pushing first (%d times in %s); try again", lost,
-					maxRemoteRace)
-			}
-			// Jitter, so that clones racing for the remote do not meet
-			// again: up to 5 ms after the first loss, 80 ms after the
-			// fifth and later.
-			time.Sleep(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(lost-1, 4))))
-		case errors.Is(err, errBranchMoved):
-			moves++
-		default:
-			return err
-		}
-	}
-	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
-}
 
 // fileChange is one file of a commit: its new content, or nil to delete it.
 type fileChange struct {
@@ -512,9 +452,9 @@ func subject(message string) string {
 
 // noteAtIndex is the note at key as the derived index holds it, which
 // must be at head (see noteIn).
-func (w *Workspace) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
+func (b *board) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
 	var n index.Note
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := b.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
 		if err != nil {
 			return err

@@ -38,17 +38,17 @@ type unplacedRecord struct {
 	Paths map[string][]gitver.Hash `json:"paths"`
 }
 
-func (w *Workspace) unplacedPath() string { return filepath.Join(w.repo.GitDir(), unplacedName) }
+func (m *mover) unplacedPath() string { return filepath.Join(m.repo.GitDir(), unplacedName) }
 
 // hasUnplaced reports whether writes' files wait to be placed.
-func (w *Workspace) hasUnplaced() bool {
-	_, err := os.Lstat(w.unplacedPath())
+func (m *mover) hasUnplaced() bool {
+	_, err := os.Lstat(m.unplacedPath())
 	return err == nil
 }
 
-func (w *Workspace) loadUnplaced() (*unplacedRecord, error) {
+func (m *mover) loadUnplaced() (*unplacedRecord, error) {
 	u := &unplacedRecord{Paths: map[string][]gitver.Hash{}}
-	b, err := os.ReadFile(w.unplacedPath())
+	b, err := os.ReadFile(m.unplacedPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return u, nil
 	}
@@ -66,8 +66,8 @@ func (w *Workspace) loadUnplaced() (*unplacedRecord, error) {
 
 // saveUnplaced writes the record durably (temporary file, sync, rename),
 // or removes it when it is empty.
-func (w *Workspace) saveUnplaced(u *unplacedRecord) error {
-	p := w.unplacedPath()
+func (m *mover) saveUnplaced(u *unplacedRecord) error {
+	p := m.unplacedPath()
 	if len(u.Paths) == 0 {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -85,7 +85,7 @@ func (w *Workspace) saveUnplaced(u *unplacedRecord) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = w.repo.Sync(f)
+		err = m.repo.Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -99,8 +99,8 @@ func (w *Workspace) saveUnplaced(u *unplacedRecord) error {
 
 // recordUnplaced adds, for each path, the blob the work tree may still hold
 // for it. It is written before the write's commit point.
-func (w *Workspace) recordUnplaced(older map[string]gitver.Hash) error {
-	u, err := w.loadUnplaced()
+func (m *mover) recordUnplaced(older map[string]gitver.Hash) error {
+	u, err := m.loadUnplaced()
 	if err != nil {
 		return err
 	}
@@ -109,22 +109,22 @@ func (w *Workspace) recordUnplaced(older map[string]gitver.Hash) error {
 			u.Paths[p] = append(u.Paths[p], h)
 		}
 	}
-	return w.saveUnplaced(u)
+	return m.saveUnplaced(u)
 }
 
 // placeUnplaced puts the branch's version of each recorded path in the work
 // tree where the file still holds an older one, and git's index in step,
 // once the work tree is the branch's again. The caller holds the write
 // lock.
-func (w *Workspace) placeUnplaced() error {
-	u, err := w.loadUnplaced()
+func (pe *people) placeUnplaced() error {
+	u, err := pe.mover.loadUnplaced()
 	if err != nil || len(u.Paths) == 0 {
 		return err
 	}
-	if w.repo.WorkTree().Busy() != "" {
+	if pe.repo.WorkTree().Busy() != "" {
 		return nil // not yet: the files are someone else's
 	}
-	if _, _, err := w.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
+	if _, _, err := pe.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
 		return nil // once the index is built
 	} else if err != nil {
 		return err
@@ -134,13 +134,13 @@ func (w *Workspace) placeUnplaced() error {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	want, err := w.committedBlobs(paths)
+	want, err := pe.committedBlobs(paths)
 	if err != nil {
 		return err
 	}
 	var entries []gitver.IndexEntry
 	for i, p := range paths {
-		content, _, exists, err := w.ReadFile(p)
+		content, _, exists, err := pe.readFile(p)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (w *Workspace) placeUnplaced() error {
 		case disk == want[i]:
 		case slices.Contains(u.Paths[p], disk):
 			// An older version of the branch's file: put the branch's in.
-			if err := w.putBlob(p, want[i]); err != nil {
+			if err := pe.mover.putBlob(p, want[i]); err != nil {
 				return err
 			}
 		default:
@@ -162,11 +162,11 @@ func (w *Workspace) placeUnplaced() error {
 				entry.Blob, entry.Info = want[i], staleInfo{}
 			}
 			entries = append(entries, entry)
-			w.edits.add([]string{p}, false)
+			pe.edits.add([]string{p}, false)
 			continue
 		}
 		if !want[i].IsZero() {
-			fi, err := w.root.Lstat(p)
+			fi, err := pe.root.Lstat(p)
 			if err != nil {
 				return err
 			}
@@ -174,10 +174,10 @@ func (w *Workspace) placeUnplaced() error {
 		}
 		entries = append(entries, entry)
 	}
-	if err := w.repo.UpdateIndex(entries); err != nil {
+	if err := pe.repo.UpdateIndex(entries); err != nil {
 		return err
 	}
-	return w.saveUnplaced(&unplacedRecord{})
+	return pe.mover.saveUnplaced(&unplacedRecord{})
 }
 
 // maxLeakWalk and maxLeakPaths bound the look for a write's files left on
@@ -193,22 +193,22 @@ const (
 // board's branch while files (and maybe git's index) hold the branch's
 // newer versions, and git refuses to check the branch out again over what
 // looks like the person's changes. The caller holds the write lock.
-func (w *Workspace) takeBackLeaked() error {
-	wt := w.repo.WorkTree()
+func (p *people) takeBackLeaked() error {
+	wt := p.repo.WorkTree()
 	if wt.Elsewhere == "" || wt.Operation != "" || wt.Locked != "" {
 		return nil
 	}
-	head, err := w.repo.Head()
+	head, err := p.repo.Head()
 	if err != nil {
 		return err
 	}
-	entries, n, err := w.takeBack(head)
+	entries, n, err := p.mover.takeBack(head)
 	if err != nil || n == 0 {
 		return err
 	}
-	w.logf("a `git checkout -b` raced with writes and left %d of the board's files in another branch's checkout (%s); "+
+	p.logf("a `git checkout -b` raced with writes and left %d of the board's files in another branch's checkout (%s); "+
 		"they hold that checkout's versions again, and the board's come back when its branch is checked out", n, wt.Elsewhere)
-	return w.repo.UpdateIndex(entries)
+	return p.repo.UpdateIndex(entries)
 }
 
 // takeBack gives each file of the checkout HEAD names that holds the
@@ -217,29 +217,29 @@ func (w *Workspace) takeBackLeaked() error {
 // checked out again, and returns the git index entries to match and how
 // many files it took back. A file the person changed holds neither version
 // and stays theirs.
-func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
-	at, err := w.repo.CheckedOut()
+func (m *mover) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
+	at, err := m.repo.CheckedOut()
 	if err != nil || at.IsZero() || at == head {
 		return nil, 0, nil // an unborn or unreadable HEAD, or the branch's own commit
 	}
 	// The board's commits the checkout is behind.
-	ahead, behind, err := w.commitsUntil(head, at, maxLeakWalk)
+	ahead, behind, err := m.commitsUntil(head, at, maxLeakWalk)
 	if err != nil || !behind {
 		return nil, 0, err
 	}
-	from, err := w.repo.ReadCommit(at)
+	from, err := m.repo.ReadCommit(at)
 	if err != nil {
 		return nil, 0, err
 	}
-	to, err := w.repo.ReadCommit(head)
+	to, err := m.repo.ReadCommit(head)
 	if err != nil {
 		return nil, 0, err
 	}
-	changes, err := w.repo.DiffTrees(from.Tree, to.Tree)
+	changes, err := m.repo.DiffTrees(from.Tree, to.Tree)
 	if err != nil || len(changes) == 0 || len(changes) > maxLeakPaths {
 		return nil, 0, err
 	}
-	versions, err := w.versionsOf(ahead, changes)
+	versions, err := m.versionsOf(ahead, changes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -247,24 +247,24 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	for i, ch := range changes {
 		paths[i] = ch.Path
 	}
-	staged, err := w.repo.IndexBlobs(paths)
+	staged, err := m.repo.IndexBlobs(paths)
 	if err != nil {
 		return nil, 0, err
 	}
 	// Older versions that a checkout of the branch wrote and that were not
 	// yet put right when `git checkout -b` carried them over count too.
-	waiting, err := w.loadUnplaced()
+	waiting, err := m.loadUnplaced()
 	if err != nil {
 		return nil, 0, err
 	}
 	leaked := func(p string, old, blob gitver.Hash) bool {
 		return blob != old && (slices.Contains(versions[p], blob) || slices.Contains(waiting.Paths[p], blob))
 	}
-	leftovers := &checkoutLeftovers{w: w}
+	leftovers := &checkoutLeftovers{b: m.board}
 	var entries []gitver.IndexEntry
 	older := map[string]gitver.Hash{}
 	for _, ch := range changes {
-		content, fi, exists, err := w.ReadFile(ch.Path)
+		content, fi, exists, err := m.readFile(ch.Path)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -290,7 +290,7 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 			continue
 		}
 		if fileLeaked {
-			if err := w.putBlob(ch.Path, ch.Old); err != nil {
+			if err := m.putBlob(ch.Path, ch.Old); err != nil {
 				return nil, 0, err
 			}
 			disk = ch.Old
@@ -299,7 +299,7 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 		if !ch.Old.IsZero() {
 			e.Blob, e.Info = ch.Old, staleInfo{} // the person's file: git compares its content
 			if disk == ch.Old {
-				if e.Info, err = w.root.Lstat(ch.Path); err != nil {
+				if e.Info, err = m.root.Lstat(ch.Path); err != nil {
 					return nil, 0, err
 				}
 			}
@@ -310,32 +310,32 @@ func (w *Workspace) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error)
 	if len(older) == 0 {
 		return nil, 0, nil
 	}
-	return entries, len(older), w.recordUnplaced(older)
+	return entries, len(older), m.recordUnplaced(older)
 }
 
 // putBlob makes the file at p hold blob (zero: no file).
-func (w *Workspace) putBlob(p string, blob gitver.Hash) error {
+func (m *mover) putBlob(p string, blob gitver.Hash) error {
 	if blob.IsZero() {
-		return w.files.Remove(p)
+		return m.files.Remove(p)
 	}
-	content, err := w.repo.ReadBlob(blob)
+	content, err := m.repo.ReadBlob(blob)
 	if err != nil {
 		return err
 	}
-	return w.files.WriteAtomic(p, content)
+	return m.files.WriteAtomic(p, content)
 }
 
 // versionsOf returns, for each changed path, every blob it had in the
 // commits of chain (zero: no file). The work tree can hold any of them: the
 // last write before a checkout moved HEAD put its files in place, and later
 // ones only moved the branch.
-func (w *Workspace) versionsOf(chain []*gitver.CommitInfo, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
+func (b *board) versionsOf(chain []*gitver.CommitInfo, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
 	versions := make(map[string][]gitver.Hash, len(changes))
 	for _, ch := range changes {
 		versions[ch.Path] = nil
 	}
 	for _, c := range chain {
-		diff, err := w.repo.Changes(c)
+		diff, err := b.repo.Changes(c)
 		if err != nil {
 			return nil, err
 		}

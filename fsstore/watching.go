@@ -89,7 +89,7 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		ws.loop()
 	})
 	ws.done.Go(ws.embedLoop)
-	if w.remote != "" {
+	if w.gitRemote() != nil {
 		if opts.FetchEvery <= 0 {
 			opts.FetchEvery = RemoteFetchEvery
 		}
@@ -119,7 +119,7 @@ func (ws *Watching) embedLoop() {
 		if err == nil {
 			// Held in memory before a search needs them: loading a large
 			// board's takes longer than a search may.
-			err = ws.w.idx.Read(ws.w.vectors.Refresh)
+			err = ws.w.b.idx.Read(ws.w.vectors.Refresh)
 		}
 		failing.note(err)
 	}
@@ -163,7 +163,7 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if ws.w.heardFromRemoteWithin(every) {
+		if r := ws.w.gitRemote(); r != nil && r.heardFromRemoteWithin(every) {
 			// Another process of the clone fetched, or a push went
 			// through (which the remote takes only from a clone that
 			// holds all it has): the branch is as current as a fetch
@@ -182,7 +182,7 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 // whole tree: changes made while no server was watching.
 func (ws *Watching) start(opts WatchOptions) {
 	w := ws.w
-	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: ws.logf}, func(b watch.Batch) {
+	watcher, err := startWatcher(w.b.dir, watch.Options{Debounce: opts.Debounce, Logf: ws.logf}, func(b watch.Batch) {
 		if b.Incomplete {
 			ws.degrade(opts.PollEvery)
 		}
@@ -333,4 +333,57 @@ func (ws *Watching) Stop() {
 		ws.commit()
 		ws.w.SetWatched(false)
 	})
+}
+
+// Repair runs the repairs and commits what they turned up (text taken from
+// a replaced file, say) as people's edits. A watching server calls it every
+// second while NeedsRepair.
+func (w *Workspace) Repair() error {
+	return w.lock.with(func() error { // which runs the repairs first
+		_, _, err := w.people.commitEditsLocked(nil)
+		if errors.Is(err, ErrWorkTreeBusy) {
+			return nil
+		}
+		return err
+	})
+}
+
+// NeedsRepair reports whether there may be something to repair that no
+// event announces: files kept for a person who may still write into them,
+// or another branch checked out.
+func (w *Workspace) NeedsRepair() bool {
+	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != ""
+}
+
+// FilesChanged tells the workspace that these work-tree paths (relative,
+// slash-separated) changed on disk; rescan that events may have been lost,
+// so the whole work tree must be compared. The change is committed by the
+// next CommitEdits or tool write.
+func (w *Workspace) FilesChanged(paths []string, rescan bool) {
+	w.people.edits.add(paths, rescan)
+}
+
+// SetWatched says whether a watcher reports this workspace's changes. While
+// none does, every write first compares the whole work tree.
+func (w *Workspace) SetWatched(on bool) {
+	w.people.edits.mu.Lock()
+	w.people.edits.watched = on
+	w.people.edits.mu.Unlock()
+}
+
+// CommitEdits commits what people changed since the last time: the paths
+// reported by FilesChanged, or the whole work tree after a rescan or without
+// a watcher. It returns ErrWorkTreeBusy (with the reason) while git is in
+// the middle of an operation; the edits stay pending.
+func (w *Workspace) CommitEdits() (*EditReport, error) {
+	paths, all := w.people.edits.take()
+	var misnamed []string
+	for _, p := range paths {
+		if why := w.b.misnamedNote(p); why != "" {
+			misnamed = append(misnamed, why)
+		}
+	}
+	rep, err := w.people.commitEdits(paths, all)
+	rep.Skipped = append(rep.Skipped, misnamed...)
+	return rep, err
 }

@@ -6,10 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
@@ -59,51 +56,24 @@ type Options struct {
 // the same workspace: writes are serialized by a file lock and checked by
 // compare-and-swap against git, never against a copy.
 type Workspace struct {
-	dir   string
-	name  string
+	b     *board
 	agent string
-	// sourceRoots are absolute, links resolved.
-	sourceRoots []string
-	repo        *gitver.Repo
-	idx         *index.DB
-	catch       *catchup.Catcher // brings idx to the branch
-	root        *os.Root         // every note file is opened through it: no link leads out
-	files       *worktree.Files  // writes and places the notes' files, through root
-	journal     *journal.File    // the intent of the write in progress, for whoever comes next
-
-	// mu serializes this process's writes; lock (flock) serializes processes.
-	mu     sync.Mutex
-	lock   *os.File
-	writes int // commits made by this process, guarded by mu: paces maintenance
-
-	edits   pendingEdits // people's changes reported and not yet committed
-	onEdits func(*EditReport)
-	logFn   func(format string, args ...any)
-	// displaced watches the files writes replaced while a person may still
-	// write into them (see displaced.go).
-	displaced displacedFiles
-	// vectors are the notes' meaning: made in the background, held by
-	// this process to search (fsstore/internal/vectors).
-	vectors *vectors.Vectors
-	// remote is the remote the board's branch follows, "" for none: a
-	// write counts once it took it (see remote.go).
-	remote string
-	// queue holds this process's tool writes waiting to be built; pub
-	// publishes them (see batch.go).
-	queue writeQueue
-	pub   publisher
-	// pending is the record of the clone's pending writes (pending.go).
-	pending pendingFile
-	// pendingDiffs remembers what pending commits changed; guarded by the
-	// write lock.
-	pendingDiffs map[gitver.Hash][]gitver.PathChange
+	// The parts, each with one job, each holding the parts below it:
+	// lock, then mover (the branch move with its files and journal), up
+	// (the remote), people (people's edits and git), pipe (tool writes).
+	lock    *writeLock
+	mover   *mover
+	up      upstream
+	people  *people
+	pipe    *pipeline
+	vectors *vectors.Vectors // the notes' meaning, made in the background
 }
 
 // Name is the workspace name that full addresses carry.
-func (w *Workspace) Name() string { return w.name }
+func (w *Workspace) Name() string { return w.b.name }
 
 // Dir is the workspace root.
-func (w *Workspace) Dir() string { return w.dir }
+func (w *Workspace) Dir() string { return w.b.dir }
 
 // Agent is the author of this process's tool writes.
 func (w *Workspace) Agent() string { return w.agent }
@@ -190,7 +160,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(abs, note.LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	lockFile, err := os.OpenFile(filepath.Join(abs, note.LockFile), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		root.Close()
 		return nil, err
@@ -198,7 +168,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	idx, err := index.Open(filepath.Join(abs, note.IndexFile))
 	if err != nil {
 		root.Close()
-		lock.Close()
+		lockFile.Close()
 		return nil, fmt.Errorf("open the derived index: %w", err)
 	}
 	agent := opts.Agent
@@ -207,21 +177,37 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	}
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
-	w := &Workspace{dir: abs, name: cfg.Workspace, agent: agent, repo: repo, idx: idx, root: root, lock: lock,
-		sourceRoots: resolveRoots(roots), onEdits: opts.OnEdits, logFn: opts.Logf, remote: repo.Upstream()}
-	w.files = worktree.New(root, repo, reach)
-	w.vectors = vectors.New(repo, idx)
-	w.journal = journal.At(filepath.Join(abs, note.JournalFile), repo.Durable())
-	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
-		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
+	b := &board{dir: abs, name: cfg.Workspace, repo: repo, idx: idx, root: root,
+		sourceRoots: resolveRoots(roots), logFn: opts.Logf}
+	b.files = worktree.New(root, repo, reach)
+	b.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
+		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
 		InBackground: opts.IndexInBackground})
-	w.edits.oneShot = opts.OneShot
-	w.pub.gitDir = repo.GitDir()
-	w.pending = pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: w.logf}
+	edits := &pendingEdits{oneShot: opts.OneShot}
+	displaced := &displacedFiles{}
+	lock := &writeLock{file: lockFile}
+	mv := &mover{board: b, journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()),
+		edits: edits, displaced: displaced}
+	var up upstream = localOnly{}
+	if name := repo.Upstream(); name != "" {
+		up = &gitRemote{board: b, remote: name, lock: lock, mover: mv}
+	}
+	ppl := &people{board: b, lock: lock, mover: mv, up: up, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
+	lock.upkeep = func() error {
+		if err := mv.recover(); err != nil {
+			return fmt.Errorf("finish an interrupted write: %w", err)
+		}
+		return ppl.repair()
+	}
+	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, up: up,
+		pub:     publisher{gitDir: repo.GitDir()},
+		pending: pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: b.logf}}
+	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, up: up, people: ppl, pipe: pipe,
+		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
-		if err := w.withWriteLock(func() error { return nil }); err != nil {
+		if err := w.lock.with(func() error { return nil }); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -250,90 +236,56 @@ func unrecordedBranch(dir string) string {
 
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
-	w.catch.Close()
-	return errors.Join(w.pub.close(), w.idx.Close(), w.lock.Close(), w.root.Close(), w.repo.Close())
+	w.b.catch.Close()
+	return errors.Join(w.pipe.pub.close(), w.b.idx.Close(), w.lock.file.Close(), w.b.root.Close(), w.b.repo.Close())
 }
 
-// withWriteLock runs fn holding the workspace's write lock: the in-process
-// mutex (go-git and our caches are not goroutine-safe) and an exclusive flock
-// on .blackboard/write.lock (other processes). The kernel releases the flock
-// when a process dies, so a killed writer never blocks the next one; what it
-// left half-done is finished first, from its journal.
-func (w *Workspace) withWriteLock(fn func() error) error {
-	_, err := w.holdWriteLock(unix.LOCK_EX, func() (bool, error) { return true, fn() })
-	return err
-}
+// As returns the board as caller sees it. A process without access control
+// (the CLI, a board without an access file) calls as
+// OpenCaller(w.Agent()).
+func (w *Workspace) As(c *Caller) *View { return &View{w: w, c: c} }
 
-// withFreeWriteLock is withWriteLock when no other process holds the lock:
-// then fn runs and says whether it did the work (took). took is false when
-// the lock was held elsewhere.
-func (w *Workspace) withFreeWriteLock(fn func() (took bool, err error)) (took bool, err error) {
-	return w.holdWriteLock(unix.LOCK_EX|unix.LOCK_NB, fn)
-}
-
-// holdWriteLock takes the write lock by flock(how), finishes what a killed
-// writer left, runs the repairs and then fn. took is false, and fn not run,
-// when how does not block and another process holds the lock.
-func (w *Workspace) holdWriteLock(how int, fn func() (took bool, err error)) (took bool, err error) {
-	return w.holdBareWriteLock(how, func() (bool, error) {
-		if err := w.recover(); err != nil {
-			return true, fmt.Errorf("finish an interrupted write: %w", err)
+// initCommit commits the workspace's own files and the state note, in one
+// commit, unless they are already on the branch.
+func (w *Workspace) initCommit() error {
+	return w.lock.with(func() error {
+		head, _, err := w.b.catch.CatchUp(nil, nil)
+		if err != nil {
+			return err
 		}
-		if err := w.repair(); err != nil {
-			return true, err
+		var changes []fileChange
+		own := []string{note.ConfigFile, note.GitignoreFile}
+		blobs, err := w.b.committedBlobs(own)
+		if err != nil {
+			return err
 		}
-		return fn()
+		for i, p := range own {
+			if !blobs[i].IsZero() {
+				continue
+			}
+			content, err := os.ReadFile(filepath.Join(w.b.dir, filepath.FromSlash(p)))
+			if err != nil {
+				return err
+			}
+			changes = append(changes, fileChange{path: p, content: content})
+		}
+		state, err := w.b.indexedNote(note.StateNote)
+		if err != nil {
+			return err
+		}
+		if state.Version == 0 {
+			if _, err := os.Stat(filepath.Join(w.b.dir, filepath.FromSlash(note.StateNote+".md"))); os.IsNotExist(err) {
+				content, err := note.StateNoteFile(time.Now())
+				if err != nil {
+					return err
+				}
+				changes = append(changes, fileChange{path: note.StateNote + ".md", content: content})
+			}
+		}
+		if len(changes) == 0 {
+			return nil
+		}
+		_, err = w.people.commitLocked(head, changes, w.b.agentSignature(note.InitAgent), note.InitMessage(w.b.name).String(), false)
+		return err
 	})
-}
-
-// withBareWriteLock runs fn under the write lock without finishing or
-// repairing anything first: for a decision that must not wait for work
-// that may be what fails (on a full disk, say).
-func (w *Workspace) withBareWriteLock(fn func() error) error {
-	_, err := w.holdBareWriteLock(unix.LOCK_EX, func() (bool, error) { return true, fn() })
-	return err
-}
-
-// holdBareWriteLock takes the write lock by flock(how) and runs fn.
-func (w *Workspace) holdBareWriteLock(how int, fn func() (took bool, err error)) (took bool, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for {
-		err := unix.Flock(int(w.lock.Fd()), how)
-		if err == nil {
-			break
-		}
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return false, nil
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return true, fmt.Errorf("lock %s: %w", note.LockFile, err)
-		}
-	}
-	defer unix.Flock(int(w.lock.Fd()), unix.LOCK_UN)
-	return fn()
-}
-
-// personSignature is the author of an edit a person made by hand: git's
-// user.name, else "human".
-func (w *Workspace) personSignature() gitver.Signature {
-	name, email := w.repo.UserIdentity()
-	if name == "" {
-		name = "human"
-	}
-	if email == "" {
-		email = name + "@blackboard.local"
-	}
-	return gitver.Signature{Name: name, Email: email, When: time.Now()}
-}
-
-func (w *Workspace) agentSignature(agent string) gitver.Signature {
-	return gitver.Signature{Name: agent, Email: agent + "@blackboard.local", When: time.Now()}
-}
-
-// logf tells the operator what the workspace repaired on its own.
-func (w *Workspace) logf(format string, args ...any) {
-	if w.logFn != nil {
-		w.logFn(format, args...)
-	}
 }

@@ -473,11 +473,11 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "one", "1")
 	put(t, w, "t/k", 1, "two", "2")
-	head, err := w.repo.Head()
+	head, err := w.b.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); err != nil || n.Version != 2 {
+	if n, err := (&writeTx{q: w.pipe, head: head, base: head, tip: head}).noteIn("t/k"); err != nil || n.Version != 2 {
 		t.Fatalf("at the head: v%d, %v", n.Version, err)
 	}
 	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
@@ -485,7 +485,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if _, err := other.Cursor(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := w.noteIn(&writeTx{head: head, base: head, tip: head}, "t/k"); !errors.Is(err, errBranchMoved) {
+	if n, err := (&writeTx{q: w.pipe, head: head, base: head, tip: head}).noteIn("t/k"); !errors.Is(err, errBranchMoved) {
 		t.Errorf("the index moved on to the reset's commit, and the note was read anyway: v%d, %v", n.Version, err)
 	}
 }

@@ -115,7 +115,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	case req.isAppend():
 		op = "append"
 	}
-	addr, err := w.parseAddress(req.URI)
+	addr, err := w.b.parseAddress(req.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var sources []string
 	for _, s := range req.Sources {
-		a, err := w.parseAddress(s)
+		a, err := w.b.parseAddress(s)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).because(err)
 		}
@@ -144,7 +144,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	summary := ""
 	if req.SourcePath != "" {
-		content, sum, err := w.readSource(op, uri, req.SourcePath)
+		content, sum, err := w.b.readSource(op, uri, req.SourcePath)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +156,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
-	err = w.writeInGroup(op, uri, attempt, func(failed error) {
+	err = w.pipe.writeInGroup(op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -256,7 +256,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	req *UpdateRequest) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	uri, key := addr.String(), addr.Short()
-	cur, err := w.noteIn(tx, key)
+	cur, err := tx.noteIn(key)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	var content, before string
 	var isTable bool
 	if cur.Present {
-		old, oldContent, err := w.loadNote(cur)
+		old, oldContent, err := w.b.loadNote(cur)
 		switch {
 		case err == nil:
 			f, content, isTable = old, oldContent, old.IsTable()
@@ -369,7 +369,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 			return nil, err
 		}
 	}
-	if err := w.setExtras(f, req); err != nil {
+	if err := w.b.setExtras(f, req); err != nil {
 		return nil, err
 	}
 	if err := setClaim(f, req, agent, op, uri, cur); err != nil {
@@ -387,7 +387,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 			}
 		}
 	}
-	changes, outOfLine, err := w.placeContent(f, addr, content, isTable, cur)
+	changes, outOfLine, err := w.b.placeContent(f, addr, content, isTable, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
-	if committed, err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return v.unchanged(uri, digest, cur, req), nil
@@ -439,7 +439,7 @@ func (v *View) unchanged(uri, digest string, cur index.Note, req *UpdateRequest)
 // placeContent decides where content lives: inline in the note's body, or,
 // over note.BlobThreshold bytes, in the sibling blob file committed with the note.
 // It returns the blob-file changes and the blob's name when out of line.
-func (w *Workspace) placeContent(f *note.File, addr note.Address, content string, isTable bool,
+func (b *board) placeContent(f *note.File, addr note.Address, content string, isTable bool,
 	cur index.Note) ([]fileChange, string, error) {
 	ext := "md"
 	if isTable {
@@ -488,9 +488,9 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 }
 
 // indexedNote returns the index's row for key (zero when it never existed).
-func (w *Workspace) indexedNote(key string) (index.Note, error) {
+func (b *board) indexedNote(key string) (index.Note, error) {
 	var n index.Note
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := b.idx.Read(func(s *index.Snapshot) error {
 		var err error
 		n, _, err = s.Note(key)
 		return err
@@ -499,8 +499,8 @@ func (w *Workspace) indexedNote(key string) (index.Note, error) {
 }
 
 // loadNote reads a note's file and content from git.
-func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
-	raw, err := w.repo.ReadBlob(n.NoteBlob)
+func (bd *board) loadNote(n index.Note) (*note.File, string, error) {
+	raw, err := bd.repo.ReadBlob(n.NoteBlob)
 	if err != nil {
 		return nil, "", err
 	}
@@ -509,7 +509,7 @@ func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
 		return nil, "", err
 	}
 	if !n.ContentBlob.IsZero() && f.Str(note.KeyBlob) != "" {
-		b, err := w.repo.ReadBlob(n.ContentBlob)
+		b, err := bd.repo.ReadBlob(n.ContentBlob)
 		if err != nil {
 			return nil, "", err
 		}
@@ -523,9 +523,9 @@ func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
 func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 	w := v.w
 	var out []string
-	err := w.idx.Read(func(s *index.Snapshot) error {
+	err := w.b.idx.Read(func(s *index.Snapshot) error {
 		for _, u := range uris {
-			a, err := w.parseAddress(u)
+			a, err := w.b.parseAddress(u)
 			if err != nil {
 				out = append(out, u)
 				continue
@@ -543,11 +543,11 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 	if tx.base != tx.head && err == nil {
 		// A note a pending write made is there for this write.
 		out = slices.DeleteFunc(out, func(u string) bool {
-			a, err := w.parseAddress(u)
+			a, err := w.b.parseAddress(u)
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
-			n, err := w.pendingNote(a.Short(), tx)
+			n, err := tx.pendingNote(a.Short())
 			return err == nil && n.Present
 		})
 	}
@@ -559,7 +559,7 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	w := v.w
 	const op = "link"
-	addr, err := w.parseAddress(src)
+	addr, err := w.b.parseAddress(src)
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +575,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	}
 	var targets []string
 	for _, d := range dsts {
-		a, err := w.parseAddress(d)
+		a, err := w.b.parseAddress(d)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).because(err)
 		}
@@ -588,7 +588,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 		res, err = v.linkLocked(tx, addr, rel, targets)
 		return err
 	}
-	err = w.writeInGroup(op, uri, attempt, func(failed error) {
+	err = w.pipe.writeInGroup(op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -601,14 +601,14 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	w, agent := v.w, v.c.Name
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
-	cur, err := w.noteIn(tx, key)
+	cur, err := tx.noteIn(key)
 	if err != nil {
 		return nil, err
 	}
 	if !cur.Present {
 		return nil, errorf(op, uri, ErrNotFound, "no note at this address to link from")
 	}
-	f, _, err := w.loadNote(cur)
+	f, _, err := w.b.loadNote(cur)
 	if err != nil {
 		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).because(err)
 	}
@@ -645,7 +645,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
-	if committed, err := w.commit(tx, changes, w.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
@@ -668,7 +668,7 @@ func extraFieldName(name string) bool {
 }
 
 // setExtras sets req's more fields, in name order, and its links.
-func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
+func (b *board) setExtras(f *note.File, req *UpdateRequest) error {
 	names := make([]string, 0, len(req.Fields))
 	for name := range req.Fields {
 		names = append(names, name)
@@ -686,7 +686,7 @@ func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
 	targets := map[string][]string{}
 	for _, rel := range note.Relations {
 		for _, t := range req.Links[rel] {
-			a, err := w.parseAddress(t)
+			a, err := b.parseAddress(t)
 			if err != nil {
 				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).because(err)
 			}

@@ -66,7 +66,7 @@ func (s *Server) look(stop <-chan struct{}) {
 		// to its commit right after the branch, so the next look finds it
 		// there. Only when no one has for a second does this look bring it,
 		// as that queues behind the writers.
-		indexed, cursor, err := s.ws.IndexedHead()
+		indexed, cursor, err := s.ws.IndexHead()
 		if err != nil {
 			continue
 		}

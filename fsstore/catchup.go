@@ -120,14 +120,14 @@ func (b *board) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver
 
 // changedSince lists the files whose content differs between a commit and
 // a later one.
-func (bd *board) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
-	a, err := bd.repo.ReadCommit(from)
+func (b *board) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
+	older, err := b.repo.ReadCommit(from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := bd.repo.ReadCommit(to)
+	newer, err := b.repo.ReadCommit(to)
 	if err != nil {
 		return nil, err
 	}
-	return bd.repo.DiffTrees(a.Tree, b.Tree)
+	return b.repo.DiffTrees(older.Tree, newer.Tree)
 }

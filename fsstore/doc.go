@@ -18,8 +18,7 @@
 //
 // The engine is a few parts, each a type with one job, in files of its
 // own, each holding the parts below it and handed them at Open; a call
-// goes down through them, and a lower part never calls a higher one (the
-// write lock runs only the upkeep it is handed at Open):
+// goes down through them, and a lower part never calls a higher one:
 //
 //	Workspace  workspace.go, inspect.go, watching.go, remote.go,
 //	           accessfile.go: the front. It opens the board, holds the
@@ -40,11 +39,12 @@
 //	mover      the commit point (move.go): the journal, the branch move,
 //	           the files placed, git's index, the derived index caught up;
 //	           and a killed writer's journal finished by whoever comes
-//	           next (journal.go); files a move replaced kept for a person
-//	           (displaced.go), and files for another checkout (unplaced.go)
-//	writeLock  the write lock across processes (lock.go), whose upkeep
-//	           (given at Open) finishes a killed writer's journal and runs
-//	           the repairs before anyone compares the work tree
+//	           next, before the branch moves again and before anyone
+//	           compares the work tree (journal.go); files a move replaced
+//	           kept for a person (displaced.go), and files for another
+//	           checkout (unplaced.go)
+//	writeLock  the write lock across processes (lock.go); a hold runs
+//	           nothing but what its holder asks
 //	board      what every part shares (board.go): the directory, git, the
 //	           derived index and its catch-up, the files; and the reads
 //	           over them: catchup.go, read.go, list.go, search.go, files.go
@@ -63,15 +63,16 @@
 // part by part:
 //
 //	View.Update (write.go)         the request checked, the caller's right
-//	pipeline.writeInGroup,         the queue: alone, so committed at once,
+//	pipeline.submit,               the queue: alone, so committed at once,
 //	  publishWrites (queue.go)     in one hold of the write lock
-//	writeLock.hold (lock.go)       the flock; its upkeep: a killed writer's
-//	                               journal finished (mover.recover), the
-//	                               repairs of a person's git (people.repair)
+//	writeLock.hold (lock.go)       the flock
 //	pipeline.commitAlone,          the build, started over while a person's
 //	  buildWrite (queue.go, tx.go) commit moves the branch under it
-//	people.prepare (repair.go)     agents' commits a reset dropped brought
-//	                               back; the note's own edits committed
+//	people.prepare (repair.go)     a killed writer's journal finished (by
+//	                               the mover, below), the repairs of a
+//	                               person's git, agents' commits a reset
+//	                               dropped brought back; the note's own
+//	                               edits committed
 //	writeTx (tx.go)                the note read as the write sees it and
 //	                               checked against expect_version (noteIn),
 //	                               its commit built (commit, with gitver)

@@ -183,22 +183,22 @@ const rescanLimit = 2000
 // and the writes of a server that had just started waited for it. ok is
 // false when the tree cannot be walked or more than rescanLimit files may
 // differ: the whole tree is then compared under the lock.
-func (pe *people) rescanUnlocked() (paths, problems []string, ok bool) {
-	head, err := pe.repo.Head()
+func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
+	head, err := p.repo.Head()
 	if err != nil {
 		return nil, nil, false
 	}
-	found, treeProblems, listed := pe.walkNotes()
+	found, treeProblems, listed := p.walkNotes()
 	if !listed {
 		return nil, nil, false
 	}
 	var indexed gitver.Hash
 	attempts := 0
-	err = pe.idx.Read(func(s *index.Snapshot) error {
+	err = p.idx.Read(func(s *index.Snapshot) error {
 		// The comparison takes what it compared out of found: a retried
 		// read starts over from a new walk.
 		if attempts++; attempts > 1 {
-			if found, treeProblems, listed = pe.walkNotes(); !listed {
+			if found, treeProblems, listed = p.walkNotes(); !listed {
 				return errors.New("the work tree cannot be listed")
 			}
 		}
@@ -221,8 +221,8 @@ func (pe *people) rescanUnlocked() (paths, problems []string, ok bool) {
 		if err != nil {
 			return err
 		}
-		for p := range found { // new: no present note has it
-			paths = append(paths, p)
+		for rel := range found { // new: no present note has it
+			paths = append(paths, rel)
 		}
 		return nil
 	})
@@ -230,34 +230,34 @@ func (pe *people) rescanUnlocked() (paths, problems []string, ok bool) {
 		// What the branch changed since the index's commit is looked at
 		// too: a file there may match the index's stat and not the head.
 		var changed []string
-		if changed, err = pe.pathsBetween(indexed, head); err == nil {
+		if changed, err = p.pathsBetween(indexed, head); err == nil {
 			paths = append(paths, changed...)
 		}
 	}
 	if err != nil || len(paths) > rescanLimit {
 		return nil, nil, false
 	}
-	for _, p := range treeProblems {
-		problems = append(problems, p.String())
+	for _, problem := range treeProblems {
+		problems = append(problems, problem.String())
 	}
 	return paths, problems, true
 }
 
-// pathsBetween lists the files whose content differs between commits a
-// (zero for none) and b.
-func (bd *board) pathsBetween(a, b gitver.Hash) ([]string, error) {
+// pathsBetween lists the files whose content differs between commits
+// from (zero for none) and to.
+func (b *board) pathsBetween(from, to gitver.Hash) ([]string, error) {
 	var trees [2]gitver.Hash
-	for i, h := range []gitver.Hash{a, b} {
+	for i, h := range []gitver.Hash{from, to} {
 		if h.IsZero() {
 			continue
 		}
-		c, err := bd.repo.ReadCommit(h)
+		c, err := b.repo.ReadCommit(h)
 		if err != nil {
 			return nil, err
 		}
 		trees[i] = c.Tree
 	}
-	changes, err := bd.repo.DiffTrees(trees[0], trees[1])
+	changes, err := b.repo.DiffTrees(trees[0], trees[1])
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +284,9 @@ func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditRep
 	var rep *EditReport
 	err := p.lock.with(func() error {
 		p.edits.add(paths, all)
+		if err := p.repair(); err != nil {
+			return err
+		}
 		var err error
 		_, rep, err = p.commitEditsLocked(nil)
 		return err
@@ -336,33 +339,33 @@ func (b *board) misnamed(p string) *TreeProblem {
 // update, or a person committed), the head's blobs are read from git. Every
 // watching process catching the index up itself would make them all queue
 // for its write transaction, and the writer with them.
-func (pe *people) changedPaths(paths []string) ([]string, error) {
-	head, err := pe.repo.Head()
+func (p *people) changedPaths(paths []string) ([]string, error) {
+	head, err := p.repo.Head()
 	if err != nil {
 		return paths, err
 	}
 	var out []string
-	err = pe.idx.Read(func(s *index.Snapshot) error {
+	err = p.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
 		indexed, _, err := s.Head()
 		if err != nil {
 			return err
 		}
-		for _, p := range paths {
-			if _, ok := note.KeyOf(p); !ok {
+		for _, file := range paths {
+			if _, ok := note.KeyOf(file); !ok {
 				continue
 			}
 			var committed gitver.Hash
 			if indexed == head {
-				committed, err = s.FileBlob(p)
+				committed, err = s.FileBlob(file)
 			} else {
-				committed, err = pe.repo.PathBlob(head, p)
+				committed, err = p.repo.PathBlob(head, file)
 			}
 			if err != nil {
 				return err
 			}
-			if !pe.files.Holds(p, committed) {
-				out = append(out, p)
+			if !p.files.Holds(file, committed) {
+				out = append(out, file)
 			}
 		}
 		return nil
@@ -432,45 +435,45 @@ type candidate struct {
 	strict bool
 }
 
-func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
-	head, _, err := pe.catch.CatchUp(nil, nil)
+func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
+	head, _, err := p.catch.CatchUp(nil, nil)
 	if err != nil {
 		return head, nil, err
 	}
 	rep := &EditReport{}
-	if why := pe.repo.WorkTree().Busy(); why != "" {
+	if why := p.repo.WorkTree().Busy(); why != "" {
 		return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
 	cands := map[string]*candidate{}
 	addNote := func(key string, strict bool) {
-		for _, p := range note.Files(key) {
-			if c, ok := cands[p]; ok {
+		for _, rel := range note.Files(key) {
+			if c, ok := cands[rel]; ok {
 				c.strict = c.strict || strict
 			} else {
-				cands[p] = &candidate{strict: strict}
+				cands[rel] = &candidate{strict: strict}
 			}
 		}
 	}
 	for _, k := range keys {
 		addNote(k, true)
 	}
-	for _, p := range paths {
-		if key, ok := note.KeyOf(p); ok {
+	for _, rel := range paths {
+		if key, ok := note.KeyOf(rel); ok {
 			addNote(key, false)
 		}
 	}
 	if all {
-		found, problems, _ := pe.walkNotes()
-		for _, p := range problems {
-			rep.Skipped = append(rep.Skipped, p.String())
+		found, problems, _ := p.walkNotes()
+		for _, problem := range problems {
+			rep.Skipped = append(rep.Skipped, problem.String())
 		}
-		for p, fi := range found {
-			if cands[p] == nil {
-				cands[p] = &candidate{walked: fi, wasWalked: true}
+		for rel, fi := range found {
+			if cands[rel] == nil {
+				cands[rel] = &candidate{walked: fi, wasWalked: true}
 			}
 		}
 	}
-	err = pe.idx.Read(func(s *index.Snapshot) error {
+	err = p.idx.Read(func(s *index.Snapshot) error {
 		for _, c := range cands {
 			c.looked = false // a retried read starts over
 		}
@@ -488,15 +491,15 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 				return err
 			}
 		}
-		for p, c := range cands {
+		for rel, c := range cands {
 			if c.looked {
 				continue
 			}
 			var err error
-			if c.committed, err = s.FileBlob(p); err != nil {
+			if c.committed, err = s.FileBlob(rel); err != nil {
 				return err
 			}
-			if c.recorded, c.hasStat, err = s.Disk(p); err != nil {
+			if c.recorded, c.hasStat, err = s.Disk(rel); err != nil {
 				return err
 			}
 		}
@@ -508,14 +511,14 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 
 	var changes []fileChange
 	unchanged := map[string]index.DiskStat{}
-	leftovers := &checkoutLeftovers{b: pe.board}
+	leftovers := &checkoutLeftovers{b: p.board}
 	olderFromCheckouts := map[string]gitver.Hash{}
-	stale := &staleLook{p: pe, head: head}
+	stale := &staleLook{p: p, head: head}
 	olderLeft := map[string]gitver.Hash{} // earlier versions put right, kept or not
 	var kept []string                     // the sibling notes that keep some
-	for _, p := range slices.Sorted(maps.Keys(cands)) {
-		c := cands[p]
-		ch, same, err := pe.compare(p, c)
+	for _, rel := range slices.Sorted(maps.Keys(cands)) {
+		c := cands[rel]
+		ch, same, err := p.compare(rel, c)
 		if err != nil {
 			if c.strict {
 				return head, rep, err
@@ -527,21 +530,21 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 		var blob gitver.Hash
 		if ch != nil && !ch.deleted && ch.info != nil {
 			blob = gitver.BlobHash(ch.content)
-			if older, err = leftovers.holds(p, blob, ch.info.ModTime()); err != nil {
+			if older, err = leftovers.holds(rel, blob, ch.info.ModTime()); err != nil {
 				return head, rep, err
 			}
 			if older {
-				olderFromCheckouts[p] = blob
+				olderFromCheckouts[rel] = blob
 			}
 		}
 		switch {
 		case older:
 		case ch != nil && halfSaved(ch, c):
-			rep.Unsettled = append(rep.Unsettled, p)
-		case ch != nil && pe.checkedOutJustNow(ch):
-			rep.Unsettled = append(rep.Unsettled, p)
+			rep.Unsettled = append(rep.Unsettled, rel)
+		case ch != nil && p.checkedOutJustNow(ch):
+			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && !blob.IsZero():
-			verdict, err := stale.verdict(p, blob, ch.info)
+			verdict, err := stale.verdict(rel, blob, ch.info)
 			if err != nil {
 				return head, rep, err
 			}
@@ -549,8 +552,8 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 				changes = append(changes, *ch)
 				break
 			}
-			olderLeft[p] = blob
-			if key, _ := note.KeyOf(p); verdict == unclear && note.IsNoteFile(p) {
+			olderLeft[rel] = blob
+			if key, _ := note.KeyOf(rel); verdict == unclear && note.IsNoteFile(rel) {
 				sibling, err := stale.keep(key, blob)
 				if err != nil {
 					return head, rep, err
@@ -558,30 +561,30 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 				changes = append(changes, sibling)
 				kept = append(kept, sibling.path)
 				// Compared again later, should this commit not be made.
-				pe.edits.add([]string{sibling.path}, false)
+				p.edits.add([]string{sibling.path}, false)
 			}
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
-			unchanged[p] = *same
+			unchanged[rel] = *same
 		}
 	}
-	pe.edits.add(rep.Unsettled, false)
+	p.edits.add(rep.Unsettled, false)
 	if len(olderFromCheckouts)+len(olderLeft) > 0 {
 		maps.Copy(olderLeft, olderFromCheckouts)
-		if err := pe.mover.recordUnplaced(olderLeft); err != nil {
+		if err := p.mover.recordUnplaced(olderLeft); err != nil {
 			return head, rep, err
 		}
-		if err := pe.placeUnplaced(); err != nil {
+		if err := p.placeUnplaced(); err != nil {
 			return head, rep, err
 		}
 	}
 	if len(olderFromCheckouts) > 0 {
-		pe.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
+		p.logf("a `git checkout` of the board's branch that read it before a write wrote older versions of %d file(s) "+
 			"over the write's; the branch's versions are back in place", len(olderFromCheckouts))
 	}
 	if n := len(olderLeft) - len(olderFromCheckouts); n > 0 {
-		pe.logf("%d file(s) held an earlier version of their note, left behind by a git command that read the branch "+
+		p.logf("%d file(s) held an earlier version of their note, left behind by a git command that read the branch "+
 			"before a write (a reset, a stash, a pull whose ref update failed) or by a write that never placed its files; "+
 			"the branch's versions are back in place%s", n, keptAs(kept))
 	}
@@ -590,10 +593,10 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 		// branch's files before it moves HEAD: look again before
 		// committing what was found (commitLocked looks once more under
 		// git's index lock).
-		if why := pe.repo.WorkTree().Busy(); why != "" {
+		if why := p.repo.WorkTree().Busy(); why != "" {
 			return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 		}
-		commit, err := pe.commitPersonsEdits(head, changes, rep)
+		commit, err := p.commitPersonsEdits(head, changes, rep)
 		if err != nil {
 			return head, rep, err
 		}
@@ -602,9 +605,9 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 	if len(unchanged) > 0 {
 		// Remember the stats, so that the next comparison need not read
 		// these files again.
-		if _, _, err := pe.catch.CatchUp(nil, func(tx *index.Tx) error {
-			for p, st := range unchanged {
-				if err := tx.SetDisk(p, st); err != nil {
+		if _, _, err := p.catch.CatchUp(nil, func(tx *index.Tx) error {
+			for rel, st := range unchanged {
+				if err := tx.SetDisk(rel, st); err != nil {
 					return err
 				}
 			}
@@ -618,16 +621,16 @@ func (pe *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, 
 
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
-func (pe *people) compare(p string, c *candidate) (*fileChange, *index.DiskStat, error) {
+func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskStat, error) {
 	st := diskStat(c.walked)
 	if !c.wasWalked {
-		if err := pe.files.CheckNoLinks(p); err != nil {
+		if err := p.files.CheckNoLinks(file); err != nil {
 			return nil, nil, err
 		}
-		fi, err := pe.root.Lstat(p)
+		fi, err := p.root.Lstat(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !c.committed.IsZero() {
-				return &fileChange{path: p, deleted: true}, nil, nil
+				return &fileChange{path: file, deleted: true}, nil, nil
 			}
 			return nil, nil, nil
 		}
@@ -639,13 +642,13 @@ func (pe *people) compare(p string, c *candidate) (*fileChange, *index.DiskStat,
 	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && sameStat(c.recorded, st) {
 		return nil, nil, nil // unchanged since it last matched git
 	}
-	content, info, ok, err := pe.readSettled(p, c.committed)
+	content, info, ok, err := p.readSettled(file, c.committed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", p, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if !ok {
 		if !c.committed.IsZero() {
-			return &fileChange{path: p, deleted: true}, nil, nil
+			return &fileChange{path: file, deleted: true}, nil, nil
 		}
 		return nil, nil, nil
 	}
@@ -656,7 +659,7 @@ func (pe *people) compare(p string, c *candidate) (*fileChange, *index.DiskStat,
 		}
 		return nil, nil, nil
 	}
-	return &fileChange{path: p, content: content, info: info}, nil, nil
+	return &fileChange{path: file, content: content, info: info}, nil, nil
 }
 
 // settleTime is how long a changed file must have been left alone before
@@ -669,9 +672,9 @@ const settleTime = 50 * time.Millisecond
 // readSettled reads p; when it differs from the blob committed and was
 // modified within settleTime, it waits (a few times at most, holding the
 // write lock) until the file has been quiet that long, and reads it again.
-func (pe *people) readSettled(p string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
+func (p *people) readSettled(file string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
 	for range 8 {
-		content, info, ok, err := pe.readFile(p)
+		content, info, ok, err := p.readFile(file)
 		if err != nil || !ok || gitver.BlobHash(content) == committed {
 			return content, info, ok, err
 		}
@@ -681,7 +684,7 @@ func (pe *people) readSettled(p string, committed gitver.Hash) ([]byte, fs.FileI
 		}
 		time.Sleep(young)
 	}
-	return pe.readFile(p)
+	return p.readFile(file)
 }
 
 // emptyGrace is how long a note file emptied in place is taken for a save

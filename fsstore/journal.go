@@ -9,9 +9,19 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// recover finishes or drops the write a killed process left in the journal.
-// It runs under the write lock, before every write.
+// recover finishes or drops the write a killed process left in the
+// journal, whichever process comes next: before the branch moves again
+// (moveBranch), and before anyone compares the work tree (people.repair).
+// The caller holds the write lock.
 func (m *mover) recover() error {
+	if err := m.finishInterrupted(); err != nil {
+		return fmt.Errorf("finish an interrupted write: %w", err)
+	}
+	return nil
+}
+
+// finishInterrupted is recover, unworded.
+func (m *mover) finishInterrupted() error {
 	j, torn, err := m.journal.Read()
 	if err != nil {
 		return err

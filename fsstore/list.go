@@ -145,16 +145,16 @@ func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 	return out[0], nil
 }
 
-func (bd *board) summaryOf(n index.Note, back []index.Backlink) Summary {
-	sum := Summary{URI: bd.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+func (b *board) summaryOf(n index.Note, back []index.Backlink) Summary {
+	sum := Summary{URI: b.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
 	sum.ClaimedBy, sum.ClaimUntil = claimOf(n)
-	for _, b := range back {
-		switch b.Rel {
+	for _, link := range back {
+		switch link.Rel {
 		case "supersedes":
-			sum.SupersededBy = append(sum.SupersededBy, bd.uri(b.Src))
+			sum.SupersededBy = append(sum.SupersededBy, b.uri(link.Src))
 		case "contradicts":
-			sum.ContradictedBy = append(sum.ContradictedBy, bd.uri(b.Src))
+			sum.ContradictedBy = append(sum.ContradictedBy, b.uri(link.Src))
 		}
 	}
 	return sum

@@ -84,22 +84,26 @@ type branchMove struct {
 }
 
 // moveBranch is moveBranchWithFiles, given the move.
-func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
-	from, to, reason, alongside := m.from, m.to, m.reason, m.alongside
-	changes := m.changes
+func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
+	// The journal is this move's from here: a killed writer's goes first.
+	if err := m.recover(); err != nil {
+		return false, err
+	}
+	from, to, reason, alongside := bm.from, bm.to, bm.reason, bm.alongside
+	changes := bm.changes
 	var hint map[gitver.Hash][]gitver.PathChange
 	if changes != nil {
 		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
-	} else if changes, err = mv.changedSince(from, to); err != nil {
+	} else if changes, err = m.changedSince(from, to); err != nil {
 		return false, err
 	}
-	who := mv.agentSignature(note.InitAgent)
-	wt := mv.repo.WorkTree()
-	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: m.onDisk, BranchOnly: wt.Elsewhere != ""}
+	who := m.agentSignature(note.InitAgent)
+	wt := m.repo.WorkTree()
+	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: bm.onDisk, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
 		j.Files = append(j.Files, journal.Change{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
-	if err := mv.journal.Write(j); err != nil {
+	if err := m.journal.Write(j); err != nil {
 		return false, err
 	}
 	reach("journal")
@@ -107,36 +111,36 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 	defer func() {
 		for _, f := range staged {
 			if f.Tmp != "" {
-				mv.root.Remove(f.Tmp)
+				m.root.Remove(f.Tmp)
 			}
 		}
 	}()
 	var durable errgroup.Group
 	durable.SetLimit(stagingWorkers)
-	durable.Go(mv.journal.Sync)
+	durable.Go(m.journal.Sync)
 	if alongside != nil {
 		durable.Go(alongside)
 	}
-	if !j.BranchOnly && !m.onDisk {
+	if !j.BranchOnly && !bm.onDisk {
 		for i, f := range j.Files {
 			if f.New.IsZero() {
 				continue
 			}
 			durable.Go(func() error {
-				if mv.files.Holds(f.Path, f.New) {
+				if m.files.Holds(f.Path, f.New) {
 					return nil // in place already
 				}
-				content, err := mv.repo.ReadBlob(f.New)
+				content, err := m.repo.ReadBlob(f.New)
 				if err != nil {
 					return err
 				}
-				staged[i].Tmp, staged[i].Info, err = mv.files.Stage(f.Path, content)
+				staged[i].Tmp, staged[i].Info, err = m.files.Stage(f.Path, content)
 				return err
 			})
 		}
 	}
 	if err := durable.Wait(); err != nil {
-		return false, errors.Join(err, mv.journal.Clear())
+		return false, errors.Join(err, m.journal.Clear())
 	}
 	reach("objects")
 	// git's index lock is held from before the branch moves until the
@@ -147,19 +151,19 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 	// reflog tells.
 	var gitIndex *gitver.IndexLock
 	if !j.BranchOnly {
-		if gitIndex, err = mv.repo.LockIndex(); err != nil {
-			return false, errors.Join(err, mv.journal.Clear())
+		if gitIndex, err = m.repo.LockIndex(); err != nil {
+			return false, errors.Join(err, m.journal.Clear())
 		}
 		defer gitIndex.Release()
 		// Holding git's index, look again: a checkout that began since
 		// has finished writing its files by now, and one of the branch
 		// that ended since may have left files older than the branch's,
 		// to be put right before anything is placed (see unplaced.go).
-		if now := mv.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || mv.hasUnplaced() {
+		if now := m.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || m.hasUnplaced() {
 			gitIndex.Release()
-			return false, mv.journal.Clear()
+			return false, m.journal.Clear()
 		}
-		if m.onDisk && gitIndex.Waited {
+		if bm.onDisk && gitIndex.Waited {
 			// A person's edits were read from the work tree while a git
 			// command was writing it: a `git reset --hard` that read the
 			// branch before an agent's write writes older files, and
@@ -169,7 +173,7 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 			// taking the older files for an edit.
 			gitIndex.Release()
 			time.Sleep(settleBeforeEdits)
-			return false, mv.journal.Clear()
+			return false, m.journal.Clear()
 		}
 	} else {
 		// As for a write made while another branch is checked out: git
@@ -178,14 +182,14 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 		for _, ch := range changes {
 			older[ch.Path] = ch.Old
 		}
-		if err := mv.recordUnplaced(older); err != nil {
-			return false, errors.Join(err, mv.journal.Clear())
+		if err := m.recordUnplaced(older); err != nil {
+			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
-	if err := mv.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
+	if err := m.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
 		return true, err // the journal stays: the next hold of the write lock finishes the files
 	} else if err != nil {
-		if cerr := mv.journal.Clear(); cerr != nil {
+		if cerr := m.journal.Clear(); cerr != nil {
 			return false, cerr
 		}
 		if errors.Is(err, gitver.ErrBranchMoved) {
@@ -196,7 +200,7 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 	reach("branch")
 	var stats map[string]index.DiskStat
 	if !j.BranchOnly {
-		if stats, err = mv.placeStaged(j, staged, m.infos, gitIndex); err != nil {
+		if stats, err = m.placeStaged(j, staged, bm.infos, gitIndex); err != nil {
 			return true, err
 		}
 	}
@@ -204,7 +208,7 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
 	// next write's build among them.
-	if _, _, err := mv.catch.CatchUpAll(hint, func(tx *index.Tx) error {
+	if _, _, err := m.catch.CatchUpAll(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {
 				return err
@@ -215,7 +219,7 @@ func (mv *mover) moveBranch(m branchMove) (moved bool, err error) {
 		return true, err
 	}
 	reach("index")
-	return true, mv.journal.Clear()
+	return true, m.journal.Clear()
 }
 
 // stagingWorkers bounds the files a branch move stages at once.
@@ -338,10 +342,10 @@ const ownMove = "blackboard: "
 // nothing changed, when the branch was no longer at m.from; an error with
 // moved set is a failure past the commit point. The caller holds the write
 // lock.
-func (mv *mover) commitChain(m branchMove, n int) (moved bool, err error) {
-	moved, err = mv.moveBranch(m)
+func (m *mover) commitChain(move branchMove, n int) (moved bool, err error) {
+	moved, err = m.moveBranch(move)
 	if moved {
-		mv.counted(n)
+		m.counted(n)
 	}
 	return moved, err
 }

@@ -75,17 +75,17 @@ type pipeline struct {
 	pendingDiffs map[gitver.Hash][]gitver.PathChange
 }
 
-// writeInGroup makes one tool write: built on the pending writes, then
+// submit makes one tool write: built on the pending writes, then
 // published with them. Writes that come to this process meanwhile wait in
 // a queue, and one of them, the leader, builds them all in one hold of the
 // write lock and publishes them together. unfinished hears of a failure
 // after the write counted (the remote or the branch took it).
-func (pl *pipeline) writeInGroup(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
-	q := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
+func (q *pipeline) submit(op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
+	it := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
-	wq := &pl.queue
+	wq := &q.queue
 	wq.mu.Lock()
-	wq.waiting = append(wq.waiting, q)
+	wq.waiting = append(wq.waiting, it)
 	lead := !wq.leading
 	wq.leading = true
 	select {
@@ -95,14 +95,14 @@ func (pl *pipeline) writeInGroup(op, uri string, attempt func(*writeTx) error, u
 	wq.mu.Unlock()
 	if !lead {
 		select {
-		case <-q.done:
-			return q.err
-		case <-q.lead:
+		case <-it.done:
+			return it.err
+		case <-it.lead:
 		}
 	}
-	pl.leadWrites()
-	<-q.done
-	return q.err
+	q.leadWrites()
+	<-it.done
+	return it.err
 }
 
 // queuedWrite is one tool write waiting for a push.
@@ -364,7 +364,7 @@ func (q *pipeline) settleRefused(items []*queuedWrite, err error) {
 	// of the branch is half made while the writes are looked for.
 	unlock, serr := q.pub.lockPublish()
 	if serr == nil {
-		serr = q.lock.withBare(settle)
+		serr = q.lock.with(settle)
 		unlock()
 	}
 	if serr != nil {

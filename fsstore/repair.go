@@ -6,11 +6,15 @@ import (
 )
 
 // What a person does with git and files beside the agents can leave the
-// board needing repair that no event announces. Every write and every
-// commit of people's edits runs the repairs first, under the write lock,
-// after any interrupted write is finished; a watching server also runs them
+// board needing repair that no event announces. Every write (prepare) and
+// every commit of people's edits runs the repairs first, under the write
+// lock, after the mover finished any interrupted write, so that no half
+// write is taken for a person's edit; a watching server also runs them
 // every second while there may be something to repair (Repair).
 func (p *people) repair() error {
+	if err := p.mover.recover(); err != nil {
+		return err
+	}
 	for _, r := range []struct {
 		do   func() error
 		what string
@@ -28,17 +32,15 @@ func (p *people) repair() error {
 }
 
 // prepare readies the board for a tool write of the note uri names, in
-// the hold of the write lock that builds it: on a board without a remote,
-// agents' commits a person's reset dropped come back first (rescue.go:
-// they come back before anything is built on the branch); then people's
-// edits to the note are committed, each its own commit (pushed on its
-// own): rare, and they drop pending writes, whose writers build them
-// again. The pipeline calls it once before each build.
+// the hold of the write lock that builds it: the repairs first (agents'
+// commits a person's reset dropped come back before anything is built on
+// the branch, rescue.go); then people's edits to the note are committed,
+// each its own commit (pushed on its own): rare, and they drop pending
+// writes, whose writers build them again. The pipeline calls it once
+// before each build.
 func (p *people) prepare(uri string) error {
-	if p.up.onBranch() {
-		if err := p.bringBackDropped(); err != nil {
-			return err
-		}
+	if err := p.repair(); err != nil {
+		return err
 	}
 	if key, ok := p.keyOf(uri); ok {
 		if _, err := p.adoptEdits(key); err != nil {

@@ -89,10 +89,10 @@ func (tx *writeTx) commit(changes []fileChange, author gitver.Signature, message
 // file's blob before and after, by path. The blobs before come from the
 // derived index when it is at parent (a write on the branch), else from
 // git (a write on pending writes).
-func (bd *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
+func (b *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
 	olds := make([]gitver.Hash, len(changes))
 	indexed := false
-	err := bd.idx.Read(func(s *index.Snapshot) error {
+	err := b.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
 		if err != nil || at != parent {
 			return err
@@ -112,7 +112,7 @@ func (bd *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChan
 	var diff []gitver.PathChange
 	for i, c := range changes {
 		if !indexed {
-			if olds[i], err = bd.repo.PathBlob(parent, c.path); err != nil {
+			if olds[i], err = b.repo.PathBlob(parent, c.path); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -125,7 +125,7 @@ func (bd *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChan
 			diff = append(diff, gitver.PathChange{Path: c.path, Old: olds[i], New: now})
 		}
 	}
-	slices.SortFunc(diff, func(a, b gitver.PathChange) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(diff, func(x, y gitver.PathChange) int { return strings.Compare(x.Path, y.Path) })
 	return real, diff, nil
 }
 

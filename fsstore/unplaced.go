@@ -116,31 +116,31 @@ func (m *mover) recordUnplaced(older map[string]gitver.Hash) error {
 // tree where the file still holds an older one, and git's index in step,
 // once the work tree is the branch's again. The caller holds the write
 // lock.
-func (pe *people) placeUnplaced() error {
-	u, err := pe.mover.loadUnplaced()
+func (p *people) placeUnplaced() error {
+	u, err := p.mover.loadUnplaced()
 	if err != nil || len(u.Paths) == 0 {
 		return err
 	}
-	if pe.repo.WorkTree().Busy() != "" {
+	if p.repo.WorkTree().Busy() != "" {
 		return nil // not yet: the files are someone else's
 	}
-	if _, _, err := pe.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
+	if _, _, err := p.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
 		return nil // once the index is built
 	} else if err != nil {
 		return err
 	}
 	paths := make([]string, 0, len(u.Paths))
-	for p := range u.Paths {
-		paths = append(paths, p)
+	for rel := range u.Paths {
+		paths = append(paths, rel)
 	}
 	slices.Sort(paths)
-	want, err := pe.committedBlobs(paths)
+	want, err := p.committedBlobs(paths)
 	if err != nil {
 		return err
 	}
 	var entries []gitver.IndexEntry
-	for i, p := range paths {
-		content, _, exists, err := pe.readFile(p)
+	for i, rel := range paths {
+		content, _, exists, err := p.readFile(rel)
 		if err != nil {
 			return err
 		}
@@ -148,12 +148,12 @@ func (pe *people) placeUnplaced() error {
 		if exists {
 			disk = gitver.BlobHash(content)
 		}
-		entry := gitver.IndexEntry{Path: p}
+		entry := gitver.IndexEntry{Path: rel}
 		switch {
 		case disk == want[i]:
-		case slices.Contains(u.Paths[p], disk):
+		case slices.Contains(u.Paths[rel], disk):
 			// An older version of the branch's file: put the branch's in.
-			if err := pe.mover.putBlob(p, want[i]); err != nil {
+			if err := p.mover.putBlob(rel, want[i]); err != nil {
 				return err
 			}
 		default:
@@ -162,11 +162,11 @@ func (pe *people) placeUnplaced() error {
 				entry.Blob, entry.Info = want[i], staleInfo{}
 			}
 			entries = append(entries, entry)
-			pe.edits.add([]string{p}, false)
+			p.edits.add([]string{rel}, false)
 			continue
 		}
 		if !want[i].IsZero() {
-			fi, err := pe.root.Lstat(p)
+			fi, err := p.root.Lstat(rel)
 			if err != nil {
 				return err
 			}
@@ -174,10 +174,10 @@ func (pe *people) placeUnplaced() error {
 		}
 		entries = append(entries, entry)
 	}
-	if err := pe.repo.UpdateIndex(entries); err != nil {
+	if err := p.repo.UpdateIndex(entries); err != nil {
 		return err
 	}
-	return pe.mover.saveUnplaced(&unplacedRecord{})
+	return p.mover.saveUnplaced(&unplacedRecord{})
 }
 
 // maxLeakWalk and maxLeakPaths bound the look for a write's files left on

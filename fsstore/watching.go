@@ -339,7 +339,10 @@ func (ws *Watching) Stop() {
 // a replaced file, say) as people's edits. A watching server calls it every
 // second while NeedsRepair.
 func (w *Workspace) Repair() error {
-	return w.lock.with(func() error { // which runs the repairs first
+	return w.lock.with(func() error {
+		if err := w.people.repair(); err != nil {
+			return err
+		}
 		_, _, err := w.people.commitEditsLocked(nil)
 		if errors.Is(err, ErrWorkTreeBusy) {
 			return nil

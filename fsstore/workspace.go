@@ -193,12 +193,6 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		up = &gitRemote{board: b, remote: name, lock: lock, mover: mv}
 	}
 	ppl := &people{board: b, lock: lock, mover: mv, up: up, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
-	lock.upkeep = func() error {
-		if err := mv.recover(); err != nil {
-			return fmt.Errorf("finish an interrupted write: %w", err)
-		}
-		return ppl.repair()
-	}
 	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, up: up,
 		pub:     publisher{gitDir: repo.GitDir()},
 		pending: pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: b.logf}}
@@ -207,7 +201,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
-		if err := w.lock.with(func() error { return nil }); err != nil {
+		if err := w.lock.with(ppl.repair); err != nil {
 			w.Close()
 			return nil, err
 		}

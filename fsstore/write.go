@@ -156,7 +156,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
-	err = w.pipe.writeInGroup(op, uri, attempt, func(failed error) {
+	err = w.pipe.submit(op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -499,8 +499,8 @@ func (b *board) indexedNote(key string) (index.Note, error) {
 }
 
 // loadNote reads a note's file and content from git.
-func (bd *board) loadNote(n index.Note) (*note.File, string, error) {
-	raw, err := bd.repo.ReadBlob(n.NoteBlob)
+func (b *board) loadNote(n index.Note) (*note.File, string, error) {
+	raw, err := b.repo.ReadBlob(n.NoteBlob)
 	if err != nil {
 		return nil, "", err
 	}
@@ -509,11 +509,11 @@ func (bd *board) loadNote(n index.Note) (*note.File, string, error) {
 		return nil, "", err
 	}
 	if !n.ContentBlob.IsZero() && f.Str(note.KeyBlob) != "" {
-		b, err := bd.repo.ReadBlob(n.ContentBlob)
+		content, err := b.repo.ReadBlob(n.ContentBlob)
 		if err != nil {
 			return nil, "", err
 		}
-		return f, f.ContentWith(b), nil
+		return f, f.ContentWith(content), nil
 	}
 	return f, string(f.Body), nil
 }
@@ -588,7 +588,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 		res, err = v.linkLocked(tx, addr, rel, targets)
 		return err
 	}
-	err = w.pipe.writeInGroup(op, uri, attempt, func(failed error) {
+	err = w.pipe.submit(op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}

@@ -380,16 +380,39 @@ func (p *people) changedPaths(paths []string) ([]string, error) {
 // a tool write to key is considered: its compare-and-swap then fails against
 // the person's version instead of overwriting it. It returns the branch's
 // commit after. The caller holds the write lock.
+//
+// While a git command holds git's index only for a moment (a person's `git
+// add`, their `git commit`), the comparison waits for it, as the write's
+// branch move would (gitver.Repo.LockIndex): built without it, a write could
+// check its expect_version against a person's commit that undid an agent's
+// write in the same instant (its tree taken from git's index as it was
+// before the write), whose file still holds the undone text, and be
+// acknowledged on top of it: a counter's increment given twice.
 func (p *people) adoptEdits(key string) (gitver.Hash, error) {
-	head, _, err := p.commitEditsLocked([]string{key})
-	if errors.Is(err, ErrWorkTreeBusy) {
-		// Edits wait for git. The write goes on: commitLocked decides
-		// whether its files may go to the work tree, and placeFile keeps
-		// any file a person changed meanwhile.
-		return head, nil
+	deadline := time.Now().Add(indexBusyWait)
+	for {
+		head, _, err := p.commitEditsLocked([]string{key})
+		if !errors.Is(err, ErrWorkTreeBusy) {
+			return head, err
+		}
+		wt := p.repo.WorkTree()
+		if wt.Operation != "" || wt.Elsewhere != "" || time.Now().After(deadline) {
+			// Edits wait for git. The write goes on: commitLocked decides
+			// whether its files may go to the work tree, and placeFile
+			// keeps any file a person changed meanwhile.
+			return head, nil
+		}
+		time.Sleep(indexBusyPoll)
 	}
-	return head, err
 }
+
+const (
+	// indexBusyWait bounds how long adoptEdits waits for a git command to
+	// let git's index go: as long as a branch move waits for its lock.
+	indexBusyWait = 3 * time.Second
+	// indexBusyPoll is how often it looks.
+	indexBusyPoll = 2 * time.Millisecond
+)
 
 // commitEditsLocked commits the pending edits and those to the notes keys.
 // The caller holds the write lock. On failure the edits stay pending.
@@ -542,13 +565,28 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *
 		case ch != nil && halfSaved(ch, c):
 			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && p.checkedOutJustNow(ch):
+			// git's index records this very file, so git wrote it, or a
+			// write did: placeStaged records a placed file's stat there. A
+			// write's file that a person's `git commit` undid in the same
+			// instant (its tree taken from git's index as it was before the
+			// write) looks so too, and must be committed again now: the
+			// next write would otherwise build on the undone version, and
+			// acknowledge a counter's increment twice.
+			verdict, err := stale.verdict(rel, blob, ch.info)
+			if err != nil {
+				return head, rep, err
+			}
+			if verdict == undoneByCommit {
+				changes = append(changes, *ch)
+				break
+			}
 			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && !blob.IsZero():
 			verdict, err := stale.verdict(rel, blob, ch.info)
 			if err != nil {
 				return head, rep, err
 			}
-			if verdict == notStale {
+			if verdict == notStale || verdict == undoneByCommit {
 				changes = append(changes, *ch)
 				break
 			}

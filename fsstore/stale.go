@@ -75,6 +75,11 @@ const (
 	// unclear: it appeared within staleWindow after the branch moved past
 	// it.
 	unclear
+	// undoneByCommit: a person's `git commit` moved the branch past it.
+	// git commit writes no file, so this is no leftover of a git command:
+	// it is the text of the write the commit undid (see above), and is
+	// committed again like any person's edit.
+	undoneByCommit
 )
 
 // staleLook judges changed files against the branch's recent history,
@@ -116,7 +121,7 @@ func (l *staleLook) verdict(p string, blob gitver.Hash, fi fs.FileInfo) (staleVe
 			if had == blob {
 				switch {
 				case l.committed[child]:
-					return notStale, nil // git commit writes no file: not its leftover
+					return undoneByCommit, nil // git commit writes no file: not its leftover
 				case appeared.Before(childTime):
 					return leftBehind, nil // commit and reflog times keep whole seconds: the move came later still
 				case appeared.Before(childTime.Add(staleWindow + time.Second)):

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,14 +192,33 @@ func TestStaleFileAfterAPullOfAnOldCommit(t *testing.T) {
 // next writer read the reverted value), nor kept aside as a sibling.
 func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
 	fixtures.RequireGit(t)
-	for _, when := range []string{"a second later", "at once"} {
-		t.Run(when, func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// soon: compared within gitSettle of the write's file, which git's
+		// index records with its very stat, as if git had written it
+		// (checkedOutJustNow).
+		soon bool
+		// write: a counter's writer reads the undone version and writes
+		// its increment; it must meet the write's version, not write the
+		// same count again.
+		write bool
+		// gitHolds: the person's next git command holds git's index while
+		// the writer begins (their next `git add`).
+		gitHolds bool
+	}{
+		{name: "a second later"},
+		{name: "at once"},
+		{name: "compared at once", soon: true},
+		{name: "a write at once", soon: true, write: true},
+		{name: "a write while git holds the index", write: true, gitHolds: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			w := newWorkspace(t, false)
 			d := w.Dir()
 			put(t, w, "t/counter", 0, "count 1", "1\n")
 			before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
 			put(t, w, "t/counter", 1, "count 2", "2\n")
-			if when == "a second later" {
+			if tc.name == "a second later" {
 				// Reflog times keep whole seconds: the commit comes in a
 				// later one than the write's file.
 				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)) + 100*time.Millisecond)
@@ -217,9 +237,34 @@ func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
 				}
 			}
 			fixtures.Git(t, d, "add", "mine.txt") // the index git commit wrote
-			time.Sleep(gitSettle + 100*time.Millisecond)
+			if !tc.soon {
+				time.Sleep(gitSettle + 100*time.Millisecond)
+			}
 
-			rep := commitEdits(t, w)
+			rep := &EditReport{}
+			if !tc.write {
+				rep = commitEdits(t, w)
+			} else {
+				n := get(t, w, "t/counter")
+				if tc.gitHolds {
+					lock := filepath.Join(d, ".git", "index.lock")
+					if err := os.WriteFile(lock, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					released := make(chan struct{})
+					go func() {
+						defer close(released)
+						time.Sleep(200 * time.Millisecond)
+						os.Remove(lock)
+					}()
+					defer func() { <-released }()
+				}
+				next := "2\n"
+				_, err := agentView(w).Update(UpdateRequest{URI: "t/counter", Digest: "count 2", Body: &next, ExpectVersion: &n.Version})
+				if !errors.Is(err, ErrConflict) {
+					t.Errorf("a write of %q at v%d after the person's commit: %v, want a conflict", n.Content, n.Version, err)
+				}
+			}
 			staleOutcome(t, w, "t/counter", rep, []string{"1", "2", "1", "2"}, 0)
 			if n := get(t, w, "t/counter"); n.Content != "2\n" {
 				t.Errorf("the counter reads %q, want the write's", n.Content)

@@ -23,6 +23,8 @@ Usage:
       blackboard-mcp (each following the board's moves as the page's script
       does); after each run with pages, every page must show the board's last
       cursor. It prints each run and the writes with pages against without.
+      With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, each of the N processes writes
+      its CPU profile to PREFIX.<pid> (go tool pprof them together).
   blackboard-bench read [--dir DIR] [--server BINARY] [--rounds N] [--writes M] [--copy=false]
       measures an agent's catch-up (listings of 100 and 20 rows, 20 digests,
       searches from a word to a question) and M writes through a real MCP

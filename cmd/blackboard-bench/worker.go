@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,19 @@ func runWorker(_ context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errors.New("the job names no notes")
 	}
 	out := json.NewEncoder(stdout)
+	if prefix := os.Getenv("BLACKBOARD_BENCH_CPUPROFILE"); prefix != "" {
+		// Where a worker's time goes, for the one who tunes the write
+		// path: go tool pprof the files of all the workers together.
+		f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	w, err := c.Open("") // every write names its own author
 	if err != nil {
 		_ = out.Encode(workerMsg{Error: err.Error()}) // best effort: the exit status tells too

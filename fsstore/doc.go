@@ -36,8 +36,10 @@
 //	upstream   where a write counts (upstream.go): localOnly, or gitRemote
 //	           (remote.go, turns.go), which pushes, fetches and follows;
 //	           the one back-off of every loop that pushes (remoteRace)
-//	mover      the commit point (move.go): the journal, the branch move,
-//	           the files placed, git's index, the derived index caught up;
+//	mover      the commit point (move.go): the journal, the branch move
+//	           (never onto a branch a person's reset took the program's
+//	           last commit from, until it is back), the files placed,
+//	           git's index, the derived index caught up;
 //	           and a killed writer's journal finished by whoever comes
 //	           next, before the branch moves again and before anyone
 //	           compares the work tree (journal.go); files a move replaced

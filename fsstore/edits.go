@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -284,7 +285,9 @@ func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditRep
 	var rep *EditReport
 	err := p.lock.with(func() error {
 		p.edits.add(paths, all)
-		if err := p.repair(); err != nil {
+		// What a reset dropped and could not be brought back yet is the
+		// next write's to wait for: edits are compared all the same.
+		if err := p.repair(); err != nil && !errors.Is(err, errBranchMoved) {
 			return err
 		}
 		var err error
@@ -396,11 +399,19 @@ func (p *people) adoptEdits(key string) (gitver.Hash, error) {
 			return head, err
 		}
 		wt := p.repo.WorkTree()
-		if wt.Operation != "" || wt.Elsewhere != "" || time.Now().After(deadline) {
+		if wt.Operation != "" || wt.Elsewhere != "" {
 			// Edits wait for git. The write goes on: commitLocked decides
 			// whether its files may go to the work tree, and placeFile
 			// keeps any file a person changed meanwhile.
 			return head, nil
+		}
+		lock := p.repo.IndexLockPath()
+		if fi, err := os.Stat(lock); (err == nil && time.Since(fi.ModTime()) > indexBusyWait) || time.Now().After(deadline) {
+			// A long git command (a pull, a checkout of a large tree): the
+			// write is answered now, not after it, and so are the others
+			// built in this hold of the write lock.
+			return head, errorf("write", "", ErrConflict,
+				"the workspace is busy: a git command holds git's index (%s); write again once it is done", p.rel(lock))
 		}
 		time.Sleep(indexBusyPoll)
 	}
@@ -408,8 +419,10 @@ func (p *people) adoptEdits(key string) (gitver.Hash, error) {
 
 const (
 	// indexBusyWait bounds how long adoptEdits waits for a git command to
-	// let git's index go: as long as a branch move waits for its lock.
-	indexBusyWait = 3 * time.Second
+	// let git's index go, counted from when the command took it: a
+	// person's add or commit takes a moment, and a write answers within
+	// a second.
+	indexBusyWait = time.Second
 	// indexBusyPoll is how often it looks.
 	indexBusyPoll = 2 * time.Millisecond
 )
@@ -429,7 +442,7 @@ func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, err
 	var rep *EditReport
 	// A person's git commit landing meanwhile moves the branch: compare
 	// again.
-	err := p.whileBranchMoves("commit people's edits", "", func() error {
+	err := whileBranchMoves("commit people's edits", "", p.repair, p.up, func() error {
 		var err error
 		head, rep, err = p.commitEditsOnce(keys, paths, all)
 		return err

@@ -186,6 +186,13 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
+	if dropped, err := m.buildsOnADrop(to); err != nil || dropped {
+		// A person's reset took the program's last commit away, and the
+		// repairs have not brought it back yet: built on that, this
+		// move would count a version again. The caller repairs and looks
+		// again.
+		return false, errors.Join(err, m.journal.Clear())
+	}
 	if err := m.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
 		return true, err // the journal stays: the next hold of the write lock finishes the files
 	} else if err != nil {

@@ -81,6 +81,7 @@ func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err 
 	defer unlock()
 	race := remoteRace{op: "write"}
 	yielded := false // this writer held its push back for another clone
+	unmoved := 0     // times the branch was not where the chain was built
 	// published is the packs that hold the chain's objects, git's now,
 	// released once the branch names them.
 	var published []string
@@ -149,7 +150,12 @@ func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err 
 			case finishErr != nil:
 				return false, nil, finishErr
 			}
-			// The branch moved before the lock was taken: look again.
+			// The branch moved before the lock was taken, or a person's
+			// reset has to be repaired first: look again.
+			if unmoved++; unmoved >= maxMoves {
+				return false, nil, errorf("write", "", ErrConflict,
+					"the branch kept moving under the write (someone is committing in a loop); try again")
+			}
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			if err := q.followRemoteWithPending(head, announce); err != nil {
 				return false, nil, err
@@ -195,6 +201,12 @@ func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo
 		}
 	}
 	finishErr = q.lock.with(func() error {
+		// What a person's reset dropped comes back first: the chain,
+		// built on the branch the reset left, then no longer leads from
+		// it, and its writers build their writes again.
+		if err := q.people.repair(); err != nil && !errors.Is(err, errBranchMoved) {
+			return err
+		}
 		// The chain was read without the write lock: a writer whose
 		// publish failed may have dropped it since (settleRefused), and
 		// what it refused must never reach the branch.

@@ -300,6 +300,17 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 					continue
 				}
 			}
+			if !found {
+				// Another process may have published it, and a person's
+				// reset dropped it a moment after: the repairs bring it
+				// back before it is looked for again, or it would be
+				// built again and answered conflict against its own
+				// commit.
+				if found, err = q.landedAfterRepairs(it.mine); err != nil {
+					it.err = err
+					continue
+				}
+			}
 			if found {
 				if finishErr != nil {
 					it.unfinished(finishErr)
@@ -379,6 +390,25 @@ func (q *pipeline) settleRefused(items []*queuedWrite, err error) {
 	}
 }
 
+// landedAfterRepairs is landed, looked for on the branch once the repairs
+// have brought back what a person's reset dropped from it.
+func (q *pipeline) landedAfterRepairs(mine *builtWrite) (found bool, err error) {
+	err = q.lock.with(func() error {
+		return whileBranchMoves("write", "", q.people.repair, q.up, func() error {
+			if err := q.people.repair(); err != nil {
+				return err
+			}
+			head, err := q.repo.Head()
+			if err != nil {
+				return err
+			}
+			found, err = q.landed(head, mine)
+			return err
+		})
+	})
+	return found, err
+}
+
 // ErrOutcomeUnknown means a write failed at a point where whether git
 // holds it cannot be told (it may still be published): the writer reads
 // the note before writing it again. Every other failure of a write means
@@ -405,7 +435,7 @@ func answerAll(items []*queuedWrite, err error) {
 // files instead of in a pack with others'. The caller holds the write
 // lock.
 func (q *pipeline) commitAlone(it *queuedWrite) error {
-	return q.people.whileBranchMoves(it.op, it.uri, func() error {
+	return whileBranchMoves(it.op, it.uri, q.people.repair, q.up, func() error {
 		defer q.repo.DropStaged()
 		// Nothing is pending (the caller looked, under this hold of the
 		// lock): the write builds on the branch, and the pending writes'

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -48,46 +47,4 @@ func (p *people) prepare(uri string) error {
 		}
 	}
 	return nil
-}
-
-// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times, running the repairs before each new attempt (what
-// moved may need one: a checkout that ended meanwhile); past that, the
-// write is a conflict the caller may try again. An attempt that lost the
-// remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, for at most maxRemoteRace.
-// The caller holds the write lock.
-func (p *people) whileBranchMoves(op, uri string, attempt func() error) error {
-	fetched := false
-	race := remoteRace{op: op, uri: uri}
-	for moves := 0; moves < maxMoves; {
-		if moves+race.lost > 0 {
-			if err := p.repair(); err != nil {
-				return err
-			}
-		}
-		err := attempt()
-		if errors.Is(err, ErrConflict) && !fetched {
-			// This clone may be behind the remote, where the write would
-			// count: a conflict is answered against what it holds now.
-			fetched = true
-			if moved, ferr := p.up.refresh(); ferr == nil && moved {
-				moves++
-				continue
-			}
-		}
-		switch {
-		case errors.Is(err, errRemoteMoved):
-			race.lose()
-			if err := race.over(); err != nil {
-				return err
-			}
-			race.pause()
-		case errors.Is(err, errBranchMoved):
-			moves++
-		default:
-			return err
-		}
-	}
-	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,8 +176,8 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 
 // reaches reports whether target is on the first-parent history of from,
 // within maxDropped commits.
-func (p *people) reaches(from, target gitver.Hash) (bool, error) {
-	_, found, err := p.commitsUntil(from, target, maxDropped)
+func (b *board) reaches(from, target gitver.Hash) (bool, error) {
+	_, found, err := b.commitsUntil(from, target, maxDropped)
 	return found, err
 }
 
@@ -184,8 +185,8 @@ func (p *people) reaches(from, target gitver.Hash) (bool, error) {
 // history of from that are not on to's: those a move from from to to
 // dropped. onChain is false when to is not an ancestor of from within
 // maxDropped commits (the branch went elsewhere).
-func (p *people) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
-	chain, onChain, err := p.commitsUntil(from, to, maxDropped)
+func (b *board) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
+	chain, onChain, err := b.commitsUntil(from, to, maxDropped)
 	for _, c := range chain {
 		if note.ByProgram(c.Message) {
 			n++
@@ -194,13 +195,53 @@ func (p *people) droppedProgramCommits(from, to gitver.Hash) (n int, onChain boo
 	return n, onChain, err
 }
 
+// buildsOnADrop reports whether moving the branch to `to` would leave the
+// program's last commit dropped by a person's reset, neither brought back
+// nor kept (bringBackDropped): a write built on the branch as the reset
+// left it would be checked against the version the reset dropped, and
+// given that number again. The reset's move is in the reflog once the
+// branch it left is read, so the mover asks at the commit point, and the
+// move waits for the repairs.
+func (b *board) buildsOnADrop(to gitver.Hash) (bool, error) {
+	own, found, err := b.repo.LastMoveBy(ownMove)
+	if err != nil || !found || own.New == to {
+		return false, err
+	}
+	ours := own.New
+	if held, err := b.reaches(to, ours); err != nil || held {
+		return false, err
+	}
+	moves, err := b.repo.RecentBranchMoves()
+	if err != nil {
+		return false, err
+	}
+	if !slices.ContainsFunc(moves, func(m gitver.ReflogEntry) bool {
+		return m.Old == ours && strings.HasPrefix(m.Message, "reset: moving to ")
+	}) {
+		return false, nil // not a reset: a rebase or a pull rewrote it, and has its content
+	}
+	kept, err := b.repo.Refs(RescuePrefix)
+	if err != nil {
+		return false, err
+	}
+	_, isKept := kept[RescuePrefix+ours.String()]
+	return !isKept, nil
+}
+
 // restoreBranch moves the branch forward again to the commits a racing
 // reset dropped, and puts their files back.
 func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
 	moved, err := p.mover.moveBranchWithFiles(move.New, move.Old, reason, nil)
-	if err != nil || !moved {
+	if err != nil {
 		return err
+	}
+	if !moved {
+		// The branch or the work tree moved meanwhile (the person's next
+		// git command): nothing may be built on the branch as the reset
+		// left it, or a write could be checked against the version the
+		// reset dropped and counted again. The caller looks again.
+		return errBranchMoved
 	}
 	p.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
 		"they are back (%s), with their files", dropped, strings.TrimPrefix(p.repo.Branch(), "refs/heads/"), move.Old.Short())

@@ -1,10 +1,12 @@
 package fsstore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // A person who means to take commits out of the board's history for good
@@ -49,6 +51,60 @@ func TestResetKeepsVersionsRising(t *testing.T) {
 	}
 	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s", "--", "t/k.md"); !strings.Contains(log, "update t/k v2: two") {
 		t.Errorf("the dropped write is not in the branch's history:\n%s", log)
+	}
+	assertClean(t, w)
+}
+
+// A write built on the branch as a racing reset left it (after the repairs
+// looked, before the branch was read) would be checked against the version
+// the reset dropped and counted at that number again. The commit point
+// refuses such a move until the repairs have brought the dropped commit
+// back; then the write conflicts, as it must.
+func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/k", 0, "one", "1")
+	before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+	put(t, w, "t/k", 1, "two", "2")
+	ours := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+	// What `git reset --hard HEAD` leaves when it read HEAD before the
+	// write and moved the branch after it: the older files, and the
+	// branch back where it read it.
+	fixtures.Git(t, d, "read-tree", "-u", "--reset", before)
+	fixtures.Git(t, d, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", before, ours)
+
+	from, err := gitver.ParseHash(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("---\ndigest: two again\n---\n2\n")
+	pending, err := w.b.repo.BuildCommit(commitRequest(from, []fileChange{{path: "t/k.md", content: body}},
+		w.b.agentSignature("tester"), "update t/k v2: two again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pending.Write(); err != nil {
+		t.Fatal(err)
+	}
+	err = w.lock.with(func() error {
+		moved, err := w.mover.moveBranchWithFiles(from, pending.Hash, ownMove+"a write on the reset's branch", nil)
+		if err != nil || moved {
+			t.Errorf("a move onto the branch the reset left: moved %t, %v; want it refused", moved, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next write repairs first: the dropped commit is back, and a
+	// write that read the reset's version conflicts.
+	next := "2 again\n"
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "two again", Body: &next, ExpectVersion: ptr(1)}); !errors.Is(err, ErrConflict) {
+		t.Errorf("a write at the version the reset dropped: %v, want a conflict", err)
+	}
+	if n := get(t, w, "t/k"); n.Version != 2 || n.Digest != "two" {
+		t.Errorf("after the repairs: v%d %q, want v2 %q", n.Version, n.Digest, "two")
 	}
 	assertClean(t, w)
 }

@@ -199,7 +199,7 @@ func (q *pipeline) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, er
 // failure may be a conflict with pending writes. The caller holds the
 // write lock.
 func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
-	err = q.people.whileBranchMoves(op, uri, func() error {
+	err = whileBranchMoves(op, uri, q.people.repair, q.up, func() error {
 		var err error
 		mine, blockedByPending, err = q.buildWrite(uri, attempt, built)
 		return err
@@ -411,6 +411,52 @@ var errBranchMoved = errors.New("branch moved during the write")
 // errRemoteMoved tells a write to start over because another clone's push
 // reached the remote first; the local branch has been brought to it.
 var errRemoteMoved = errors.New("the remote moved during the write")
+
+// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
+// most maxMoves times, running repair (people's) before each new attempt
+// (what moved may need one: a checkout that ended meanwhile); past that,
+// the write is a conflict the caller may try again. A conflict is answered
+// only once up refreshed the branch from where writes count. An attempt that lost the
+// remote to another clone's push (errRemoteMoved) runs again after a
+// random pause that grows with each loss, for at most maxRemoteRace.
+// The caller holds the write lock.
+func whileBranchMoves(op, uri string, repair func() error, up upstream, attempt func() error) error {
+	fetched := false
+	race := remoteRace{op: op, uri: uri}
+	for moves := 0; moves < maxMoves; {
+		if moves+race.lost > 0 {
+			if err := repair(); errors.Is(err, errBranchMoved) {
+				moves++ // what a reset dropped is not back yet
+				continue
+			} else if err != nil {
+				return err
+			}
+		}
+		err := attempt()
+		if errors.Is(err, ErrConflict) && !fetched {
+			// This clone may be behind the remote, where the write would
+			// count: a conflict is answered against what it holds now.
+			fetched = true
+			if moved, ferr := up.refresh(); ferr == nil && moved {
+				moves++
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, errRemoteMoved):
+			race.lose()
+			if err := race.over(); err != nil {
+				return err
+			}
+			race.pause()
+		case errors.Is(err, errBranchMoved):
+			moves++
+		default:
+			return err
+		}
+	}
+	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+}
 
 // fileChange is one file of a commit: its new content, or nil to delete it.
 type fileChange struct {

@@ -340,7 +340,7 @@ func (ws *Watching) Stop() {
 // second while NeedsRepair.
 func (w *Workspace) Repair() error {
 	return w.lock.with(func() error {
-		if err := w.people.repair(); err != nil {
+		if err := w.people.repair(); err != nil && !errors.Is(err, errBranchMoved) {
 			return err
 		}
 		_, _, err := w.people.commitEditsLocked(nil)

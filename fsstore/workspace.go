@@ -201,7 +201,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
-		if err := w.lock.with(ppl.repair); err != nil {
+		if err := w.lock.with(ppl.repair); err != nil && !errors.Is(err, errBranchMoved) {
 			w.Close()
 			return nil, err
 		}

@@ -15,10 +15,11 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// A write that leaves a note as it was makes no commit, and answers the
-// version git holds: no reader counts a version that git does not.
-func TestUnchangedWriteKeepsItsVersion(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "acme")
+// openBoard makes a new board, opened without fsync, and the view of an
+// open caller on it.
+func openBoard(t *testing.T) (dir string, w *fsstore.Workspace, v *fsstore.View) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "acme")
 	if err := fsstore.Init(dir, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +27,14 @@ func TestUnchangedWriteKeepsItsVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	v := w.As(fsstore.OpenCaller("tester"))
+	t.Cleanup(func() { w.Close() })
+	return dir, w, w.As(fsstore.OpenCaller("tester"))
+}
+
+// A write that leaves a note as it was makes no commit, and answers the
+// version git holds: no reader counts a version that git does not.
+func TestUnchangedWriteKeepsItsVersion(t *testing.T) {
+	dir, w, v := openBoard(t)
 	var acks fsstoretest.Acks
 	write := func(req fsstore.UpdateRequest) *fsstore.UpdateResult {
 		t.Helper()
@@ -80,16 +87,7 @@ func TestUnchangedWriteKeepsItsVersion(t *testing.T) {
 // goes through, at the next version.
 func TestWriteBesideALongGitCommand(t *testing.T) {
 	fixtures.RequireGit(t)
-	dir := filepath.Join(t.TempDir(), "acme")
-	if err := fsstore.Init(dir, ""); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsstore.Open(dir, fsstore.Options{NoSync: true, Agent: "tester"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	v := w.As(fsstore.OpenCaller("tester"))
+	dir, _, v := openBoard(t)
 	var acks fsstoretest.Acks
 	body := "1\n"
 	res, err := v.Update(fsstore.UpdateRequest{URI: "t/a", Digest: "a", Body: &body, ExpectVersion: ptr(0)})

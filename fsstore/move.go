@@ -186,7 +186,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
-	if dropped, err := m.buildsOnADrop(to); err != nil || dropped {
+	if dropped, err := m.buildsOnADrop(from, to); err != nil || dropped {
 		// A person's reset took the program's last commit away, and the
 		// repairs have not brought it back yet: built on that, this
 		// move would count a version again. The caller repairs and looks

@@ -394,7 +394,9 @@ func (q *pipeline) settleRefused(items []*queuedWrite, err error) {
 // have brought back what a person's reset dropped from it.
 func (q *pipeline) landedAfterRepairs(mine *builtWrite) (found bool, err error) {
 	err = q.lock.with(func() error {
-		return whileBranchMoves("write", "", q.people.repair, q.up, func() error {
+		// Each look repairs first, so none is wanted between them.
+		noRepair := func() error { return nil }
+		return whileBranchMoves("write", "", noRepair, q.up, func() error {
 			if err := q.people.repair(); err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,58 +52,79 @@ const maxDropped = 10000
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
 func (p *people) bringBackDropped() error {
-	own, found, err := p.repo.LastMoveBy(ownMove)
-	if err != nil || !found {
-		return err
-	}
-	ours := own.New
 	head, err := p.repo.Head()
-	if err != nil || head == ours {
+	if err != nil {
 		return err
 	}
-	if held, err := p.reaches(head, ours); err != nil || held {
-		return err // commits, merges and pulls on top keep the program's commit
+	d, err := p.droppedByAReset(head)
+	if err != nil || d == nil {
+		return err
+	}
+	move := gitver.ReflogEntry{Old: d.ours, New: head, Message: d.moves[len(d.moves)-1].Message}
+	if d.races == d.resets {
+		if d.behind && p.repo.WorkTree().Operation == "" {
+			return p.restoreBranch(move, d.dropped)
+		}
+		return p.keepDropped(move, d.dropped)
+	}
+	if done, err := p.undoOnTop(d.ours, head, d.rewind, d.dropped); err != nil || done {
+		return err
+	}
+	return p.keepDropped(move, d.dropped)
+}
+
+// resetDrop is what a person's reset took from the branch: the program's
+// commits after the branch as the reset left it, up to ours, the program's
+// last move.
+type resetDrop struct {
+	ours          gitver.Hash
+	moves         []gitver.ReflogEntry // the branch's recent moves, oldest first
+	resets, races int                  // the resets that moved away from ours; races: those "to HEAD"
+	rewind        gitver.ReflogEntry   // the last reset that was not a race
+	dropped       int                  // the program's commits dropped
+	behind        bool                 // the branch is on ours' history
+}
+
+// droppedByAReset is what a person's reset dropped from the branch at
+// head, nil for nothing: head holds the program's last commit, or no reset
+// moved away from it (a rebase or a pull rewrote it, and has its content),
+// or it dropped none of the program's commits. The one decision both
+// bringBackDropped and the mover's check (buildsOnADrop) take.
+func (b *board) droppedByAReset(head gitver.Hash) (*resetDrop, error) {
+	own, found, err := b.repo.LastMoveBy(ownMove)
+	if err != nil || !found || head == own.New {
+		return nil, err
+	}
+	d := &resetDrop{ours: own.New}
+	if held, err := b.reaches(head, d.ours); err != nil || held {
+		return nil, err // commits, merges and pulls on top keep the program's commit
 	}
 	// The branch no longer holds the program's last commit. The moves that
 	// left it say how. git and this program both log a move while they
 	// hold the branch's lock, so the reflog has them in order; all of those
 	// that moved away from the program's commit are read.
-	moves, err := p.repo.RecentBranchMoves()
-	if err != nil {
-		return err
+	if d.moves, err = b.repo.RecentBranchMoves(); err != nil {
+		return nil, err
 	}
-	resets, races := 0, 0
-	var rewind gitver.ReflogEntry // the last reset that was not a race
-	for _, m := range moves {
-		if m.Old == ours && !strings.HasPrefix(m.Message, ownMove) {
+	for _, m := range d.moves {
+		if m.Old == d.ours && !strings.HasPrefix(m.Message, ownMove) {
 			switch {
 			case m.Message == "reset: moving to HEAD":
-				resets++
-				races++
+				d.resets++
+				d.races++
 			case strings.HasPrefix(m.Message, "reset: moving to "):
-				resets++
-				rewind = m
+				d.resets++
+				d.rewind = m
 			}
 		}
 	}
-	if resets == 0 {
-		return nil // not a reset: a rebase or a pull rewrote it, and has its content
+	if d.resets == 0 {
+		return nil, nil
 	}
-	dropped, behind, err := p.droppedProgramCommits(ours, head)
-	if err != nil || dropped == 0 {
-		return err
+	if d.dropped, d.behind, err = b.droppedProgramCommits(d.ours, head); err != nil || d.dropped == 0 {
+		return nil, err
 	}
-	move := gitver.ReflogEntry{Old: ours, New: head, Message: moves[len(moves)-1].Message}
-	if races == resets {
-		if behind && p.repo.WorkTree().Operation == "" {
-			return p.restoreBranch(move, dropped)
-		}
-		return p.keepDropped(move, dropped)
-	}
-	if done, err := p.undoOnTop(ours, head, rewind, dropped); err != nil || done {
-		return err
-	}
-	return p.keepDropped(move, dropped)
+	return d, nil
 }
 
 // undoOnTop keeps a person's rewind of the branch to an older commit of its
@@ -195,36 +215,26 @@ func (b *board) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool
 	return n, onChain, err
 }
 
-// buildsOnADrop reports whether moving the branch to `to` would leave the
-// program's last commit dropped by a person's reset, neither brought back
-// nor kept (bringBackDropped): a write built on the branch as the reset
-// left it would be checked against the version the reset dropped, and
+// buildsOnADrop reports whether moving the branch from `from` to `to`
+// would build on what a person's reset left, while the program's commits
+// it dropped are neither brought back nor kept (bringBackDropped): a write
+// built there would be checked against the version the reset dropped, and
 // given that number again. The reset's move is in the reflog once the
 // branch it left is read, so the mover asks at the commit point, and the
 // move waits for the repairs.
-func (b *board) buildsOnADrop(to gitver.Hash) (bool, error) {
-	own, found, err := b.repo.LastMoveBy(ownMove)
-	if err != nil || !found || own.New == to {
+func (b *board) buildsOnADrop(from, to gitver.Hash) (bool, error) {
+	d, err := b.droppedByAReset(from)
+	if err != nil || d == nil || d.ours == to {
 		return false, err
 	}
-	ours := own.New
-	if held, err := b.reaches(to, ours); err != nil || held {
-		return false, err
-	}
-	moves, err := b.repo.RecentBranchMoves()
-	if err != nil {
-		return false, err
-	}
-	if !slices.ContainsFunc(moves, func(m gitver.ReflogEntry) bool {
-		return m.Old == ours && strings.HasPrefix(m.Message, "reset: moving to ")
-	}) {
-		return false, nil // not a reset: a rebase or a pull rewrote it, and has its content
+	if back, err := b.reaches(to, d.ours); err != nil || back {
+		return false, err // the move brings them back
 	}
 	kept, err := b.repo.Refs(RescuePrefix)
 	if err != nil {
 		return false, err
 	}
-	_, isKept := kept[RescuePrefix+ours.String()]
+	_, isKept := kept[RescuePrefix+d.ours.String()]
 	return !isKept, nil
 }
 

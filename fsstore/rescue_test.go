@@ -108,3 +108,27 @@ func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A person who resets past what the board made of their last rewind (its
+// undo commit, no agent's write among what the reset dropped) leaves
+// nothing to bring back: the board's writes go on from where the reset
+// left the branch.
+func TestResetPastTheUndoOfARewindLetsWritesGoOn(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/k", 0, "one", "1")
+	put(t, w, "t/k", 1, "two", "2")
+	fixtures.Git(t, d, "reset", "-q", "--hard", "HEAD~1")
+	if err := w.Repair(); err != nil { // the rewind kept as an undo on top
+		t.Fatal(err)
+	}
+	fixtures.Git(t, d, "reset", "-q", "--hard", "HEAD~1") // past the undo commit alone
+	if err := w.Repair(); err != nil {
+		t.Fatal(err)
+	}
+	if res := put(t, w, "t/other", 0, "other", "x"); res.Version != 1 {
+		t.Errorf("a write after the reset: v%d, want v1", res.Version)
+	}
+	assertClean(t, w)
+}

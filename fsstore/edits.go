@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -149,16 +150,27 @@ func (p *pendingEdits) take() (paths []string, all bool) {
 }
 
 func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
+	if st, building := p.catch.Building(); building {
+		// Edits wait for the build: their versions are the index's to
+		// count, and a look at the whole tree now would read every file
+		// from git, beside the build.
+		p.edits.add(paths, all)
+		return &EditReport{}, &catchup.Building{Status: st}
+	}
 	var skipped []string
 	compareFirst, rescanned := !all, false
 	if all {
 		if narrowed, problems, ok := p.rescanUnlocked(); ok {
-			// Compared under the lock, not before it: the lock's
-			// comparison records the stats of the files that hold what
-			// is committed, so that the next look passes over them.
-			paths, all, skipped, rescanned = append(narrowed, paths...), false, problems, true
-			if len(paths) == 0 {
-				return &EditReport{Skipped: skipped}, nil
+			// The files that hold what is committed are passed over
+			// without the lock, and their stats recorded, so that the
+			// next look passes over them too: after a build of the index
+			// or a copy of the board, that is every file, and the writes
+			// must not wait while each is read.
+			if narrowed, err := p.changedPaths(narrowed, true); err == nil {
+				paths, all, skipped, rescanned = append(narrowed, paths...), false, problems, true
+				if len(paths) == 0 {
+					return &EditReport{Skipped: skipped}, nil
+				}
 			}
 		}
 	}
@@ -170,20 +182,14 @@ func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
 	return rep, err
 }
 
-// rescanLimit is the most files a look at the whole work tree hands on by
-// name (rescanUnlocked); past it, the whole tree is compared under the
-// write lock, as after a checkout or a copy of the board, which records the
-// files' new stats as it goes.
-const rescanLimit = 2000
-
 // rescanUnlocked looks at the whole work tree without the write lock and
 // returns the paths whose files may differ from the branch's head: no stat
 // recorded for them, another stat or blob than recorded, gone, or changed
 // by the commits the index has not caught up with yet. A look at the whole
-// tree compared every file under the write lock (1.4 s on 100,000 notes),
-// and the writes of a server that had just started waited for it. ok is
-// false when the tree cannot be walked or more than rescanLimit files may
-// differ: the whole tree is then compared under the lock.
+// tree compared every file under the write lock (1.4 s on 100,000 notes,
+// and more once the index was built anew, without stats), and the writes
+// of a server that had just started waited for it. ok is false when the
+// tree cannot be walked: the whole tree is then compared under the lock.
 func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
 	head, err := p.repo.Head()
 	if err != nil {
@@ -235,7 +241,7 @@ func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
 			paths = append(paths, changed...)
 		}
 	}
-	if err != nil || len(paths) > rescanLimit {
+	if err != nil {
 		return nil, nil, false
 	}
 	for _, problem := range treeProblems {
@@ -275,7 +281,7 @@ func (b *board) pathsBetween(from, to gitver.Hash) ([]string, error) {
 func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditReport, error) {
 	if compareFirst {
 		var err error
-		if paths, err = p.changedPaths(paths); err != nil || len(paths) == 0 {
+		if paths, err = p.changedPaths(paths, false); err != nil || len(paths) == 0 {
 			if err != nil {
 				p.edits.add(paths, false)
 			}
@@ -336,18 +342,23 @@ func (b *board) misnamed(p string) *TreeProblem {
 // holds. It runs without the write lock, so that the echoes of the program's
 // own writes (each seen by every watching process) cost no lock: a file
 // equal to the head's blob has nothing to commit, whatever is in flight.
+// With record, the stats of the files passed over are recorded, each with
+// the blob its content was read as (a stat taken before the read, and old
+// enough to trust): true of the file whatever the branch does meanwhile,
+// and a file saved since has another stat.
 //
 // It does not bring the derived index up to date either: when the index is
 // behind the branch (a writer is between its branch move and its index
 // update, or a person committed), the head's blobs are read from git. Every
 // watching process catching the index up itself would make them all queue
 // for its write transaction, and the writer with them.
-func (p *people) changedPaths(paths []string) ([]string, error) {
+func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 	head, err := p.repo.Head()
 	if err != nil {
 		return paths, err
 	}
 	var out []string
+	same := map[string]index.DiskStat{}
 	err = p.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
 		indexed, _, err := s.Head()
@@ -367,14 +378,41 @@ func (p *people) changedPaths(paths []string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !p.files.Holds(file, committed) {
+			if !record {
+				if !p.files.Holds(file, committed) {
+					out = append(out, file)
+				}
+				continue
+			}
+			// A link is the comparison's under the lock to refuse.
+			linked := p.files.CheckNoLinks(file)
+			content, fi, ok, err := p.files.ReadFile(file)
+			switch {
+			case linked != nil || err != nil || !ok || !fi.Mode().IsRegular() || gitver.BlobHash(content) != committed:
 				out = append(out, file)
+			default:
+				if st := statOf(fi); trustworthy(st) {
+					st.Blob = committed
+					same[file] = st
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return paths, err // all of them stay pending
+	}
+	if len(same) > 0 {
+		if err := p.idx.Update(func(tx *index.Tx) error {
+			for rel, st := range same {
+				if err := tx.SetDisk(rel, st); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			p.logf("record the stats of %d files that hold what is committed: %v", len(same), err)
+		}
 	}
 	return out, nil
 }
@@ -391,7 +429,13 @@ func (p *people) changedPaths(paths []string) ([]string, error) {
 // write in the same instant (its tree taken from git's index as it was
 // before the write), whose file still holds the undone text, and be
 // acknowledged on top of it: a counter's increment given twice.
+//
+// While the derived index is being built, no edit is committed: a person's
+// version and the stale-file rule are counted by the index (whileBuilt).
 func (p *people) adoptEdits(key string) (gitver.Hash, error) {
+	if head, building, err := p.whileBuilt(key); building {
+		return head, err
+	}
 	deadline := time.Now().Add(indexBusyWait)
 	for {
 		head, _, err := p.commitEditsLocked([]string{key})
@@ -415,6 +459,37 @@ func (p *people) adoptEdits(key string) (gitver.Hash, error) {
 		}
 		time.Sleep(indexBusyPoll)
 	}
+}
+
+// whileBuilt is adoptEdits while the derived index is being built
+// (building is true then): the write goes on when its note's files on disk
+// are the branch's, and waits for the build, unavailable, when a person
+// changed one; their change stays, to be committed as theirs once the
+// build is done.
+func (p *people) whileBuilt(key string) (head gitver.Hash, building bool, err error) {
+	_, _, err = p.catch.CatchUp(nil, nil)
+	var b *catchup.Building
+	if !errors.As(err, &b) {
+		return gitver.ZeroHash, false, nil
+	}
+	if head, err = p.repo.Head(); err != nil {
+		return head, true, err
+	}
+	if wt := p.repo.WorkTree(); wt.Operation != "" || wt.Elsewhere != "" {
+		return head, true, nil // edits wait for git, as they do after the build
+	}
+	for _, rel := range note.Files(key) {
+		committed, err := p.repo.PathBlob(head, rel)
+		if err != nil {
+			return head, true, err
+		}
+		if !p.files.Holds(rel, committed) {
+			return head, true, errorf("write", "", ErrUnavailable,
+				"%s holds a change not committed yet, to be committed as its author's once the index is built (%s); retry",
+				rel, b.Status).because(b)
+		}
+	}
+	return head, true, nil
 }
 
 const (

@@ -455,7 +455,7 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "commit", "--quiet", "-am", "a by hand")
 	writeFile(t, w, "t/b.md", strings.Replace(readFile(t, w, "t/b.md"), "b body", "b body, saved", 1))
 
-	changed, err := w.people.changedPaths([]string{"t/a.md", "t/b.md"})
+	changed, err := w.people.changedPaths([]string{"t/a.md", "t/b.md"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -386,6 +386,7 @@ func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
 				BuildPath: filepath.Join(w.b.dir, note.IndexFile+"-build"), Gone: w.b.branchGone,
 				InBackground: true, InlineCommits: 1, Step: time.Nanosecond})
 			defer w.b.catch.Close()
+			var fromGit map[string]index.Note // the notes from git at the last look during the build
 			for round := range 4 {
 				for range 15 {
 					switch a, b := h.pick(), h.pick(); {
@@ -409,16 +410,78 @@ func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
 						t.Fatal(err)
 					}
 					steps++
-					h.checkIndexAsFar(fmt.Sprintf("round %d, during the build", round))
+					if steps%2 == 0 {
+						// A write during the build: a commit on the branch.
+						head = h.commit(head)
+						h.moveBranch(head)
+					}
+					at := h.checkIndexAsFar(fmt.Sprintf("round %d, during the build", round))
+					fromGit = h.checkNotesFromGit(head, at, fmt.Sprintf("round %d, during the build", round))
 					if round == 2 && steps == 3 {
 						// Moved while the build runs: it plans again.
 						head = h.pick()
 						h.moveBranch(head)
+						fromGit = nil
 					}
 					time.Sleep(time.Millisecond)
 				}
 				h.checkIndex(head, fmt.Sprintf("round %d, after the build (%d looks while it ran)", round, steps))
+				h.checkSameAsIndexed(fromGit, fmt.Sprintf("round %d, the last look during the build", round))
+				fromGit = nil
 			}
 		})
+	}
+}
+
+// checkNotesFromGit compares every note as a write reads it from git while
+// the index, at at, is behind the branch at head (catchup.NoteFromGit)
+// with the definition at head, and returns them. A branch that no longer
+// reaches at gives none.
+func (h *history) checkNotesFromGit(head, at gitver.Hash, what string) map[string]index.Note {
+	h.t.Helper()
+	out := map[string]index.Note{}
+	for _, key := range graphKeys {
+		n, err := h.w.b.catch.NoteFromGit(head, key, 0)
+		var building *catchup.Building
+		if errors.As(err, &building) {
+			if ok, aerr := h.w.b.repo.IsAncestor(at, head); aerr != nil || ok {
+				h.t.Fatalf("%s: %s from git at %s: %v, although the branch reaches the index's %s (%v)", what, key, head.Short(), err, at.Short(), aerr)
+			}
+			return nil
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if want := h.version(head, key); n.Version != want {
+			h.t.Fatalf("%s: %s from git at %s is version %d, the definition %d (the index at %s)", what, key, head.Short(), n.Version, want, at.Short())
+		}
+		if blob := h.blob(head, key); n.Present != !blob.IsZero() || n.NoteBlob != blob {
+			h.t.Fatalf("%s: %s from git at %s holds %s (present %v), want %s", what, key, head.Short(), n.NoteBlob.Short(), n.Present, blob.Short())
+		}
+		out[key] = n
+	}
+	return out
+}
+
+// checkSameAsIndexed compares notes read from git during a build with the
+// index's rows once the build is done, at the same commit: the cursor of
+// their last change and who made it too.
+func (h *history) checkSameAsIndexed(fromGit map[string]index.Note, what string) {
+	h.t.Helper()
+	err := h.w.ReadIndex(func(s *index.Snapshot) error {
+		for key, g := range fromGit {
+			n, _, err := s.Note(key)
+			if err != nil {
+				return err
+			}
+			if g.Version != n.Version || g.LastSeq != n.LastSeq || g.LastAuthor != n.LastAuthor || g.Topic != n.Topic {
+				h.t.Fatalf("%s: %s from git: version %d, last changed at %d by %q, topic %q; indexed: %d, %d, %q, %q",
+					what, key, g.Version, g.LastSeq, g.LastAuthor, g.Topic, n.Version, n.LastSeq, n.LastAuthor, n.Topic)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
 }

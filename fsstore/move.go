@@ -47,7 +47,8 @@ type mover struct {
 //     one since (it stays theirs, to be committed as their edit), their
 //     directories synced, and git's index written for those paths;
 //  5. the derived index follows the branch, with the stat of each placed
-//     file (so the next look for people's edits need not hash it);
+//     file (so the next look for people's edits need not hash it), unless
+//     it is being built: the build takes the commits in its turn;
 //  6. the journal is cleared.
 //
 // While a person has another branch checked out, only the branch moves:
@@ -214,7 +215,13 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	// The derived index follows the branch in this hold of the lock. Left
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
-	// next write's build among them.
+	// next write's build among them. While it is being built, the build
+	// takes these commits in its turn: the write was checked against git
+	// (noteAtHead), and does not wait for the build.
+	if _, building := m.catch.Building(); building {
+		reach("index")
+		return true, m.journal.Clear()
+	}
 	if _, _, err := m.catch.CatchUpAll(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {

@@ -208,7 +208,7 @@ func (q *pipeline) rebasePending(old gitver.Hash) error {
 		if v, ok := versions[key]; ok {
 			return v, nil
 		}
-		n, err := q.noteAtIndex(key, head)
+		n, err := q.noteAtHead(key, head)
 		versions[key] = n.Version
 		return n.Version, err
 	}

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -155,4 +158,69 @@ func differFromHead(t *testing.T, w *Workspace) []string {
 		}
 	}
 	return out
+}
+
+// TestWholeTreeLookWithoutTheLock: after the index is built anew (a board
+// cloned without one, an index of an older schema, reindex), no file has
+// a recorded stat, and the look at the whole work tree reads every file.
+// It reads them without the write lock, which another process holds
+// meanwhile, and records their stats, so that the next look names none;
+// a file a person changed is still named, and committed as theirs.
+func TestWholeTreeLookWithoutTheLock(t *testing.T) {
+	w := newWorkspace(t, false)
+	for i := range 40 {
+		put(t, w, fmt.Sprintf("research/n%d", i), 0, "note", "body")
+	}
+	hourAgo := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(w.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") && !strings.Contains(p, ".git") {
+			err = os.Chtimes(p, hourAgo, hourAgo)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	if paths, _, ok := w.people.rescanUnlocked(); !ok || len(paths) < 40 {
+		t.Fatalf("after a rebuild, the look names %d files (ok %v), want every note's", len(paths), ok)
+	}
+	// Another process holds the write lock for the whole look.
+	other, err := os.OpenFile(filepath.Join(w.Dir(), filepath.FromSlash(note.LockFile)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		w.FilesChanged(nil, true)
+		_, err := w.CommitEdits()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the look at the whole tree waits for the write lock")
+	}
+	if paths, _, ok := w.people.rescanUnlocked(); !ok || len(paths) != 0 {
+		t.Fatalf("the next look names %q (ok %v), want none: the stats were recorded", paths, ok)
+	}
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, w, "research/n5.md", "---\ndigest: by hand\n---\nbody\n")
+	w.FilesChanged(nil, true)
+	rep, err := w.CommitEdits()
+	if err != nil || len(rep.Edits) != 1 {
+		t.Fatalf("a person's change after the look: %+v, %v", rep, err)
+	}
+	assertClean(t, w)
 }

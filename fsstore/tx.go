@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -45,10 +46,11 @@ type writeTx struct {
 // must be at tx.head: another process may have brought it to where the
 // branch went since (a person's reset), and then the write starts over
 // (errBranchMoved), or it would check its expect_version against one
-// commit and build on another.
+// commit and build on another. While the index is being built, the note
+// is read from git, its version counted there (noteAtHead).
 func (tx *writeTx) noteIn(key string) (index.Note, error) {
 	if tx.base == tx.head {
-		return tx.q.noteAtIndex(key, tx.head)
+		return tx.q.noteAtHead(key, tx.head)
 	}
 	return tx.pendingNote(key)
 }
@@ -261,7 +263,7 @@ func (tx *writeTx) pendingTouched(uri string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	published, err := tx.q.noteAtIndex(key, tx.head)
+	published, err := tx.q.noteAtHead(key, tx.head)
 	if err != nil {
 		return false, err
 	}
@@ -287,7 +289,7 @@ func (b *board) keyOf(uri string) (string, bool) {
 // derived index's at the branch, then each pending commit that changed its
 // file counted as a version.
 func (tx *writeTx) pendingNote(key string) (index.Note, error) {
-	n, err := tx.q.noteAtIndex(key, tx.head)
+	n, err := tx.q.noteAtHead(key, tx.head)
 	if err != nil || tx.base == tx.head {
 		return n, err
 	}
@@ -496,20 +498,27 @@ func subject(message string) string {
 	return line
 }
 
-// noteAtIndex is the note at key as the derived index holds it, which
-// must be at head (see noteIn).
-func (b *board) noteAtIndex(key string, head gitver.Hash) (index.Note, error) {
+// noteAtHead is the note at key on the branch at head, as the derived
+// index holds it, which must be at head (see noteIn); while the index is
+// being built, read from git, its version counted there for this note
+// alone (catchup.NoteFromGit), so that writes go on during the build.
+func (b *board) noteAtHead(key string, head gitver.Hash) (index.Note, error) {
 	var n index.Note
+	behind := false
 	err := b.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
-		if err != nil {
+		if err != nil || at != head {
+			behind = err == nil
 			return err
-		}
-		if at != head {
-			return errBranchMoved
 		}
 		n, _, err = s.Note(key)
 		return err
 	})
-	return n, err
+	if !behind {
+		return n, err
+	}
+	if _, building := b.catch.Building(); building {
+		return b.catch.NoteFromGit(head, key, catchup.FromGitCommits)
+	}
+	return n, errBranchMoved
 }

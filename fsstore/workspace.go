@@ -46,8 +46,11 @@ type Options struct {
 	// catch-up of the derived index (a board cloned without one, a person's
 	// pull of thousands of commits). The catch-up then runs in the
 	// background, in steps; meanwhile listings and searches answer from
-	// the index as far as it has come, and other calls are ErrUnavailable,
-	// saying how far. The zero value waits for the catch-up.
+	// the index as far as it has come, named notes are read from git, a
+	// write is checked against git for its own note (catchup.NoteFromGit)
+	// once the build is near enough its end, and other calls are
+	// ErrUnavailable, saying how far. The zero value waits for the
+	// catch-up.
 	IndexInBackground bool
 }
 

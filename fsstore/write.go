@@ -519,22 +519,37 @@ func (b *board) loadNote(n index.Note) (*note.File, string, error) {
 }
 
 // missing returns the addresses among uris that name no present note the
-// caller may read (forbidden and missing look the same), where tx builds.
+// caller may read (forbidden and missing look the same), where tx builds:
+// from the derived index, or from git while the index is being built.
 func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 	w := v.w
 	var out []string
 	err := w.b.idx.Read(func(s *index.Snapshot) error {
+		at, _, err := s.Head()
+		if err != nil {
+			return err
+		}
 		for _, u := range uris {
 			a, err := w.b.parseAddress(u)
 			if err != nil {
 				out = append(out, u)
 				continue
 			}
-			n, ok, err := s.Note(a.Short())
-			if err != nil {
-				return err
+			present := false
+			if at == tx.head {
+				n, ok, err := s.Note(a.Short())
+				if err != nil {
+					return err
+				}
+				present = ok && n.Present
+			} else {
+				blob, err := w.b.repo.PathBlob(tx.head, a.NotePath())
+				if err != nil {
+					return err
+				}
+				present = !blob.IsZero()
 			}
-			if !ok || !n.Present || !v.c.CanRead(a.Short()) {
+			if !present || !v.c.CanRead(a.Short()) {
 				out = append(out, u)
 			}
 		}

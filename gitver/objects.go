@@ -762,6 +762,58 @@ func (r *Repo) PathBlob(commit Hash, path string) (Hash, error) {
 	return tree, nil
 }
 
+// SubTree returns the tree at dir ("" for root itself) under the tree
+// root, or the zero hash when root has no directory there.
+func (r *Repo) SubTree(root Hash, dir string) (Hash, error) {
+	tree := root
+	if dir == "" {
+		return tree, nil
+	}
+	for _, name := range strings.Split(dir, "/") {
+		if tree.IsZero() {
+			return ZeroHash, nil
+		}
+		t, err := r.readTree(tree)
+		if err != nil {
+			return ZeroHash, err
+		}
+		next := ZeroHash
+		for _, e := range t.Entries {
+			if e.Name == name && e.Mode == filemode.Dir {
+				next = Hash(e.Hash)
+				break
+			}
+		}
+		tree = next
+	}
+	return tree, nil
+}
+
+// FileBlobs returns the blob of each of the named files directly in tree
+// (zero for none), as Changes counts files: a name that is a directory or
+// a submodule there is no file, and zero.
+func (r *Repo) FileBlobs(tree Hash, names []string) ([]Hash, error) {
+	out := make([]Hash, len(names))
+	if tree.IsZero() {
+		return out, nil
+	}
+	t, err := r.readTree(tree)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range t.Entries {
+		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
+			continue
+		}
+		for i, name := range names {
+			if e.Name == name {
+				out[i] = Hash(e.Hash)
+			}
+		}
+	}
+	return out, nil
+}
+
 // identity cleans a name or email for an author line as git does: the
 // delimiters <, > and line breaks cannot appear in it, and surrounding
 // spaces are dropped. Names come from agents and environment variables.

@@ -58,6 +58,9 @@ type Catcher struct {
 	mu       sync.Mutex
 	building bool   // this process builds in the background
 	status   Status // of this process's build
+	// lastWalk is NoteFromGit's last walk of the commits the index does
+	// not hold yet.
+	lastWalk *fromGitWalk
 	closed   chan struct{}
 	wg       sync.WaitGroup
 }
@@ -373,6 +376,7 @@ func (c *Catcher) build() error {
 		}
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	defer c.keepWalk(nil) // the build's walk may be the whole history
 	err = c.buildSteps(f)
 	_ = f.Truncate(0) // no progress to show: the lock says none runs
 	return err
@@ -389,11 +393,12 @@ func (c *Catcher) buildSteps(f *os.File) error {
 		}
 		var indexed gitver.Hash
 		var plan *syncPlan
+		seq := 0
 		err = c.idx.Read(func(s *index.Snapshot) error {
-			if indexed, _, err = s.Head(); err != nil || indexed == head {
+			if indexed, seq, err = s.Head(); err != nil || indexed == head {
 				return err
 			}
-			plan, err = c.planSync(s, head, indexed, func(_ string, walked, _ int) {
+			plan, err = c.planSync(s, head, indexed, 0, func(_ string, walked, _ int) {
 				c.report(f, Status{Walked: walked})
 			})
 			return err
@@ -415,6 +420,9 @@ func (c *Catcher) buildSteps(f *os.File) error {
 			}
 			continue
 		}
+		// Writes meanwhile count their notes' versions along the same
+		// walk (NoteFromGit): they need not walk the history again.
+		c.keepWalk(&fromGitWalk{indexed: indexed, seq: seq, head: head, order: plan.order})
 		st := Status{Total: len(plan.order), Started: time.Now()}
 		c.report(f, st)
 		for st.Done < len(plan.order) {

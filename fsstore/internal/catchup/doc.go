@@ -16,6 +16,9 @@
 //	            background build, its progress and its lock
 //	sync.go     the version rule: which commits the index holds, in which
 //	            order, and each note's row refreshed from git
+//	fromgit.go  notes read from git while the index is behind: a named
+//	            note for a reader; for a writer, with its version counted
+//	            by the same rule for that note alone
 //
 // It knows git through gitver and the board's format through fsstore/note;
 // it knows nothing of writes, people's edits or the remote, which call it.

@@ -33,7 +33,7 @@ func (c *Catcher) sync(tx *index.Tx, target gitver.Hash, hint map[gitver.Hash][]
 	if err != nil {
 		return 0, err
 	}
-	plan, err := c.planSync(tx, target, indexed, progress)
+	plan, err := c.planSync(tx, target, indexed, 0, progress)
 	if err != nil {
 		return 0, err
 	}
@@ -51,7 +51,7 @@ func (c *Catcher) sync(tx *index.Tx, target gitver.Hash, hint map[gitver.Hash][]
 			refresh[n] = true
 		}
 		seq = baseSeq
-		if plan, err = c.planSync(tx, target, base, progress); err != nil {
+		if plan, err = c.planSync(tx, target, base, 0, progress); err != nil {
 			return 0, err
 		}
 	}
@@ -146,8 +146,9 @@ type syncPlan struct {
 
 // planSync walks from target to the commits the index holds. A commit on
 // target's first-parent history that reaches the index's head is closed:
-// everything before it in the order is what it reaches.
-func (c *Catcher) planSync(tx commitLookup, target, indexed gitver.Hash, progress Progress) (*syncPlan, error) {
+// everything before it in the order is what it reaches. With a limit, a
+// walk that would read more commits than that stops with errTooFar.
+func (c *Catcher) planSync(tx commitLookup, target, indexed gitver.Hash, limit int, progress Progress) (*syncPlan, error) {
 	plan := &syncPlan{reachesIndexed: indexed.IsZero() || target == indexed}
 	if target.IsZero() || target == indexed {
 		return plan, nil
@@ -206,6 +207,9 @@ func (c *Catcher) planSync(tx commitLookup, target, indexed gitver.Hash, progres
 				return nil, err
 			}
 			reaches[p] = false // walked: a DAG never meets it again before it is done
+			if limit > 0 && len(reaches) > limit {
+				return nil, errTooFar
+			}
 			stack = append(stack, frame{c: c, mainline: f.mainline && first})
 			if progress != nil && len(reaches)%1000 == 0 {
 				progress("history", len(reaches), 0)
@@ -279,29 +283,6 @@ func (c *Catcher) refreshNote(tx *index.Tx, key string) error {
 		return err
 	}
 	return tx.SetNoteState(n, text, links)
-}
-
-// NoteAt reads the note at key as commit holds it, from git alone: its
-// fields, without the version, which only the index counts. For a read
-// while the index is being built. Present is false when there is none.
-func (c *Catcher) NoteAt(commit gitver.Hash, key string) (index.Note, error) {
-	noteBlob, err := c.repo.PathBlob(commit, key+".md")
-	if err != nil || noteBlob.IsZero() {
-		return index.Note{Key: key}, err
-	}
-	var contentBlob gitver.Hash
-	var contentPath string
-	for _, p := range note.BlobFiles(key) {
-		b, err := c.repo.PathBlob(commit, p)
-		if err != nil {
-			return index.Note{}, err
-		}
-		if !b.IsZero() {
-			contentBlob, contentPath = b, p
-		}
-	}
-	n, _, _, err := c.readNote(key, noteBlob, contentBlob, contentPath)
-	return n, err
 }
 
 // readNote reads the note at key from its note file's blob and its content

@@ -62,24 +62,25 @@
 //	vectors   the notes' meaning for search
 //
 // One lone update_state (a board without a remote, no other writer),
-// part by part:
+// part by part, each entered once, in this order:
 //
 //	View.Update (write.go)         the request checked, the caller's right
-//	pipeline.submit,               the queue: alone, so committed at once,
-//	  publishWrites (queue.go)     in one hold of the write lock
+//	pipeline.submit,               the queue: alone, and upstream (localOnly)
+//	  publishWrites (queue.go)     says the branch is where it counts, so
+//	                               committed at once, in one hold of the
+//	                               write lock
 //	writeLock.hold (lock.go)       the flock
-//	pipeline.commitAlone,          the build, started over while a person's
-//	  buildWrite (queue.go, tx.go) commit moves the branch under it
-//	people.prepare (repair.go)     a killed writer's journal finished (by
-//	                               the mover, below), the repairs of a
-//	                               person's git, agents' commits a reset
-//	                               dropped brought back; the note's own
-//	                               edits committed
+//	pipeline.commitAlone           the write, started over while a person's
+//	  (queue.go)                   commit moves the branch under it
+//	mover.update (move.go)         a killed writer's journal finished
+//	                               (journal.go); then the pipeline's build,
+//	                               handed to it, below; then its move
+//	people.prepare (repair.go)     the repairs of a person's git (agents'
+//	                               commits a reset dropped brought back);
+//	                               the note's own edits committed
 //	writeTx (tx.go)                the note read as the write sees it and
 //	                               checked against expect_version (noteIn),
 //	                               its commit built (commit, with gitver)
-//	upstream (localOnly)           nothing to push: the branch is where it
-//	                               counts
 //	mover.commitChain,             the commit point: the journal written,
 //	  moveBranch (move.go)         the files staged (worktree), the branch
 //	                               moved (gitver), the files placed, git's

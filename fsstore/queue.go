@@ -221,6 +221,11 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 		// record the pending writes' tip once for them all.
 		unbuilding := q.pub.announceBuilding()
 		err := q.lock.with(func() error {
+			// A killed writer's journal is finished before the builds
+			// compare the work tree (people.prepare).
+			if err := q.mover.recover(); err != nil {
+				return err
+			}
 			var built builtTip
 			defer q.repo.DropStaged()
 			for _, it := range open {
@@ -433,28 +438,33 @@ func answerAll(items []*queuedWrite, err error) {
 // commitAlone builds a write that came alone, on the branch, and moves
 // the branch to it at once, in this hold of the write lock: a group of
 // one, built as every write is (buildWrite) and moved as every group is
-// (commitChain), with its objects written loose and synced alongside the
-// files instead of in a pack with others'. The caller holds the write
-// lock.
+// (commitChain), in one pass through the mover (mover.update), with its
+// objects written loose and synced alongside the files instead of in a
+// pack with others'. It is only for a board whose branch is where writes
+// count (no remote). The caller holds the write lock.
 func (q *pipeline) commitAlone(it *queuedWrite) error {
 	return whileBranchMoves(it.op, it.uri, q.people.repair, q.up, func() error {
 		defer q.repo.DropStaged()
-		// Nothing is pending (the caller looked, under this hold of the
-		// lock): the write builds on the branch, and the pending writes'
-		// record is neither read nor written again.
-		head, err := q.repo.Head()
-		if err != nil {
-			return err
-		}
-		mine, _, err := q.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head})
-		if err != nil || mine == nil {
-			return err // refused, or answered without a commit
-		}
-		reach("built")
-		moved, err := q.mover.commitChain(branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
-			alongside: mine.pending.Write, changes: mine.diff}, 1)
+		built := false
+		moved, err := q.mover.update(func() (*branchMove, error) {
+			// Nothing is pending (the caller looked, under this hold of
+			// the lock): the write builds on the branch, and the pending
+			// writes' record is neither read nor written again.
+			head, err := q.repo.Head()
+			if err != nil {
+				return nil, err
+			}
+			mine, _, err := q.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head}, true)
+			if err != nil || mine == nil {
+				return nil, err // refused, or answered without a commit
+			}
+			reach("built")
+			built = true
+			return &branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
+				alongside: mine.pending.Write, changes: mine.diff}, nil
+		})
 		switch {
-		case !moved && err == nil:
+		case built && !moved && err == nil:
 			return errBranchMoved // a person's commit came first: built again on it
 		case moved && err != nil:
 			it.unfinished(err) // past the commit point: acknowledged, with a warning

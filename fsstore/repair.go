@@ -14,6 +14,11 @@ func (p *people) repair() error {
 	if err := p.mover.recover(); err != nil {
 		return err
 	}
+	return p.repairs()
+}
+
+// repairs is repair, once the mover has finished any interrupted write.
+func (p *people) repairs() error {
 	for _, r := range []struct {
 		do   func() error
 		what string
@@ -36,9 +41,10 @@ func (p *people) repair() error {
 // the branch, rescue.go); then people's edits to the note are committed,
 // each its own commit (pushed on its own): rare, and they drop pending
 // writes, whose writers build them again. The pipeline calls it once
-// before each build.
+// before each build, in a hold of the write lock in which the mover has
+// finished any interrupted write (mover.update, mover.recover).
 func (p *people) prepare(uri string) error {
-	if err := p.repair(); err != nil {
+	if err := p.repairs(); err != nil {
 		return err
 	}
 	if key, ok := p.keyOf(uri); ok {

@@ -203,7 +203,7 @@ func (q *pipeline) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, er
 func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
 	err = whileBranchMoves(op, uri, q.people.repair, q.up, func() error {
 		var err error
-		mine, blockedByPending, err = q.buildWrite(uri, attempt, built)
+		mine, blockedByPending, err = q.buildWrite(uri, attempt, built, q.up.onBranch())
 		return err
 	})
 	return mine, blockedByPending, err
@@ -212,8 +212,10 @@ func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, bu
 // buildWrite runs attempt in a new transaction on the pending writes'
 // tip, or on the branch when none is pending, and makes its commit the
 // tip in built. mine is nil for a write answered without a commit (it
-// changed nothing) or refused. The caller holds the write lock.
-func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
+// changed nothing) or refused. stageOnly is the transaction's (writeTx):
+// true where the branch is where writes count (upstream.onBranch). The
+// caller holds the write lock.
+func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip, stageOnly bool) (mine *builtWrite, blockedByPending bool, err error) {
 	// The work tree as the write must see it: people's edits to its
 	// note committed first.
 	if err := q.people.prepare(uri); err != nil {
@@ -229,7 +231,7 @@ func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *b
 			return nil, false, err
 		}
 	}
-	tx := &writeTx{q: q, head: head, base: base, tip: base, stageOnly: q.up.onBranch()}
+	tx := &writeTx{q: q, head: head, base: base, tip: base, stageOnly: stageOnly}
 	if err := attempt(tx); err != nil {
 		return nil, base != head && errors.Is(err, ErrConflict), err
 	}

@@ -423,8 +423,11 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 // commit after. The caller holds the write lock.
 //
 // While a git command holds git's index only for a moment (a person's `git
-// add`, their `git commit`), the comparison waits for it, as the write's
-// branch move would (gitver.Repo.LockIndex): built without it, a write could
+// add`, their `git commit`), or a person's command that moves the branch
+// has just begun (gitver.WorkTree's Starting), the comparison waits for
+// it, as the write's branch move would (gitver.Repo.LockIndex): a pull's
+// merge fails when it finds git's index held between its steps, and built
+// without the wait, a write could
 // check its expect_version against a person's commit that undid an agent's
 // write in the same instant (its tree taken from git's index as it was
 // before the write), whose file still holds the undone text, and be
@@ -433,12 +436,18 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 // While the derived index is being built, no edit is committed: a person's
 // version and the stale-file rule are counted by the index (whileBuilt).
 func (p *people) adoptEdits(key string) (gitver.Hash, error) {
-	if head, building, err := p.whileBuilt(key); building {
-		return head, err
-	}
 	deadline := time.Now().Add(indexBusyWait)
 	for {
+		// Looked at each time: the git command waited for (a pull) may
+		// leave the index far behind the branch.
+		if head, building, err := p.whileBuilt(key); building {
+			return head, err
+		}
 		head, _, err := p.commitEditsLocked([]string{key})
+		var b *catchup.Building
+		if errors.As(err, &b) {
+			continue // the branch went far since whileBuilt looked
+		}
 		if !errors.Is(err, ErrWorkTreeBusy) {
 			return head, err
 		}
@@ -450,12 +459,16 @@ func (p *people) adoptEdits(key string) (gitver.Hash, error) {
 			return head, nil
 		}
 		lock := p.repo.IndexLockPath()
-		if fi, err := os.Stat(lock); (err == nil && time.Since(fi.ModTime()) > indexBusyWait) || time.Now().After(deadline) {
+		fi, lerr := os.Stat(lock)
+		if long := lerr == nil && time.Since(fi.ModTime()) > indexBusyWait; long || time.Now().After(deadline) {
 			// A long git command (a pull, a checkout of a large tree): the
 			// write is answered now, not after it, and so are the others
 			// built in this hold of the write lock.
-			return head, errorf("write", "", ErrConflict,
-				"the workspace is busy: a git command holds git's index (%s); write again once it is done", p.rel(lock))
+			why := fmt.Sprintf("a git command holds git's index (%s)", p.rel(lock))
+			if !long && wt.Starting != "" {
+				why = wt.Starting
+			}
+			return head, errorf("write", "", ErrConflict, "the workspace is busy: %s; write again once it is done", why)
 		}
 		time.Sleep(indexBusyPoll)
 	}
@@ -497,7 +510,7 @@ const (
 	// let git's index go, counted from when the command took it: a
 	// person's add or commit takes a moment, and a write answers within
 	// a second.
-	indexBusyWait = time.Second
+	indexBusyWait = 900 * time.Millisecond
 	// indexBusyPoll is how often it looks.
 	indexBusyPoll = 2 * time.Millisecond
 )

@@ -159,8 +159,9 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		// Holding git's index, look again: a checkout that began since
 		// has finished writing its files by now, and one of the branch
 		// that ended since may have left files older than the branch's,
-		// to be put right before anything is placed (see unplaced.go).
-		if now := m.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || m.hasUnplaced() {
+		// to be put right before anything is placed (see unplaced.go);
+		// a person's pull or merge that began since goes first.
+		if now := m.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || now.Starting != "" || m.hasUnplaced() {
 			gitIndex.Release()
 			return false, m.journal.Clear()
 		}

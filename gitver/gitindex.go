@@ -89,12 +89,22 @@ type IndexLock struct {
 const settleAfterGit = 20 * time.Millisecond
 
 // LockIndex takes git's index lock, waiting a few seconds for a git command
-// that holds it, and then a moment more for that command to finish.
+// that holds it, and then a moment more for that command to finish. It
+// waits as well while a person's command that moves the branch has just
+// begun (a pull, a merge, a reset): such a command takes git's index more
+// than once, and fails when it finds it held in between (`git merge` then
+// cannot stash the work tree); it has moved the branch, or begun a while
+// ago, by the time the lock is taken.
 func (r *Repo) LockIndex() (*IndexLock, error) {
 	lockPath := r.IndexLockPath()
 	deadline := time.Now().Add(lockWait)
 	waited := false
 	for {
+		if now := time.Now(); r.personsCommand(now) != "" && now.Before(deadline) {
+			waited = true
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
 		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			if waited {

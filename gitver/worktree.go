@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // WorkTree is how the work tree stands towards the branch right now. The
@@ -21,11 +22,14 @@ type WorkTree struct {
 	// Locked says another git command holds the index (it may be writing
 	// files: a checkout, a reset).
 	Locked string
+	// Starting says a person's git command that moves the branch may have
+	// just begun (PersonsCommand).
+	Starting string
 }
 
 // Busy is the first reason the files are not the branch's, "" when they are.
 func (t WorkTree) Busy() string {
-	for _, s := range []string{t.Operation, t.Elsewhere, t.Locked} {
+	for _, s := range []string{t.Operation, t.Elsewhere, t.Locked, t.Starting} {
 		if s != "" {
 			return s
 		}
@@ -65,7 +69,44 @@ func (r *Repo) WorkTree() WorkTree {
 	if _, err := os.Lstat(r.IndexLockPath()); err == nil {
 		t.Locked = "another git command is using the index (" + filepath.Join(".git", "index.lock") + " exists; if none is running, remove it)"
 	}
+	t.Starting = r.personsCommand(time.Now())
 	return t
+}
+
+// commandStart bounds how long after git wrote FETCH_HEAD or ORIG_HEAD a
+// command that moves the branch is taken to be under way (personsCommand):
+// a pull's merge follows its fetch at once, and holds git's index while it
+// works; a fetch alone (no merge follows) holds writes back this long, and
+// no longer than a write waits before it answers (fsstore's
+// indexBusyWait).
+const commandStart = 800 * time.Millisecond
+
+// personsCommand names the command of a person's git that may be under way
+// and move the branch soon: git wrote FETCH_HEAD (a fetch, which a pull
+// follows with a merge) or ORIG_HEAD (a merge, a reset or a rebase, as it
+// begins) within commandStart before now, since the branch last moved.
+// Such a command reads the branch and git's index as it begins and
+// writes them as it ends, holding no lock in between: a write meanwhile
+// makes it fail (`git merge` cannot stash the work tree, or cannot move
+// the branch). The program itself writes neither file (its fetches pass
+// --no-write-fetch-head).
+func (r *Repo) personsCommand(now time.Time) string {
+	var moved time.Time
+	if fi, err := os.Stat(r.refPath(r.branch)); err == nil {
+		moved = fi.ModTime()
+	}
+	for _, c := range []struct{ file, what string }{
+		{"ORIG_HEAD", "a person's git merge, reset or rebase"},
+		{"FETCH_HEAD", "a person's git pull"},
+	} {
+		fi, err := os.Stat(filepath.Join(r.gitDir, c.file))
+		// Not before: file times come from a coarse clock, and one tick
+		// may hold the branch's last move and the command's start.
+		if err == nil && now.Sub(fi.ModTime()) < commandStart && !fi.ModTime().Before(moved) {
+			return c.what + " has just begun"
+		}
+	}
+	return ""
 }
 
 // Exclude makes git ignore paths matching pattern in this repository, as a

@@ -59,8 +59,10 @@ type Catcher struct {
 	building bool   // this process builds in the background
 	status   Status // of this process's build
 	// lastWalk is NoteFromGit's last walk of the commits the index does
-	// not hold yet.
+	// not hold yet; walking is open while this process's build walks them
+	// (its walk becomes lastWalk).
 	lastWalk *fromGitWalk
+	walking  chan struct{}
 	closed   chan struct{}
 	wg       sync.WaitGroup
 }
@@ -394,6 +396,7 @@ func (c *Catcher) buildSteps(f *os.File) error {
 		var indexed gitver.Hash
 		var plan *syncPlan
 		seq := 0
+		walked := c.walkBegins()
 		err = c.idx.Read(func(s *index.Snapshot) error {
 			if indexed, seq, err = s.Head(); err != nil || indexed == head {
 				return err
@@ -403,6 +406,13 @@ func (c *Catcher) buildSteps(f *os.File) error {
 			})
 			return err
 		})
+		if err == nil && indexed != head && plan.reachesIndexed {
+			// Writes meanwhile count their notes' versions along the
+			// same walk (NoteFromGit): they need not walk the history
+			// again.
+			c.keepWalk(&fromGitWalk{indexed: indexed, seq: seq, head: head, order: plan.order})
+		}
+		walked()
 		if err != nil || indexed == head {
 			return err
 		}
@@ -420,9 +430,6 @@ func (c *Catcher) buildSteps(f *os.File) error {
 			}
 			continue
 		}
-		// Writes meanwhile count their notes' versions along the same
-		// walk (NoteFromGit): they need not walk the history again.
-		c.keepWalk(&fromGitWalk{indexed: indexed, seq: seq, head: head, order: plan.order})
 		st := Status{Total: len(plan.order), Started: time.Now()}
 		c.report(f, st)
 		for st.Done < len(plan.order) {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -18,11 +19,12 @@ import (
 
 // FromGitCommits bounds the history NoteFromGit walks: the commits the
 // index does not hold yet. A write's check reads them all, under the write
-// lock: ten thousand (a person's pull of a busy day's work on a large
-// board) took 0.35 s beside the build on a 2-core machine, and the first
-// write of the build, which walks them, 0.9 s. Further behind, a write
-// waits for the build (unavailable), which soon brings it within bounds.
-const FromGitCommits = 10000
+// lock, along the build's own walk: with ten thousand (a person's pull of a
+// busy day's work on a large board), a write took 0.35 s beside the build
+// on a 2-core machine, the first one of the build up to 0.9 s. Further
+// behind, a write waits for the build (unavailable), which soon brings it
+// within bounds.
+const FromGitCommits = 15000
 
 // errTooFar stops a walk of history that would read more than its limit.
 var errTooFar = errors.New("too far behind")
@@ -115,8 +117,22 @@ func (c *Catcher) NoteFromGit(head gitver.Hash, key string, limit int) (index.No
 // (fromGitWalk.reuse), so that only the first write of a build walks the
 // history.
 func (c *Catcher) unindexed(s commitLookup, indexed gitver.Hash, seq int, head gitver.Hash, limit int) ([]*gitver.CommitInfo, error) {
-	if st, ok := c.Building(); ok && limit > 0 && (st.Total-st.Done > limit || st.Total == 0 && st.Walked > limit) {
-		return nil, errTooFar // the build's own count: no walk needed to know
+	// While this process's build walks the history, its walk is awaited
+	// rather than made twice at once.
+	for deadline := time.Now().Add(time.Second); ; {
+		if st, ok := c.Building(); ok && limit > 0 && (st.Total-st.Done > limit || st.Total == 0 && st.Walked > limit) {
+			return nil, errTooFar // the build's own count: no walk needed to know
+		}
+		c.mu.Lock()
+		walking := c.walking
+		c.mu.Unlock()
+		if walking == nil || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-walking:
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	c.mu.Lock()
 	last := c.lastWalk
@@ -137,6 +153,21 @@ func (c *Catcher) unindexed(s commitLookup, indexed gitver.Hash, seq int, head g
 	}
 	c.keepWalk(&fromGitWalk{indexed: indexed, seq: seq, head: head, order: plan.order})
 	return plan.order, nil
+}
+
+// walkBegins tells writes that this process's build walks the history,
+// until the function it returns is called.
+func (c *Catcher) walkBegins() (walked func()) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.walking = ch
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		c.walking = nil
+		c.mu.Unlock()
+		close(ch)
+	}
 }
 
 func (c *Catcher) keepWalk(w *fromGitWalk) {

@@ -426,12 +426,12 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 // add`, their `git commit`), or a person's command that moves the branch
 // has just begun (gitver.WorkTree's Starting), the comparison waits for
 // it, as the write's branch move would (gitver.Repo.LockIndex): a pull's
-// merge fails when it finds git's index held between its steps, and built
-// without the wait, a write could
-// check its expect_version against a person's commit that undid an agent's
-// write in the same instant (its tree taken from git's index as it was
-// before the write), whose file still holds the undone text, and be
-// acknowledged on top of it: a counter's increment given twice.
+// merge fails when it finds git's index held between its steps; and built
+// without the wait, a write could check its expect_version against a
+// person's commit that undid an agent's write in the same instant (its
+// tree taken from git's index as it was before the write), whose file
+// still holds the undone text, and be acknowledged on top of it: a
+// counter's increment given twice.
 //
 // While the derived index is being built, no edit is committed: a person's
 // version and the stale-file rule are counted by the index (whileBuilt).

@@ -258,7 +258,7 @@ type filesSeen struct {
 // from a parent's (from nothing, for a root commit): whether the index
 // counts it as a version of the note, as gitver.Repo.Changes lists files.
 func (l *noteLook) changed(ci *gitver.CommitInfo) (bool, error) {
-	mine, err := l.at(ci, true)
+	mine, err := l.at(ci, len(ci.Parents) == 0)
 	if err != nil {
 		return false, err
 	}
@@ -278,6 +278,9 @@ func (l *noteLook) changed(ci *gitver.CommitInfo) (bool, error) {
 		}
 		if theirs.tree == mine.tree {
 			continue // the same directory: the same files
+		}
+		if mine, err = l.at(ci, true); err != nil {
+			return false, err
 		}
 		if theirs, err = l.at(pc, true); err != nil {
 			return false, err

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"os"
 	"time"
 
@@ -26,6 +27,31 @@ type board struct {
 	files       *worktree.Files  // writes and places the notes' files, through root
 	logFn       func(format string, args ...any)
 }
+
+// stillOpen checks that the workspace's directory is still the one this
+// process opened. A directory removed, or replaced by another at the same
+// path (restored from a backup, cloned again) while a server runs, leaves
+// the server's files (opened through root) in the old one and its git
+// (named by path) in the new one: compared with the new branch, every
+// note looked deleted by hand, and was committed so. Before anything
+// compares the work tree with git or moves the branch, the two must be
+// one directory.
+func (b *board) stillOpen() error {
+	opened, err := b.root.Stat(".")
+	if err == nil {
+		var now os.FileInfo
+		if now, err = os.Stat(b.dir); err == nil && os.SameFile(opened, now) {
+			return nil
+		}
+	}
+	return errorf("write", "", ErrUnavailable,
+		"the workspace directory %s was removed or replaced while this process had it open; nothing is written or compared: restart the server", b.dir).
+		because(ErrWorkspaceReplaced)
+}
+
+// ErrWorkspaceReplaced is the cause of the error of a process whose
+// workspace directory was removed or replaced under it (board.stillOpen).
+var ErrWorkspaceReplaced = errors.New("the workspace directory was removed or replaced")
 
 // personSignature is the author of an edit a person made by hand: git's
 // user.name, else "human".

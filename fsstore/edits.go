@@ -402,19 +402,35 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 	if err != nil {
 		return paths, err // all of them stay pending
 	}
-	if len(same) > 0 {
+	if err := p.recordStats(same); err != nil {
+		p.logf("record the stats of %d files that hold what is committed: %v", len(same), err)
+	}
+	return out, nil
+}
+
+// statsPerTransaction bounds the stats one transaction of recordStats
+// writes: a write's catch-up of the derived index waits for it.
+const statsPerTransaction = 1000
+
+// recordStats records stats of files that hold what is committed, in
+// transactions of statsPerTransaction (after a build, every file's).
+func (p *people) recordStats(stats map[string]index.DiskStat) error {
+	paths := slices.Sorted(maps.Keys(stats))
+	for len(paths) > 0 {
+		batch := paths[:min(len(paths), statsPerTransaction)]
+		paths = paths[len(batch):]
 		if err := p.idx.Update(func(tx *index.Tx) error {
-			for rel, st := range same {
-				if err := tx.SetDisk(rel, st); err != nil {
+			for _, rel := range batch {
+				if err := tx.SetDisk(rel, stats[rel]); err != nil {
 					return err
 				}
 			}
 			return nil
 		}); err != nil {
-			p.logf("record the stats of %d files that hold what is committed: %v", len(same), err)
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // adoptEdits commits people's pending edits and any edit to note key, before
@@ -560,6 +576,9 @@ type candidate struct {
 }
 
 func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
+	if err := p.stillOpen(); err != nil {
+		return gitver.ZeroHash, nil, err
+	}
 	head, _, err := p.catch.CatchUp(nil, nil)
 	if err != nil {
 		return head, nil, err

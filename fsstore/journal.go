@@ -14,6 +14,9 @@ import (
 // (moveBranch), and before anyone compares the work tree (people.repair).
 // The caller holds the write lock.
 func (m *mover) recover() error {
+	if err := m.stillOpen(); err != nil {
+		return err
+	}
 	if err := m.finishInterrupted(); err != nil {
 		return fmt.Errorf("finish an interrupted write: %w", err)
 	}

@@ -28,18 +28,7 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	for i := range 30 {
 		put(t, w, fmt.Sprintf("research/n%d", i), 0, "note", "body")
 	}
-	// Files an hour old: their stats are trusted, and recorded by the
-	// first look (one within the last seconds may yet change unseen).
-	hourAgo := time.Now().Add(-time.Hour)
-	err := filepath.WalkDir(w.Dir(), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") && !strings.Contains(p, ".git") {
-			err = os.Chtimes(p, hourAgo, hourAgo)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ageNotes(t, w)
 	if _, err := w.CommitEdits(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,16 +160,7 @@ func TestWholeTreeLookWithoutTheLock(t *testing.T) {
 	for i := range 40 {
 		put(t, w, fmt.Sprintf("research/n%d", i), 0, "note", "body")
 	}
-	hourAgo := time.Now().Add(-time.Hour)
-	err := filepath.WalkDir(w.Dir(), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") && !strings.Contains(p, ".git") {
-			err = os.Chtimes(p, hourAgo, hourAgo)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ageNotes(t, w)
 	if _, err := w.Reindex(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +203,21 @@ func TestWholeTreeLookWithoutTheLock(t *testing.T) {
 		t.Fatalf("a person's change after the look: %+v, %v", rep, err)
 	}
 	assertClean(t, w)
+}
+
+// ageNotes makes every note file an hour old: its stat is then trusted,
+// and recorded by the next look (a file changed within the last second
+// may yet change unseen).
+func ageNotes(t *testing.T, w *Workspace) {
+	t.Helper()
+	hourAgo := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(w.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") && !strings.Contains(p, ".git") {
+			err = os.Chtimes(p, hourAgo, hourAgo)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

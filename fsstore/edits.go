@@ -361,6 +361,7 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 	same := map[string]index.DiskStat{}
 	err = p.idx.Read(func(s *index.Snapshot) error {
 		out = out[:0] // a retried read starts over
+		clear(same)
 		indexed, _, err := s.Head()
 		if err != nil {
 			return err
@@ -378,19 +379,13 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !record {
-				if !p.files.Holds(file, committed) {
-					out = append(out, file)
-				}
-				continue
-			}
-			// A link is the comparison's under the lock to refuse.
-			linked := p.files.CheckNoLinks(file)
 			content, fi, ok, err := p.files.ReadFile(file)
 			switch {
-			case linked != nil || err != nil || !ok || !fi.Mode().IsRegular() || gitver.BlobHash(content) != committed:
+			case err != nil || ok && gitver.BlobHash(content) != committed || !ok && !committed.IsZero():
 				out = append(out, file)
-			default:
+			case ok && record && p.files.CheckNoLinks(file) == nil:
+				// A link's stat is never recorded: the look at the whole
+				// tree names it as a problem (walkNotes) each time.
 				if st := statOf(fi); trustworthy(st) {
 					st.Blob = committed
 					same[file] = st

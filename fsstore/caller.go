@@ -1,6 +1,8 @@
 package fsstore
 
 import (
+	"time"
+
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 )
@@ -49,6 +51,9 @@ type View struct {
 	// partial is how far the build of the index had come when a read of
 	// this view answered as far as it had come, or from git (Indexing).
 	partial *catchup.Status
+	// fromGitUntil ends the time this view's reads spend counting notes'
+	// versions from git while the index is being built (noteFromGit).
+	fromGitUntil time.Time
 }
 
 // readable keeps the addresses (canonical or short) the caller may read.

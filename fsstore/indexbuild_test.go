@@ -110,6 +110,20 @@ func TestWritesWhileTheIndexIsBuilt(t *testing.T) {
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "ops/nowhere") {
 		t.Fatalf("the sources are looked for in git during the build: warnings %q", res.Warnings)
 	}
+	// A read names each note's version as git counts it; a batch too.
+	for _, key := range []string{hot, other, "ops/during-build", keys[len(keys)-1]} {
+		nv, err := v.Get(key, false)
+		if err != nil || nv.Version != gitVersion(key) {
+			t.Fatalf("get %s during the build: %+v, %v; git counts %d", key, nv, err, gitVersion(key))
+		}
+	}
+	sums, _, err := v.Summaries([]string{hot, other, "ops/nowhere"})
+	if err != nil || sums[0].Summary == nil || sums[0].Summary.Version != gitVersion(hot) || sums[1].Summary == nil || sums[1].Summary.Version != gitVersion(other) || !errors.Is(sums[2].Err, fsstore.ErrNotFound) {
+		t.Fatalf("a batch read during the build: %+v, %v", sums, err)
+	}
+	if v.Indexing() == "" {
+		t.Fatal("the reads do not say that the index is being built")
+	}
 	// A note a person changed on disk waits for the build; the change stays.
 	editedVersion := gitVersion(edited)
 	file := filepath.Join(dir, filepath.FromSlash(edited+".md"))

@@ -200,20 +200,16 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 }
 
 // summariesFromGit is Summaries while the index is being built: each note
-// as the branch holds it in git.
+// as the branch holds it in git (noteFromGit).
 func (v *View) summariesFromGit(out []SummaryResult, keys []string) ([]SummaryResult, int, error) {
 	w := v.w
-	head, err := w.b.repo.Head()
-	if err != nil {
-		return nil, 0, err
-	}
 	_, cursor, err := w.b.idx.Head()
 	if err != nil {
 		return nil, 0, err
 	}
 	var sums []Summary
 	for _, key := range keys {
-		n, err := w.b.catch.NoteAt(head, key)
+		n, err := v.noteFromGit(key)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -43,7 +43,8 @@ type NoteView struct {
 
 // Get reads one note at the branch's head; withContent also returns its body
 // or table. A missing note is ErrNotFound. While the index is being built,
-// the note is read from git, without its version (0) and backlinks.
+// the note is read from git, without backlinks, and without its version (0)
+// when counting it would keep the caller waiting (noteFromGit).
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
 	addr, err := w.b.parseAddress(uri)
@@ -65,7 +66,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		return err
 	})
 	if v.answersPartly(err) {
-		n, err = w.b.noteFromGit(addr.Short())
+		n, err = v.noteFromGit(addr.Short())
 		sum = w.b.summaryOf(n, nil)
 	}
 	if err != nil {

@@ -25,10 +25,10 @@ type buildingEnvelope struct {
 // index (here: generated, 3,000 commits) is served at once. Its index is
 // built in the background, in steps; meanwhile every call is answered
 // without waiting for the build: listings and searches from the index as
-// far as it has come, saying how far; named notes from git, without their
-// versions (which only the index counts); writes go on, each checked
-// against git for its own note, its version counted there (with a note's
-// own history of a few commits, none waits). A second server started meanwhile shows the first one's
+// far as it has come, saying how far; named notes from git, their versions
+// counted there as the index will count them; writes go on, each checked
+// against git for its own note the same way (with a note's own history of
+// a few commits, none waits). A second server started meanwhile shows the first one's
 // build instead of starting its own. Once the build is done, the listing
 // is the whole board, and the versions agree with git's (the check at the
 // end of every test).
@@ -43,6 +43,7 @@ func TestServeAnswersWhileItBuildsTheIndex(t *testing.T) {
 	var second *session
 	sawBuilding, wroteDuring, sawSecond := false, false, false
 	want := notes + 1 // and the state note
+	stateVersion := 0
 	for round := 0; ; round++ {
 		res := first.call("list_keys", map[string]any{"limit": 3})
 		if res.isError {
@@ -66,15 +67,20 @@ func TestServeAnswersWhileItBuildsTheIndex(t *testing.T) {
 		if !strings.HasPrefix(e.Indexing, "the index is being built") || e.Cursor > notes+1 {
 			t.Fatalf("during the build: indexing %q at cursor %d", e.Indexing, e.Cursor)
 		}
-		// A named note is read from git meanwhile, without its version,
-		// which only the index counts.
+		// A named note is read from git meanwhile, its version counted
+		// there as the index will count it (this board's history is well
+		// within what a read counts).
 		var got buildingEnvelope
 		if err := json.Unmarshal([]byte(first.ok("get_state", map[string]any{"uris": []string{"run/state/current"}, "mode": "full"})), &got); err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Items) != 1 || got.Items[0].Body == "" || (got.Indexing != "") != (got.Items[0].Version == 0) {
+		if len(got.Items) != 1 || got.Items[0].Body == "" || got.Items[0].Version == 0 {
 			t.Fatalf("get_state during the build: %+v", got)
 		}
+		if stateVersion != 0 && got.Items[0].Version != stateVersion {
+			t.Fatalf("get_state during the build: version %d, then %d, of a note no one wrote", stateVersion, got.Items[0].Version)
+		}
+		stateVersion = got.Items[0].Version
 		w := first.call("update_state", map[string]any{"uri": fmt.Sprint("ops/during-build-", round),
 			"digest": "written while the index is built", "body": "x", "expect_version": 0})
 		if w.isError {
@@ -101,7 +107,15 @@ func TestServeAnswersWhileItBuildsTheIndex(t *testing.T) {
 	if second == nil {
 		second = startMCPGo(t, dir, "second") // the build was done at the first look
 	}
-	// Settled: every call answers, on both servers.
+	// Settled: the named note has the version it was read with during
+	// the build, and every call answers, on both servers.
+	var settled buildingEnvelope
+	if err := json.Unmarshal([]byte(first.ok("get_state", map[string]any{"uris": []string{"run/state/current"}})), &settled); err != nil {
+		t.Fatal(err)
+	}
+	if stateVersion != 0 && (len(settled.Items) != 1 || settled.Items[0].Version != stateVersion) {
+		t.Fatalf("get_state after the build: %+v; during it, version %d", settled, stateVersion)
+	}
 	first.write(map[string]any{"uri": "ops/after-build", "digest": "written once the index is built", "body": "x"})
 	if text := second.ok("get_state", map[string]any{"uris": []string{"ops/after-build"}}); !strings.Contains(text, "written once the index is built") {
 		t.Fatalf("the second server reads %s", text)

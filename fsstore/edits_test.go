@@ -503,7 +503,7 @@ func TestOneServerWatchesABoard(t *testing.T) {
 	go func() { exited <- first.Wait() }()
 	defer func() {
 		_ = first.Process.Kill()
-		<-exited
+		_ = <-exited
 	}()
 	waitFor(t, "the first server holds the watch lease", func() bool { return leaseHeld(t, dir) })
 
@@ -523,7 +523,7 @@ func TestOneServerWatchesABoard(t *testing.T) {
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-exited
+	_ = <-exited
 	exited <- nil // for the deferred wait
 	writeFile(t, w, "t/a.md", noteText("saved once the first server died", "c\n"))
 	waitFor(t, "the standing-by server takes over and commits the save", func() bool { return get(t, w, "t/a").Version == 3 })

@@ -499,11 +499,14 @@ func TestOneServerWatchesABoard(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		_ = first.Wait() // killed, below or at the end
+		close(exited)
+	}()
 	defer func() {
 		_ = first.Process.Kill()
-		_ = <-exited
+		<-exited
 	}()
 	waitFor(t, "the first server holds the watch lease", func() bool { return leaseHeld(t, dir) })
 
@@ -523,8 +526,7 @@ func TestOneServerWatchesABoard(t *testing.T) {
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = <-exited
-	exited <- nil // for the deferred wait
+	<-exited
 	writeFile(t, w, "t/a.md", noteText("saved once the first server died", "c\n"))
 	waitFor(t, "the standing-by server takes over and commits the save", func() bool { return get(t, w, "t/a").Version == 3 })
 	standby.mu.Lock()

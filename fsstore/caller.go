@@ -15,6 +15,10 @@ import (
 type Caller struct {
 	Name        string
 	read, write access.Scope
+	// person: a person writes, from the page, not an agent. Their commits
+	// say so (note.Message.Person), and they may release, finish or hand
+	// on a claim that an agent holds (setClaim).
+	person bool
 }
 
 // OpenCaller may do everything: the board without an access file.
@@ -30,6 +34,14 @@ func NoCaller() *Caller { return &Caller{Name: "nobody"} }
 func AgentCaller(a *access.Agent) *Caller {
 	readable := append(append([]string{}, a.Read...), a.Write...)
 	return &Caller{Name: a.Name, read: access.NewScope(readable), write: access.NewScope(a.Write)}
+}
+
+// AsPerson is the caller as a person acting through the page: the same
+// name and topics, its writes marked as a person's.
+func (c *Caller) AsPerson() *Caller {
+	p := *c
+	p.person = true
+	return &p
 }
 
 // CanRead reports whether the caller may see the note key (topic/key...).
@@ -65,4 +77,11 @@ func (v *View) readable(uris []string) []string {
 		}
 	}
 	return out
+}
+
+// MayWrite reports whether the caller may write the note at uri (a full or
+// short address): what a page offers write controls for.
+func (v *View) MayWrite(uri string) bool {
+	a, err := v.w.b.parseAddress(uri)
+	return err == nil && v.c.CanWrite(a.Short())
 }

@@ -94,6 +94,13 @@ func (b *board) parseAddress(s string) (note.Address, error) {
 	return a, fromFormat(err)
 }
 
+// parseVersioned reads an address that may name one version of its note
+// (note.ParseVersioned): version is 0 when it names none.
+func (b *board) parseVersioned(s string) (a note.Address, version int, err error) {
+	a, version, err = note.ParseVersioned(s, b.name)
+	return a, version, fromFormat(err)
+}
+
 // parseTopic reads a topic or topic prefix (note.ParseTopic).
 func (b *board) parseTopic(s string) ([]string, error) {
 	segs, err := note.ParseTopic(s, b.name)

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type Summary struct {
 	// ClaimedBy holds a claim on the note until ClaimUntil (RFC 3339), as
 	// its front matter says: lapsed or not, as the reader's clock decides.
 	ClaimedBy, ClaimUntil string
+	// Commit is the commit that made the version, for a past version named
+	// by its address (topic/key@N); "" for the note as it is.
+	Commit string
 }
 
 // ListOptions select notes for List. The zero value lists every note,
@@ -174,7 +178,7 @@ type SummaryResult struct {
 // their versions (Version 0) and backlinks, at the index's cursor so far.
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
-	out, keys := v.batch(uris)
+	out, keys, past := v.batch(uris)
 	cursor, err := w.b.readAtHead(func(s *index.Snapshot) error {
 		notes, err := s.Notes(keys)
 		if err != nil {
@@ -194,9 +198,32 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		return nil
 	})
 	if v.answersPartly(err) {
-		return v.summariesFromGit(out, keys)
+		out, cursor, err = v.summariesFromGit(out, keys)
 	}
-	return out, cursor, err
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, p := range past {
+		n, commit, err := v.pastNote(p.addr, p.version)
+		if errors.Is(err, ErrNotFound) {
+			out[i].Err = err
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		sum := w.b.summaryOf(n, nil)
+		sum.URI, sum.Commit = out[i].URI, commit.String()
+		out[i].Summary, out[i].Err = &sum, nil // fill found none by its address
+	}
+	return out, cursor, nil
+}
+
+// pastAddress is an address of a batch that names one version of its note
+// (topic/key@N).
+type pastAddress struct {
+	addr    note.Address
+	version int
 }
 
 // summariesFromGit is Summaries while the index is being built: each note
@@ -223,16 +250,26 @@ func (v *View) summariesFromGit(out []SummaryResult, keys []string) ([]SummaryRe
 
 // batch reads a batch's addresses: a result for each, with its canonical
 // address or why it has none, and the keys of those the caller may read
-// (the others stay not found, as if missing).
-func (v *View) batch(uris []string) ([]SummaryResult, []string) {
-	out := make([]SummaryResult, len(uris))
-	keys := make([]string, 0, len(uris))
+// (the others stay not found, as if missing); past holds those that name
+// one version of their note, by their place in the batch, to be read from
+// git (pastNote).
+func (v *View) batch(uris []string) (out []SummaryResult, keys []string, past map[int]pastAddress) {
+	out = make([]SummaryResult, len(uris))
+	keys = make([]string, 0, len(uris))
 	for i, u := range uris {
-		a, err := v.w.b.parseAddress(u)
+		a, version, err := v.w.b.parseVersioned(u)
 		if err != nil {
 			// The input as given, cut short: a megabyte of garbage does
 			// not come back in full.
 			out[i] = SummaryResult{URI: note.Clip(u), Err: err}
+			continue
+		}
+		if version > 0 {
+			out[i].URI = note.VersionedURI(a, version)
+			if past == nil {
+				past = map[int]pastAddress{}
+			}
+			past[i] = pastAddress{a, version}
 			continue
 		}
 		out[i].URI = a.String()
@@ -240,7 +277,7 @@ func (v *View) batch(uris []string) ([]SummaryResult, []string) {
 			keys = append(keys, a.Short())
 		}
 	}
-	return out, keys
+	return out, keys, past
 }
 
 // fill gives each result of a batch its summary from sums, by address, or

@@ -39,17 +39,31 @@ type NoteView struct {
 	// The note's claim (README "Claiming work"): who holds it and until
 	// when, and who finished the work and when.
 	ClaimedBy, ClaimUntil, DoneBy, DoneAt string
+	// Commit is the commit that made the version, for a past version named
+	// by its address (topic/key@N); "" for the note as it is.
+	Commit string
 }
 
 // Get reads one note at the branch's head; withContent also returns its body
 // or table. A missing note is ErrNotFound. While the index is being built,
 // the note is read from git, without backlinks, and without its version (0)
-// when counting it would keep the caller waiting (noteFromGit).
+// when counting it would keep the caller waiting (noteFromGit). An address
+// with @N reads version N of the note as the commit that made it left it
+// (pastNote).
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
-	addr, err := w.b.parseAddress(uri)
+	addr, version, err := w.b.parseVersioned(uri)
 	if err != nil {
 		return nil, err
+	}
+	if version > 0 {
+		n, commit, err := v.pastNote(addr, version)
+		if err != nil {
+			return nil, err
+		}
+		nv := v.noteView(n, w.b.summaryOf(n, nil), withContent)
+		nv.URI, nv.Commit = note.VersionedURI(addr, version), commit.String()
+		return nv, nil
 	}
 	notFound := errorf("get", addr.String(), ErrNotFound, "no note at this address")
 	if !v.c.CanRead(addr.Short()) {
@@ -75,17 +89,25 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	if !n.Present {
 		return nil, notFound
 	}
-	nv := &NoteView{URI: addr.String(), Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
+	nv := v.noteView(n, sum, withContent)
+	nv.URI = addr.String()
+	return nv, nil
+}
+
+// noteView is the present note n as the caller sees it, with its
+// summary's backlinks; withContent adds its body or table.
+func (v *View) noteView(n index.Note, sum Summary, withContent bool) *NoteView {
+	nv := &NoteView{URI: sum.URI, Version: n.Version, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
 		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem,
 		SupersededBy: sum.SupersededBy, ContradictedBy: sum.ContradictedBy}
 	nv.ClaimedBy, nv.ClaimUntil = claimOf(n)
 	if n.Problem != "" {
-		return nv, nil
+		return nv
 	}
-	f, content, err := w.b.loadNote(n)
+	f, content, err := v.w.b.loadNote(n)
 	if err != nil {
 		nv.Problem = err.Error()
-		return nv, nil
+		return nv
 	}
 	if c, ok := f.Confidence(); ok {
 		nv.Confidence = &c
@@ -107,7 +129,44 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	if withContent {
 		nv.Content = content
 	}
-	return nv, nil
+	return nv
+}
+
+// pastNote is version of the note at addr (an address's @N) as the commit
+// that made it left the note's files, read from git, with that version and
+// that commit. A version the note never had is ErrNotFound naming the
+// version it is at; so is one that deleted it.
+func (v *View) pastNote(addr note.Address, version int) (index.Note, gitver.Hash, error) {
+	w := v.w
+	uri := note.VersionedURI(addr, version)
+	if !v.c.CanRead(addr.Short()) {
+		return index.Note{}, gitver.ZeroHash, errorf("get", uri, ErrNotFound, "no note at this address")
+	}
+	var e index.Event
+	var total int
+	var ok bool
+	if _, err := w.b.readAtHead(func(s *index.Snapshot) error {
+		var err error
+		e, total, ok, err = s.EventAt(addr.Short(), version)
+		return err
+	}); err != nil {
+		return index.Note{}, gitver.ZeroHash, err
+	}
+	switch {
+	case total == 0:
+		return index.Note{}, gitver.ZeroHash, errorf("get", uri, ErrNotFound, "no note at this address")
+	case !ok:
+		return index.Note{}, gitver.ZeroHash, errorf("get", uri, ErrNotFound, "no version %d: the note is at version %d", version, total)
+	}
+	n, err := w.b.catch.NoteAt(e.Hash, addr.Short())
+	if err != nil {
+		return index.Note{}, gitver.ZeroHash, err
+	}
+	if !n.Present {
+		return index.Note{}, gitver.ZeroHash, errorf("get", uri, ErrNotFound, "version %d deleted the note; it is at version %d", version, total)
+	}
+	n.Version = version
+	return n, e.Hash, nil
 }
 
 // LogEntry is one commit in a note's provenance.

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +57,13 @@ type UpdateRequest struct {
 	// form and no digest: the note keeps its own.
 	Claim string
 	Lease time.Duration
+	// ClaimFor hands the claim to another agent (with ClaimTake): only a
+	// person does that, from the page, over whoever holds it.
+	ClaimFor string
 }
+
+// agentName is the shape of an agent's name a claim is handed to.
+var agentName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // The claims a write may make (UpdateRequest.Claim).
 const (
@@ -123,8 +130,12 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	if !v.c.CanWrite(addr.Short()) {
 		return nil, errorf(op, uri, ErrForbidden, "you may not write topic %s", addr.Topic())
 	}
-	digest := "" // a claim keeps the note's digest unless it gives one
-	if req.Claim == "" || strings.TrimSpace(req.Digest) != "" {
+	// A claim keeps the note's digest unless it gives one, and so does a
+	// person's append from the page: the digest is read under the write
+	// lock, so a digest written meanwhile is kept too.
+	keepsDigest := req.Claim != "" || req.isAppend() && v.c.person
+	digest := ""
+	if !keepsDigest || strings.TrimSpace(req.Digest) != "" {
 		if digest, err = cleanDigest(op, uri, req.Digest); err != nil {
 			return nil, err
 		}
@@ -175,6 +186,9 @@ func checkUpdate(op, uri string, req *UpdateRequest) error {
 	case "", ClaimTake, ClaimRelease, ClaimDone:
 	default:
 		return errorf(op, uri, ErrInvalid, "claim must be %s, %s or %s", ClaimTake, ClaimRelease, ClaimDone)
+	}
+	if req.ClaimFor != "" && (req.Claim != ClaimTake || !agentName.MatchString(req.ClaimFor)) {
+		return errorf(op, uri, ErrInvalid, "claim_for names the agent a claim is taken for: 1 to 64 letters, digits, '.', '_' or '-'")
 	}
 	if req.Lease != 0 && (req.Claim != ClaimTake || req.Lease < time.Second || req.Lease > MaxLease) {
 		return errorf(op, uri, ErrInvalid, "lease is for claim %s: 1 to %d seconds", ClaimTake, int(MaxLease.Seconds()))
@@ -324,7 +338,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 		}
 	}
 
-	if digest == "" { // a claim keeps the note's digest
+	if digest == "" { // a claim, or a person's append, keeps the note's digest
 		if digest = f.Str(note.KeyDigest); digest == "" || !cur.Present {
 			return nil, errorf(op, uri, ErrInvalid, "a digest is required: one line saying what the note holds, so others can decide without reading it")
 		}
@@ -372,7 +386,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	if err := w.b.setExtras(f, req); err != nil {
 		return nil, err
 	}
-	if err := setClaim(f, req, agent, op, uri, cur); err != nil {
+	if err := setClaim(f, req, v.c, op, uri, cur); err != nil {
 		return nil, err
 	}
 	if compare {
@@ -397,6 +411,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
+	msg.Person = v.c.person
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
@@ -572,6 +587,13 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 // Link adds typed links from src to each of dsts, stored in src's front
 // matter (deduplicated) as one commit. A missing dst is a warning.
 func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
+	return v.LinkSeen(src, rel, dsts, nil)
+}
+
+// LinkSeen is Link with a compare-and-swap: expect, when not nil, is the
+// version of src the writer saw (a person's page), and the link is a
+// conflict when src moved on since.
+func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateResult, error) {
 	w := v.w
 	const op = "link"
 	addr, err := w.b.parseAddress(src)
@@ -600,7 +622,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 	}
 	var res *UpdateResult
 	attempt := func(tx *writeTx) error {
-		res, err = v.linkLocked(tx, addr, rel, targets)
+		res, err = v.linkLocked(tx, addr, rel, targets, expect)
 		return err
 	}
 	err = w.pipe.submit(op, uri, attempt, func(failed error) {
@@ -612,7 +634,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 }
 
 // linkLocked builds the link write in tx. The caller holds the write lock.
-func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []string) (*UpdateResult, error) {
+func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []string, expect *int) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
@@ -622,6 +644,9 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	}
 	if !cur.Present {
 		return nil, errorf(op, uri, ErrNotFound, "no note at this address to link from")
+	}
+	if expect != nil && *expect != cur.Version {
+		return nil, conflict(op, uri, cur, fmt.Sprintf("you expected version %d", *expect))
 	}
 	f, _, err := w.b.loadNote(cur)
 	if err != nil {
@@ -659,6 +684,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	}
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
+	msg.Person = v.c.person
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
@@ -720,20 +746,29 @@ func (b *board) setExtras(f *note.File, req *UpdateRequest) error {
 	return f.SetLinks(rels, targets)
 }
 
-// setClaim makes req's claim in f, for agent. A claim someone else holds
-// (not lapsed) is taken, released or finished by no one else: that is a
-// conflict that names the holder, whatever expect_version says, so that of
-// agents racing for one task without it exactly one wins too.
-func setClaim(f *note.File, req *UpdateRequest, agent, op, uri string, cur index.Note) error {
+// setClaim makes req's claim in f, for the caller. A claim someone else
+// holds (not lapsed) is taken, released or finished by no other agent: that
+// is a conflict that names the holder, whatever expect_version says, so
+// that of agents racing for one task without it exactly one wins too. A
+// person (the page) may release, finish or hand on any claim: their
+// expect_version says they saw who holds it.
+func setClaim(f *note.File, req *UpdateRequest, caller *Caller, op, uri string, cur index.Note) error {
 	if req.Claim == "" {
 		return nil
+	}
+	if req.ClaimFor != "" && !caller.person {
+		return errorf(op, uri, ErrInvalid, "only a person hands a claim to another agent (claim_for)")
+	}
+	agent := caller.Name
+	if req.ClaimFor != "" {
+		agent = req.ClaimFor
 	}
 	now := time.Now().UTC()
 	c := f.Claim()
 	switch {
 	case c.DoneBy != "":
 		return conflict(op, uri, cur, "the work is done (done_by "+c.DoneBy+")")
-	case c.HeldAt(now) && c.By != agent:
+	case c.HeldAt(now) && c.By != agent && !caller.person:
 		return conflict(op, uri, cur, fmt.Sprintf("%s holds the claim until %s", c.By, c.Until.Format(time.RFC3339)))
 	}
 	f.Remove(note.KeyClaimedBy)

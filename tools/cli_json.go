@@ -25,6 +25,7 @@ func NoteJSON(n *fsstore.NoteView, withBody bool) string {
 	item := orderedItem{}
 	item.add("uri", n.URI)
 	item.add("version", n.Version)
+	item.addCommit(n.Commit)
 	if n.Problem != "" {
 		item.add("problem", n.Problem)
 		return item.json()

@@ -11,7 +11,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
-const getStateDescription = "Read notes within budget_tokens; omissions are named."
+const getStateDescription = "Read notes or uri@N versions within budget_tokens; omissions named."
 
 var getStateSchema = schema(1,
 	strs("uris", ""),
@@ -102,6 +102,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 		item := orderedItem{}
 		item.add("uri", sum.URI)
 		item.addVersion(sum.Version)
+		item.addCommit(sum.Commit)
 		return newPart(sum.URI, item.json(), nil), nil
 	case modeDigest:
 		item := summaryItem(sum)
@@ -125,6 +126,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 		item := orderedItem{}
 		item.add("uri", n.URI)
 		item.addVersion(n.Version)
+		item.addCommit(n.Commit)
 		if n.Problem != "" {
 			item.add("problem", n.Problem)
 		}
@@ -146,6 +148,7 @@ func readPart(v *fsstore.View, r fsstore.SummaryResult, mode string, fields []st
 	head := orderedItem{}
 	head.add("uri", n.URI)
 	head.addVersion(n.Version)
+	head.addCommit(n.Commit)
 	if n.Problem != "" {
 		head.add("problem", n.Problem)
 		return newPart(n.URI, head.json(), nil), nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // Read modes.
@@ -39,6 +40,7 @@ func summaryItem(s *fsstore.Summary) orderedItem {
 	item := orderedItem{}
 	item.add("uri", s.URI)
 	item.addVersion(s.Version)
+	item.addCommit(s.Commit)
 	if s.Problem != "" {
 		item.add("problem", s.Problem)
 		return item
@@ -120,6 +122,18 @@ func (o *orderedItem) addVersion(v int) {
 	}
 }
 
+// addCommit adds the commit that made a past version the caller named by
+// its address (topic/key@N), abbreviated as git abbreviates on a large
+// repository; nothing for a note as it is.
+func (o *orderedItem) addCommit(commit string) {
+	if commit != "" {
+		o.add("commit", commit[:min(len(commit), shortCommit)])
+	}
+}
+
+// shortCommit is how many hex digits of a commit an item gives.
+const shortCommit = 12
+
 // versionCell is a version in table mode: empty when unknown (addVersion).
 func versionCell(v int) string {
 	if v > 0 {
@@ -169,6 +183,11 @@ func errorItem(uri string, err error) orderedItem {
 		code = "invalid"
 	}
 	item.add("error", code)
+	var fe *fsstore.Error
+	if strings.Contains(uri, note.VersionMark) && errors.As(err, &fe) && fe.Msg != "" {
+		// A past version (key@N): what the note has instead.
+		item.add("message", fe.Msg)
+	}
 	return item
 }
 

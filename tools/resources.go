@@ -23,7 +23,8 @@ import (
 // of tool surface. resources/list pages through the notes the caller may
 // read, newest change first; resources/read gives a note as Markdown with
 // its front matter (a table as TSV); the template bb://<workspace>/{topic}/{+key}
-// completes topics and keys; and a subscriber hears
+// completes topics and keys, and bb://<workspace>/{topic}/{+key}@{version}
+// reads one past version of a note; and a subscriber hears
 // notifications/resources/updated within a second of any change to the
 // note, whoever made it, and notifications/resources/list_changed when
 // notes it may read appear or go. Everything is scoped by the caller as the
@@ -77,14 +78,18 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	}
 }
 
-// addResourceTemplate registers the notes' template; reads of any note go
-// through it.
+// addResourceTemplate registers the notes' templates, a note as it is and
+// one version of it; reads of any note go through them.
 func (s *Server) addResourceTemplate() {
 	ws := s.ws.Name()
 	t := mcp.NewResourceTemplate(note.URI(ws, "{topic}/{+key}"), "note",
 		mcp.WithTemplateDescription("A note of the "+ws+" blackboard: Markdown with its front matter (a table note as TSV)."),
 		mcp.WithTemplateMIMEType(mimeMarkdown))
 	s.mcp.AddResourceTemplate(t, s.readResource)
+	past := mcp.NewResourceTemplate(note.URI(ws, "{topic}/{+key}"+note.VersionMark+"{version}"), "note version",
+		mcp.WithTemplateDescription("Version N of a note of the "+ws+" blackboard, as the commit that made it left it."),
+		mcp.WithTemplateMIMEType(mimeMarkdown))
+	s.mcp.AddResourceTemplate(past, s.readResource)
 }
 
 // listResources fills a resources/list answer: mcp-go lists only resources
@@ -203,6 +208,9 @@ func noteMarkdown(n *fsstore.NoteView) string {
 	}
 	if n.Version > 0 { // 0: read from git while the index is being built
 		set("version", n.Version)
+	}
+	if n.Commit != "" {
+		set("commit", n.Commit)
 	}
 	if n.Problem != "" {
 		set("problem", n.Problem)

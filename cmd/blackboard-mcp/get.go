@@ -18,7 +18,7 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	full := fs.Bool("full", false, "print the body (or table) too")
 	asJSON := fs.Bool("json", false, "print the note as get_state's JSON gives it")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp get ADDRESS [--full] [--json]\n\nPrints a note's version, digest and fields; --full adds its content.")
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp get ADDRESS[@N] [--full] [--json]\n\nPrints a note's version, digest and fields; --full adds its content.\nADDRESS@N prints version N as the commit that made it left the note.")
 		fs.PrintDefaults()
 	}
 	pos, err := cli.Parse(fs, args)
@@ -43,6 +43,9 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return err
 	}
 	fmt.Fprintf(stdout, "%s v%d\n", n.URI, n.Version)
+	if n.Commit != "" {
+		fmt.Fprintf(stdout, "commit: %s\n", n.Commit)
+	}
 	if n.Problem != "" {
 		fmt.Fprintf(stdout, "problem: %s\n", n.Problem)
 		return nil

@@ -466,6 +466,8 @@ type item struct {
 	Digest         string              `json:"digest"`
 	EstTokens      int                 `json:"est_tokens"`
 	Error          string              `json:"error"`
+	Message        string              `json:"message"`
+	Commit         string              `json:"commit"`
 	Problem        string              `json:"problem"`
 	Body           string              `json:"body"`
 	KeptChars      int                 `json:"kept_chars"`

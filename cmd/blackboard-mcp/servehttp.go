@@ -342,7 +342,7 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	// People watch the board at /: the same access rules, read-only.
+	// People watch the board and act on it at /, under the same access rules.
 	mux.Handle("/", web.New(ws, log, cfg.tls != nil || cfg.behindTLSProxy).Handler())
 	hs := &http.Server{
 		Handler:           mux,

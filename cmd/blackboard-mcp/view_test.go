@@ -88,10 +88,12 @@ func startView(t *testing.T, dir string) string {
 }
 
 // startViewOn runs `view` on dir at addr until stop is called or the test
-// ends, and returns the page's URL (without the final /), as it printed it.
-func startViewOn(t *testing.T, dir, addr string) (base string, stop func()) {
+// ends, with env added to its environment, and returns the page's URL
+// (without the final /), as it printed it.
+func startViewOn(t *testing.T, dir, addr string, env ...string) (base string, stop func()) {
 	t.Helper()
 	view := cliCommand(dir, "view", "--http", addr)
+	view.Env = append(view.Env, env...)
 	out, err := view.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

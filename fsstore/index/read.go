@@ -82,6 +82,37 @@ type Event struct {
 // before it are exactly those it reaches. A commit of a side of a merge
 // reaches fewer: its version is VersionAt's.
 func (s *Snapshot) History(key string, limit int) ([]Event, error) {
+	total, err := s.versions(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.events(key, total, limit, 0)
+}
+
+// EventAt is the commit that made version of the note key, as History
+// numbers them; ok is false when the note never had that version, and
+// total is how many it has had.
+func (s *Snapshot) EventAt(key string, version int) (e Event, total int, ok bool, err error) {
+	if total, err = s.versions(key); err != nil || version < 1 || version > total {
+		return e, total, false, err
+	}
+	events, err := s.events(key, total, 1, total-version)
+	if err != nil || len(events) == 0 {
+		return e, total, false, err
+	}
+	return events[0], total, true, nil
+}
+
+// versions is how many commits changed the note key.
+func (s *Snapshot) versions(key string) (int, error) {
+	var total int
+	err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=?", key).Scan(&total)
+	return total, err
+}
+
+// events lists at most limit of the commits that changed the note key,
+// newest first, skipping the skip newest; total is how many there are.
+func (s *Snapshot) events(key string, total, limit, skip int) ([]Event, error) {
 	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program, c.closed,
 			coalesce((SELECT x.new FROM changes x WHERE x.path = ?1 || '.md' AND x.seq <= c.seq
 			          ORDER BY x.seq DESC LIMIT 1), ''),
@@ -89,7 +120,7 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 			          AND m.path LIKE '%.md' AND m.path NOT LIKE '%.blob.md' AND m.note != ?1
 			          WHERE x.seq = c.seq AND x.path = ?1 || '.md' AND x.old = '' AND x.new != '' LIMIT 1), '')
 		FROM commits c WHERE c.seq IN (SELECT DISTINCT seq FROM changes WHERE note = ?1)
-		ORDER BY c.seq DESC LIMIT ?2`, key, limit)
+		ORDER BY c.seq DESC LIMIT ?2 OFFSET ?3`, key, limit, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -100,19 +131,10 @@ func (s *Snapshot) History(key string, limit int) ([]Event, error) {
 		if err := rows.Scan(&e.Seq, &e.Hash, &e.Author, &e.Email, &e.Time, &e.Subject, &e.ByProgram, &e.Closed, &e.NoteBlob, &e.MovedFrom); err != nil {
 			return nil, err
 		}
+		e.Version = total - skip - len(out)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var total int
-	if err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=?", key).Scan(&total); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].Version = total - i
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // CommitOf returns where a commit stands in the index; ok is false when it

@@ -3,6 +3,7 @@ package note
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -20,7 +21,8 @@ const (
 
 // Grammar is quoted by every address error, so the reader can fix the input.
 const Grammar = "an address is bb://<workspace>/<topic>/<key...> or <topic>/<key...>: 2 to 8 segments, " +
-	"each [a-z0-9][a-z0-9._-]* and at most 64 bytes, not ending in .md, .blob, .tsv or .lock, and not a device name such as con or nul"
+	"each [a-z0-9][a-z0-9._-]* and at most 64 bytes, not ending in .md, .blob, .tsv or .lock, and not a device name such as con or nul; " +
+	"a read may add @N for version N"
 
 // Address names one note: a topic and a key of one or more segments in one
 // workspace. The zero value is not valid; get one from ParseAddress.
@@ -86,6 +88,9 @@ func ParseAddress(s, workspace string) (Address, error) {
 	} else if strings.Contains(s, "://") {
 		return bad("unknown scheme")
 	}
+	if strings.Contains(rest, VersionMark) {
+		return bad("@N names a past version of a note, which is only read")
+	}
 	parts := strings.Split(rest, "/")
 	if len(parts) < MinSegments {
 		return bad("a topic and a key are needed")
@@ -102,6 +107,39 @@ func ParseAddress(s, workspace string) (Address, error) {
 		a.Segments[i] = seg
 	}
 	return a, nil
+}
+
+// VersionMark joins an address and the number of one version of its note:
+// research/cache/latency@3 is the note as its third version left it.
+const VersionMark = "@"
+
+// maxVersionDigits bounds the number after VersionMark.
+const maxVersionDigits = 9
+
+// ParseVersioned reads an address that may name one version of its note
+// (topic/key@N, N from 1): the address, and N, 0 when none is named. Only
+// reads take one; everything else takes ParseAddress, which refuses @N.
+func ParseVersioned(s, workspace string) (Address, int, error) {
+	at := strings.LastIndex(s, VersionMark)
+	if at < 0 {
+		a, err := ParseAddress(s, workspace)
+		return a, 0, err
+	}
+	a, err := ParseAddress(s[:at], workspace)
+	if err != nil {
+		return a, 0, err
+	}
+	digits := s[at+len(VersionMark):]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || len(digits) > maxVersionDigits || digits[0] < '1' || digits[0] > '9' {
+		return Address{}, 0, &AddressError{Op: "address", Input: s, Reason: "a version after @ is a whole number from 1"}
+	}
+	return a, n, nil
+}
+
+// VersionedURI is the canonical address of one version of a note.
+func VersionedURI(a Address, version int) string {
+	return a.String() + VersionMark + strconv.Itoa(version)
 }
 
 // ParseTopic reads a topic or topic prefix for listing ("research",

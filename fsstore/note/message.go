@@ -11,6 +11,9 @@ const (
 	TrailerURI     = "Blackboard-Uri"
 	TrailerVersion = "Blackboard-Version"
 	TrailerAgent   = "Blackboard-Agent"
+	// TrailerBy says "person" on the writes a person made through the
+	// program (the page): the author is then a person, not an agent.
+	TrailerBy = "Blackboard-By"
 )
 
 // maxSubjectRunes bounds the text after a subject's head (a digest, a
@@ -31,6 +34,8 @@ type Message struct {
 	Version int
 	// Agent is who wrote the change: an agent's name, or the person's.
 	Agent string
+	// Person marks a write a person made through the program (TrailerBy).
+	Person bool
 }
 
 // String is the message as git stores it.
@@ -50,6 +55,9 @@ func (m Message) String() string {
 		b.WriteString(TrailerVersion + ": " + strconv.Itoa(m.Version) + "\n")
 	}
 	b.WriteString(TrailerAgent + ": " + m.Agent + "\n")
+	if m.Person {
+		b.WriteString(TrailerBy + ": person\n")
+	}
 	return b.String()
 }
 

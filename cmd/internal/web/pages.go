@@ -13,6 +13,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // markdown renders notes as GitHub does, but never a note's raw HTML or a
@@ -87,6 +88,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound), errors.Is(err, fsstore.ErrForbidden):
 		status, msg = http.StatusNotFound, "no such note or topic"
+		var fe *fsstore.Error
+		if errors.As(err, &fe) && strings.HasPrefix(fe.Msg, "no version") {
+			msg = fe.Msg // a past version (key@N) the note never had: the version it is at
+		}
 	case errors.Is(err, fsstore.ErrInvalid):
 		status, msg = http.StatusBadRequest, "not an address of this board"
 	default:
@@ -176,12 +181,22 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 }
 
 func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
-	key := r.PathValue("key")
-	n, err := v.Get(key, true)
+	s.notePage(w, r, v, http.StatusOK, nil)
+}
+
+// notePage renders the note the path names with status; act, when not
+// nil, is a person's write that did not go through, shown with their text
+// kept (write.go).
+func (s *Server) notePage(w http.ResponseWriter, r *http.Request, v *fsstore.View, status int, act *acting) {
+	// key@N is version N of the note, as the commit that made it left it;
+	// its history, links and diffs are the note's.
+	asked := r.PathValue("key")
+	n, err := v.Get(asked, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	key, _, _ := strings.Cut(asked, note.VersionMark)
 	history, err := v.Log(key, 100)
 	if err != nil {
 		s.fail(w, r, err)
@@ -233,9 +248,15 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 	}
 	slices.Sort(rels)
 	cursor, _ := s.ws.Cursor()
-	s.render(w, r, http.StatusOK, "note", page{Board: s.ws.Name(), Title: key, Cursor: cursor,
-		Data: map[string]any{"Key": key, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history,
-			"Diff": diff, "From": from, "To": to, "Graph": graph(n.URI, out, back), "Back": back}})
+	past := n.Commit != ""
+	if act == nil {
+		act = &acting{Draft: draft{Digest: n.Digest, Body: n.Content}}
+	}
+	act.Expect = n.Version
+	s.render(w, r, status, "note", page{Board: s.ws.Name(), Title: key, Cursor: cursor,
+		Data: map[string]any{"Key": key, "Past": past, "Note": n, "Body": body, "Table": table, "Rels": rels, "History": history,
+			"Diff": diff, "From": from, "To": to, "Graph": graph(n.URI, out, back), "Back": back,
+			"CanWrite": !past && v.MayWrite(key), "Act": act, "Relations": note.Relations}})
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request, v *fsstore.View) {

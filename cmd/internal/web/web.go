@@ -1,7 +1,9 @@
-// Package web is the page where people watch the board: its topics and
-// notes, a note's text and history, search, updated live when the branch
-// moves. It reads through the same View as the tools, so a token sees on
-// the page exactly what its agent may read; it never writes.
+// Package web is the page where people watch the board and act on it: its
+// topics and notes, a note's text and history, search, updated live when
+// the branch moves; and forms that write a note, append to it, link it,
+// and release, hand on or finish a claim (write.go). It reads and writes
+// through the same View as the tools, so a token sees and touches on the
+// page exactly what its agent may.
 //
 // Pages are rendered on the server with html/template (every value is
 // escaped) and Markdown through goldmark without raw HTML or dangerous
@@ -49,8 +51,9 @@ func New(ws *fsstore.Workspace, log *slog.Logger, tls bool) *Server {
 		pages: template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))}
 }
 
-// Handler routes the page's paths: / (the board), /t/TOPIC, /n/KEY,
-// /activity, /search, /events (the live stream), /login and /assets/.
+// Handler routes the page's paths: / (the board), /t/TOPIC, /n/KEY (and
+// its forms, posted there), /new, /activity, /search, /events (the live
+// stream), /login and /assets/.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
@@ -61,21 +64,28 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /activity", s.reader(s.activity))
 	mux.Handle("GET /t/{topic...}", s.reader(s.topic))
 	mux.Handle("GET /n/{key...}", s.reader(s.note))
+	mux.Handle("POST /n/{key...}", s.reader(s.act))
+	mux.Handle("GET /new", s.reader(s.newNote))
+	mux.Handle("POST /new", s.reader(s.newNote))
 	mux.Handle("GET /{$}", s.reader(s.board))
-	return s.guard(mux)
+	// A form posted from another site is refused: the browser's
+	// Sec-Fetch-Site says where it comes from, or else its Origin (the
+	// page's no-referrer policy makes that "null" on a form's post, so
+	// Sec-Fetch-Site is what modern browsers are judged by).
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "forbidden: a request from another origin", http.StatusForbidden)
+	}))
+	return s.guard(csrf.Handler(mux))
 }
 
 // guard refuses what the MCP endpoint refuses too: on a loopback address,
-// a Host that is not this machine (DNS rebinding); and a POST from another
-// origin.
+// a Host that is not this machine (DNS rebinding). A POST from another
+// origin is refused by the cross-origin protection inside it (Handler).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local) && !loopbackHost(r.Host) {
 			http.Error(w, "forbidden: the Host is not this machine's, and the server listens on loopback only", http.StatusForbidden)
-			return
-		}
-		if origin := r.Header.Get("Origin"); r.Method != http.MethodGet && origin != "" && !sameOrigin(origin, r.Host) {
-			http.Error(w, "forbidden: a request from another origin", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
@@ -99,7 +109,7 @@ func (s *Server) reader(h func(http.ResponseWriter, *http.Request, *fsstore.View
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
-		v := s.ws.As(caller)
+		v := s.ws.As(caller.AsPerson()) // whoever uses the page is a person
 		if r.Header.Get("X-Part") == "main" && r.Method == http.MethodGet {
 			s.servePart(w, r, reader, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, v) }))
 			return
@@ -117,7 +127,7 @@ func (s *Server) caller(r *http.Request) (c *fsstore.Caller, reader string, ok b
 		return nil, "", false
 	}
 	if af == nil {
-		return fsstore.OpenCaller("person"), "", true
+		return fsstore.OpenCaller(s.ws.Agent()), "", true // BLACKBOARD_AGENT names the person
 	}
 	token := BearerToken(r)
 	if c, err := r.Cookie(tokenCookie); err == nil {
@@ -182,12 +192,4 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-func sameOrigin(origin, host string) bool {
-	rest, ok := strings.CutPrefix(origin, "http://")
-	if !ok {
-		rest, ok = strings.CutPrefix(origin, "https://")
-	}
-	return ok && rest == host
 }

@@ -84,10 +84,16 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 			t.Errorf("the note's page lacks %q", want)
 		}
 	}
+	// The edit form holds the body as text, escaped: "javascript:" and
+	// "onerror=" are words there, and nowhere else.
+	shown, form, _ := strings.Cut(page, `<section id="act"`)
 	for _, hostile := range []string{"<script>alert", "javascript:", "onerror=alert", "<b>after</b>"} {
-		if strings.Contains(page, hostile) {
-			t.Errorf("the note's page holds %q unescaped:\n%s", hostile, page)
+		if strings.Contains(shown, hostile) {
+			t.Errorf("the note's page holds %q unescaped:\n%s", hostile, shown)
 		}
+	}
+	if !strings.Contains(form, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(form, "<script>") || strings.Contains(form, "<img") {
+		t.Errorf("the edit form does not hold the body escaped:\n%s", form)
 	}
 	if !strings.Contains(page, `<svg class="graph"`) || !strings.Contains(page, `class="rel-depends_on"`) {
 		t.Errorf("the note's page draws no graph of its links")
@@ -98,8 +104,8 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 	if code, page = get(t, h, "/n/research/table"); code != 200 || !strings.Contains(page, "<th>k</th>") || !strings.Contains(page, "&lt;i&gt;x&lt;/i&gt;") {
 		t.Errorf("a table note: %d\n%s", code, page)
 	}
-	if code, page = get(t, h, "/n/research/big"); code != 200 || strings.Count(page, "a line of the long report") != 800 {
-		t.Errorf("an out-of-line note: %d, %d lines", code, strings.Count(page, "a line of the long report"))
+	if code, page = get(t, h, "/n/research/big"); code != 200 || strings.Count(page, "a line of the long report") != 2*800 {
+		t.Errorf("an out-of-line note: %d, %d lines (in the page and in its edit form)", code, strings.Count(page, "a line of the long report"))
 	}
 	if code, _ = get(t, h, "/n/research/none"); code != 404 {
 		t.Errorf("a missing note: %d", code)
@@ -315,5 +321,47 @@ func TestNoteDiff(t *testing.T) {
 	}
 	if code, _ := get(t, h, "/n/research/cache?from="+other[0].Commit+"&to="+log[0].Commit); code != 404 {
 		t.Errorf("a diff with another note's commit: %d, want 404", code)
+	}
+}
+
+// A note's past version has its page, at key@N, linked from the history:
+// its content as that version left it, escaped as every note's is; a
+// version past the note's is not found, and a reader without the topic
+// sees no version of it.
+func TestPastVersionPage(t *testing.T) {
+	w := board(t)
+	v := w.As(fsstore.OpenCaller("writer"))
+	n, err := v.Get("research/cache", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "The LRU is <em>fine</em> now.\n"
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := v.Log("research/cache", 10)
+	if err != nil || len(log) != 3 {
+		t.Fatalf("log: %v %v", log, err)
+	}
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	code, page := get(t, h, "/n/research/cache")
+	if code != 200 || !strings.Contains(page, `<a href="/n/research/cache@2">2</a>`) {
+		t.Fatalf("the history links no past version: %d\n%s", code, page)
+	}
+	code, page = get(t, h, "/n/research/cache@2")
+	if code != 200 {
+		t.Fatalf("version 2: %d\n%s", code, page)
+	}
+	for _, want := range []string{"The LRU is <strong>undersized</strong>", "Version 2, as commit <code>" + log[1].Commit[:7],
+		`<a href="/n/research/cache">The note as it is</a>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("version 2's page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "fine</em> now") {
+		t.Errorf("version 2's page shows a script or the later text:\n%s", page)
+	}
+	if code, page := get(t, h, "/n/research/cache@4"); code != 404 || !strings.Contains(page, "at version 3") {
+		t.Errorf("a version past the note's: %d\n%s", code, page)
 	}
 }

@@ -6,6 +6,7 @@
   var dot = document.getElementById("live");
   var busy = false, again = false;
   function refresh() {
+    if (document.getElementById("main").dataset.static) return; // a form of its own: never swapped away
     if (busy) { again = true; return; }
     busy = true;
     fetch(location.href, { headers: { "X-Part": "main" }, credentials: "same-origin" })
@@ -14,7 +15,16 @@
         return r.ok ? r.text() : null;
       })
       .then(function (html) {
-        if (html !== null) document.getElementById("main").innerHTML = html;
+        if (html === null) return;
+        document.getElementById("main").innerHTML = html;
+        // A note's forms (outside the part swapped in) write against the
+        // version the page opened with: say so once the note moved on.
+        var act = document.getElementById("act");
+        var shown = document.querySelector("#main h1[data-version]");
+        if (act && shown && shown.dataset.version !== act.dataset.version) {
+          var stale = act.querySelector(".stale");
+          if (stale) stale.hidden = false;
+        }
       })
       .finally(function () { busy = false; if (again) { again = false; refresh(); } });
   }

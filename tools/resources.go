@@ -154,6 +154,9 @@ func decodeResourceCursor(c string) (*index.Position, error) {
 // (-32002) themselves when it does not, as the MCP library would report the
 // read's failure as an internal error.
 func (s *Server) NoteReadable(ctx context.Context, uri string) bool {
+	if uri == ViewURI {
+		return true // the view's HTML, the same for every caller
+	}
 	// From the index alone: the read that follows loads the note itself.
 	res, _, err := s.view(ctx).Summaries([]string{uri})
 	return err == nil && res[0].Err == nil

@@ -57,13 +57,14 @@ func NewServer(ws *fsstore.Workspace, log *slog.Logger, version string) *Server 
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
-	}, s.resourceOptions()...)...)
+	}, append(s.resourceOptions(), s.appOptions()...)...)...)
 	s.addResourceTemplate()
 	s.mcp.AddTool(updateStateTool(), handler(log, s.ws.IndexBuild, "update_state", s.updateState))
-	s.mcp.AddTool(getStateTool(), handler(log, s.ws.IndexBuild, "get_state", s.getState))
-	s.mcp.AddTool(listKeysTool(), handler(log, s.ws.IndexBuild, "list_keys", s.listKeys))
+	s.mcp.AddTool(namesView(getStateTool()), handler(log, s.ws.IndexBuild, "get_state", s.getState))
+	s.mcp.AddTool(namesView(listKeysTool()), handler(log, s.ws.IndexBuild, "list_keys", s.listKeys))
 	s.mcp.AddTool(searchKeysTool(), handler(log, s.ws.IndexBuild, "search_keys", s.searchKeys))
 	s.mcp.AddTool(linkStateTool(), handler(log, s.ws.IndexBuild, "link_state", s.linkState))
+	s.addApp()
 	return s
 }
 

@@ -20,7 +20,9 @@ type ToolTokens struct {
 
 // SurfaceCost measures each tool as hosts pass it to the model: name,
 // description and input schema serialized as JSON, from the exact tools/list
-// result a client receives. A host may re-serialize the schema (sorted keys,
+// result a client receives; a tool whose visibility leaves the model out
+// (the view's, app.go) is not passed, and not counted. The _meta that names
+// the view is the host's, not the model's. A host may re-serialize the schema (sorted keys,
 // say), so the dearer of the as-sent and the key-sorted form counts.
 func SurfaceCost(s *Server) ([]ToolTokens, error) {
 	resp := s.mcp.HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -45,9 +47,13 @@ func SurfaceCost(s *Server) ([]ToolTokens, error) {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"inputSchema"`
+			Meta        map[string]any  `json:"_meta"`
 		}
 		if err := json.Unmarshal(rawTool, &tool); err != nil {
 			return nil, err
+		}
+		if !modelSees(tool.Meta) {
+			continue // the view's own: a host keeps it from the model
 		}
 		seen, err := json.Marshal(map[string]any{"name": tool.Name, "description": tool.Description, "input_schema": tool.InputSchema})
 		if err != nil {

@@ -358,8 +358,13 @@ func nodeInspectorRoundTrip(t *testing.T, nt nodeTools, dir string, target []str
 		t.Errorf("resources/read %s: %+v", uri("t/x"), c)
 	}
 	out = inspect(true, "--method", "resources/templates/list")
-	if tpl := out.Result.ResourceTemplates; len(tpl) != 1 || tpl[0].URITemplate != "bb://acme/{topic}/{+key}" {
-		t.Errorf("resources/templates/list: %+v", tpl)
+	var templates []string
+	for _, tpl := range out.Result.ResourceTemplates {
+		templates = append(templates, tpl.URITemplate)
+	}
+	slices.Sort(templates)
+	if want := []string{"bb://acme/{topic}/{+key}", "bb://acme/{topic}/{+key}@{version}"}; !slices.Equal(templates, want) {
+		t.Errorf("resources/templates/list: %q, want %q", templates, want)
 	}
 
 	fm, onDisk := readNote(t, dir, "t/x")

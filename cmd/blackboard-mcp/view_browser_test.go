@@ -19,13 +19,7 @@ import (
 // without a reload. With BLACKBOARD_SCREENSHOTS=DIR it writes screenshots
 // of the board, a note and its graph there (the README's come from it).
 func TestViewInABrowser(t *testing.T) {
-	browser := findBrowser()
-	if browser == "" {
-		if os.Getenv("BLACKBOARD_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no chromium installed, and BLACKBOARD_REQUIRE_BROWSER=1")
-		}
-		t.Skip("no chromium installed (.ci/run installs it)")
-	}
+	bctx := browserFor(t)
 	dir := newWorkspaceDir(t)
 	agent := startServer(t, serverOpts{dir: dir, agent: "scout"})
 	agent.write(map[string]any{"uri": "research/cache", "digest": "Cache hit rate fell after the deploy",
@@ -43,17 +37,6 @@ func TestViewInABrowser(t *testing.T) {
 
 	base, stopView := startViewOn(t, dir, "127.0.0.1:0")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// The browser lives as long as the context of its first action: no
-	// timeout on that one.
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start the browser: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 	shots := os.Getenv("BLACKBOARD_SCREENSHOTS")
@@ -150,6 +133,31 @@ func seen(ctx context.Context, t *testing.T, text string, start time.Time, what 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// browserFor starts headless Chromium for a test, or skips the test when
+// none is installed (.ci/run installs it and requires it).
+func browserFor(t *testing.T) context.Context {
+	t.Helper()
+	browser := findBrowser()
+	if browser == "" {
+		if os.Getenv("BLACKBOARD_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no chromium installed, and BLACKBOARD_REQUIRE_BROWSER=1")
+		}
+		t.Skip("no chromium installed (.ci/run installs it)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// The browser lives as long as the context of its first action: no
+	// timeout on that one.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	return bctx
 }
 
 func findBrowser() string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,31 +13,6 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 )
-
-// browserFor starts headless Chromium for a test, or skips the test when
-// none is installed (.ci/run installs it and requires it).
-func browserFor(t *testing.T) context.Context {
-	t.Helper()
-	browser := findBrowser()
-	if browser == "" {
-		if os.Getenv("BLACKBOARD_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no chromium installed, and BLACKBOARD_REQUIRE_BROWSER=1")
-		}
-		t.Skip("no chromium installed (.ci/run installs it)")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	// The browser lives as long as the context of its first action: no
-	// timeout on that one.
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start the browser: %v", err)
-	}
-	return bctx
-}
 
 // People write from the page in a real browser, through the local `view`
 // (BLACKBOARD_AGENT names the person): a new note, an edit, a line

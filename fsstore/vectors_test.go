@@ -1,6 +1,9 @@
 package fsstore
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
@@ -145,6 +148,75 @@ func TestMeaningDecidesBetweenEqualWordMatches(t *testing.T) {
 	for _, q := range []string{"slow shopping", "slow purchases", "slow online sales"} {
 		if got := search(t, w, q, ""); len(got) != 2 || got[0] != "ops/basket" {
 			t.Errorf("%q = %v; want the checkout note first, by its meaning", q, got)
+		}
+	}
+}
+
+// A conversation kept a turn a note: the answer to a question is the turn
+// after the one that shares its words, and it comes with it; the turns of
+// another conversation do not, nor the neighbours of a long note. A
+// question about nothing on the board still finds nothing, and an exact
+// search finds what it did.
+func TestSearchFindsTheNoteNextToAHit(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	turns := []string{
+		"Morning all, the standup moves to ten today.",
+		"Thanks, I will be there after the dentist.",
+		"Did the payments deploy finish last night?",
+		"Yes, it went out at two, and the errors are back to normal.",
+		"Great, then I close the incident.",
+		"Lunch at noon on Friday?",
+	}
+	for i, text := range turns {
+		put(t, w, fmt.Sprintf("chat/standup/turn-%02d", i+1), 0, text, text)
+	}
+	put(t, w, "chat/other/turn-02", 0, "Unrelated chatter", "Unrelated chatter in another room.")
+	long := strings.Repeat("The payments deploy report, in many words about the rollout and its checks. ", 10)
+	put(t, w, "docs/report-1", 0, "The payments deploy report", long)
+	put(t, w, "docs/report-2", 0, "Office plants", "Water the office plants on Mondays.")
+	embedAll(t, w)
+
+	got := search(t, w, "when did the payments deploy finish", "chat")
+	if !slices.Contains(got, "chat/standup/turn-03") || !slices.Contains(got, "chat/standup/turn-04") {
+		t.Errorf("the question's turn and the answer next to it: got %v", got)
+	}
+	if slices.Contains(got, "chat/other/turn-02") {
+		t.Errorf("a turn of another conversation came as a neighbour: %v", got)
+	}
+	if got := search(t, w, "when did the payments deploy finish", "docs"); slices.Contains(got, "docs/report-2") {
+		t.Errorf("a long note brought its neighbour: %v", got)
+	}
+	if got := search(t, w, "purple elephant banana", ""); len(got) != 0 {
+		t.Errorf("a question about nothing on the board found %v", got)
+	}
+	if got := search(t, w, "incident", ""); !slices.Equal(got, []string{"chat/standup/turn-05"}) {
+		t.Errorf("an exact search for one word: %v", got)
+	}
+	reader := w.As(AgentCaller(&access.Agent{Name: "r", Read: []string{"chat/standup/turn-03"}}))
+	hits, _, err := reader.Search("when did the payments deploy finish", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if !strings.HasSuffix(h.URI, "/chat/standup/turn-03") {
+			t.Errorf("a reader of one turn found %s", h.URI)
+		}
+	}
+}
+
+func TestNeighbourKeys(t *testing.T) {
+	for key, want := range map[string][]string{
+		"chat/turn-07":  {"chat/turn-06", "chat/turn-08", "chat/turn-05", "chat/turn-09"},
+		"conv/d3-12":    {"conv/d3-11", "conv/d3-13", "conv/d3-10", "conv/d3-14"},
+		"log/step-1":    {"log/step-0", "log/step-2", "log/step-3"},
+		"log/step-0":    {"log/step-1", "log/step-2"},
+		"research/plan": nil,
+		"t/a1/b":        nil,
+		"t/99999999999": nil,
+	} {
+		if got := neighbourKeys(key, 2); !slices.Equal(got, want) {
+			t.Errorf("neighbourKeys(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

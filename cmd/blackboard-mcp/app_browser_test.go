@@ -168,7 +168,7 @@ func TestBoardViewInAnAppHost(t *testing.T) {
 		return text
 	}
 	// The view opens with what the model listed: the topic research.
-	run("the view renders", chromedp.WaitVisible(css(`#main a[data-key="research/cache"]`)))
+	run("the view renders", chromedp.WaitVisible(css(`#main[data-page="topic:research"] a[data-key="research/cache"]`)))
 	firstRender := time.Since(start)
 	t.Logf("first render of the view in the host: %v (page load, AppBridge handshake, list_keys, board_view)", firstRender.Round(time.Millisecond))
 	if text := viewText(); !strings.Contains(text, "Cache hit rate fell after the 2.4.7 deploy") || strings.Contains(text, "ops/deploy") {
@@ -205,7 +205,7 @@ func TestBoardViewInAnAppHost(t *testing.T) {
 
 	// A person's edit from the view: one commit, theirs.
 	run("edit from the view",
-		chromedp.Click(css(`#edit summary`)),
+		chromedp.SetAttributeValue(css(`#edit`), "open", ""), chromedp.WaitVisible(css(`#edit button`)),
 		chromedp.SetValue(css(`#edit input[name=digest]`), "Checked from the view"),
 		chromedp.Click(css(`#edit button`)),
 		chromedp.WaitVisible(css(`h1[data-version="5"]`)),
@@ -231,8 +231,8 @@ func TestBoardViewInAnAppHost(t *testing.T) {
 func openNote(key string) []chromedp.Action[chromedp.Void] {
 	return []chromedp.Action[chromedp.Void]{
 		chromedp.Click(chromedp.CSS(`#go-board`)),
-		chromedp.WaitVisible(chromedp.CSS(`#main h2`)), // the board's
-		chromedp.Click(chromedp.CSS(`#main a[data-key="` + key + `"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`h1[data-version]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#main[data-page="board"] a[data-key="` + key + `"]`)),
+		chromedp.Click(chromedp.CSS(`#main[data-page="board"] a[data-key="` + key + `"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#main[data-page="note"] h1[data-version]`)),
 	}
 }

@@ -71,7 +71,7 @@ func TestPeopleWriteFromThePageInABrowser(t *testing.T) {
 	run(ctx, "open the note", chromedp.Navigate(base+"/n/research/cache"), chromedp.WaitVisible(css(`#act`)))
 	run(tab2, "open the note in a second tab", chromedp.Navigate(base+"/n/research/cache"), chromedp.WaitVisible(css(`#act`)))
 	run(ctx, "edit in the first tab",
-		chromedp.Click(css(`#act details:has(#edit-form) summary`)),
+		chromedp.SetAttributeValue(css(`#act details:has(#edit-form)`), "open", ""), chromedp.WaitVisible(css(`#edit-form button`)),
 		chromedp.SetValue(css(`#edit-form input[name=digest]`), "Cache hit rate fell, checked by hand"),
 		chromedp.SetValue(css(`#edit-form textarea[name=body]`), "The LRU is undersized: 4 GB for 9 GB.\n"),
 		chromedp.Click(css(`#edit-form button`)),
@@ -79,7 +79,7 @@ func TestPeopleWriteFromThePageInABrowser(t *testing.T) {
 	)
 	byPerson("update research/cache v2: Cache hit rate fell, checked by hand", "research/cache", 2)
 	run(tab2, "edit in the second tab",
-		chromedp.Click(css(`#act details:has(#edit-form) summary`)),
+		chromedp.SetAttributeValue(css(`#act details:has(#edit-form)`), "open", ""), chromedp.WaitVisible(css(`#edit-form button`)),
 		chromedp.SetValue(css(`#edit-form textarea[name=body]`), "The second tab's own words.\n"),
 		chromedp.Click(css(`#edit-form button`)),
 		chromedp.WaitVisible(css(`.refused`)),
@@ -105,14 +105,14 @@ func TestPeopleWriteFromThePageInABrowser(t *testing.T) {
 
 	run(ctx, "append a line",
 		chromedp.Navigate(base+"/n/research/cache"),
-		chromedp.Click(css(`#act details:has(#append-form) summary`)),
+		chromedp.SetAttributeValue(css(`#act details:has(#append-form)`), "open", ""), chromedp.WaitVisible(css(`#append-form button`)),
 		chromedp.SetValue(css(`#append-form textarea[name=text]`), "Appended from the page."),
 		chromedp.Click(css(`#append-form button`)),
 		chromedp.WaitVisible(css(`h1[data-version="4"]`)),
 	)
 	byPerson("append research/cache v4", "research/cache", 4)
 	run(ctx, "link two notes",
-		chromedp.Click(css(`#act details:has(#link-form) summary`)),
+		chromedp.SetAttributeValue(css(`#act details:has(#link-form)`), "open", ""), chromedp.WaitVisible(css(`#link-form button`)),
 		chromedp.SetValue(css(`#link-form select[name=rel]`), "cites"),
 		chromedp.SetValue(css(`#link-form input[name=dst]`), "research/db"),
 		chromedp.Click(css(`#link-form button`)),
@@ -121,7 +121,7 @@ func TestPeopleWriteFromThePageInABrowser(t *testing.T) {
 	byPerson("link research/cache v5: cites bb://acme/research/db", "research/cache", 5)
 	run(ctx, "release an agent's claim",
 		chromedp.Navigate(base+"/n/research/task"),
-		chromedp.Click(css(`#act details:has(#claim-form) summary`)),
+		chromedp.SetAttributeValue(css(`#act details:has(#claim-form)`), "open", ""), chromedp.WaitVisible(css(`#claim-form button`)),
 		chromedp.Click(css(`#claim-form button[value=release]`)),
 		chromedp.WaitVisible(css(`h1[data-version="2"]`)),
 	)

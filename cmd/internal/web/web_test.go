@@ -56,6 +56,31 @@ func board(t *testing.T) *fsstore.Workspace {
 	return w
 }
 
+// revise writes research/cache anew with body, over the version it is at.
+func revise(t *testing.T, w *fsstore.Workspace, body string) {
+	t.Helper()
+	v := w.As(fsstore.OpenCaller("writer"))
+	n, err := v.Get("research/cache", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withAccess gives the board of w an access file of agents.
+func withAccess(t *testing.T, w *fsstore.Workspace, agents ...access.Agent) {
+	t.Helper()
+	data, err := (&access.File{Agents: agents}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.Dir(), ".blackboard", "access.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func get(t *testing.T, h http.Handler, path string, header ...string) (int, string) {
 	t.Helper()
 	r := httptest.NewRequest("GET", path, nil)
@@ -150,15 +175,8 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 
 func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	w := board(t)
-	af := &access.File{Agents: []access.Agent{{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},
-		{Name: "dba", TokenSHA256: access.HashToken("tok-dba"), Read: []string{"research/db"}}}}
-	data, err := af.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(w.Dir(), ".blackboard", "access.yaml"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	withAccess(t, w, access.Agent{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},
+		access.Agent{Name: "dba", TokenSHA256: access.HashToken("tok-dba"), Read: []string{"research/db"}})
 	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
 	if code, _ := get(t, h, "/"); code != http.StatusSeeOther {
 		t.Errorf("the board without a token: %d, want a redirect to the login", code)
@@ -200,6 +218,9 @@ func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	}
 	if code, _ := get(t, h, "/n/secret/plan", auth...); code != 404 {
 		t.Errorf("a hidden note: %d, want 404", code)
+	}
+	if code, page := get(t, h, "/n/secret/plan@1", auth...); code != 404 || strings.Contains(page, "version") {
+		t.Errorf("a hidden note's past version: %d\n%s", code, page)
 	}
 	// A token for part of a topic sees that part of the tree alone.
 	dba := []string{"Cookie", tokenCookie + "=tok-dba"}
@@ -247,15 +268,7 @@ func TestEventsSayWhenTheBranchMoves(t *testing.T) {
 		streams = append(streams, resp)
 	}
 	time.Sleep(100 * time.Millisecond)
-	v := w.As(fsstore.OpenCaller("writer"))
-	n, err := v.Get("research/cache", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := "new"
-	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
-		t.Fatal(err)
-	}
+	revise(t, w, "new")
 	want, _ := w.Cursor()
 	for i, resp := range streams {
 		lines := bufio.NewScanner(resp.Body)
@@ -326,19 +339,13 @@ func TestNoteDiff(t *testing.T) {
 
 // A note's past version has its page, at key@N, linked from the history:
 // its content as that version left it, escaped as every note's is; a
-// version past the note's is not found, and a reader without the topic
-// sees no version of it.
+// version past the note's is not found and says which it is at
+// (TestPagesShowOnlyWhatTheTokenMayRead: a reader without the topic sees
+// no version of it).
 func TestPastVersionPage(t *testing.T) {
 	w := board(t)
+	revise(t, w, "The LRU is <em>fine</em> now.\n")
 	v := w.As(fsstore.OpenCaller("writer"))
-	n, err := v.Get("research/cache", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := "The LRU is <em>fine</em> now.\n"
-	if _, err := v.Update(fsstore.UpdateRequest{URI: "research/cache", Digest: "revised", Body: &body, ExpectVersion: &n.Version}); err != nil {
-		t.Fatal(err)
-	}
 	log, err := v.Log("research/cache", 10)
 	if err != nil || len(log) != 3 {
 		t.Fatalf("log: %v %v", log, err)

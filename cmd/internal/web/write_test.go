@@ -6,12 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
@@ -178,15 +175,8 @@ func TestPageWritesRefusedFromElsewhereAndWithoutTheRight(t *testing.T) {
 			t.Errorf("a form posted with %q: %d, want 403", header, code)
 		}
 	}
-	af := &access.File{Agents: []access.Agent{{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},
-		{Name: "editor", TokenSHA256: access.HashToken("tok-editor"), Write: []string{"research"}}}}
-	data, err := af.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(w.Dir(), ".blackboard", "access.yaml"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	withAccess(t, w, access.Agent{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},
+		access.Agent{Name: "editor", TokenSHA256: access.HashToken("tok-editor"), Write: []string{"research"}})
 	reader := []string{"Cookie", tokenCookie + "=tok-reader"}
 	if code, page := get(t, h, "/n/research/cache", reader...); code != 200 || strings.Contains(page, `<section id="act"`) || strings.Contains(page, "<form method=\"post\"") {
 		t.Errorf("a read-only token's page: %d, with write controls:\n%s", code, page)
@@ -207,7 +197,6 @@ func TestPageWritesRefusedFromElsewhereAndWithoutTheRight(t *testing.T) {
 	if c := lastCommit(t, w.Dir()); !strings.HasPrefix(c, "editor\n") || !strings.Contains(c, "Blackboard-By: person") {
 		t.Errorf("the editor's commit:\n%s", c)
 	}
-	time.Sleep(0) // the writes above are all acknowledged; nothing is pending
 	fsstoretest.CheckVersionsAgree(t, w.Dir(), nil)
 }
 

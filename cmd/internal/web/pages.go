@@ -89,8 +89,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, fsstore.ErrNotFound), errors.Is(err, fsstore.ErrForbidden):
 		status, msg = http.StatusNotFound, "no such note or topic"
 		var fe *fsstore.Error
-		if errors.As(err, &fe) && strings.HasPrefix(fe.Msg, "no version") {
-			msg = fe.Msg // a past version (key@N) the note never had: the version it is at
+		if errors.As(err, &fe) && strings.Contains(r.PathValue("key"), note.VersionMark) {
+			// A past version (key@N): the engine's words say which version
+			// the note is at, or the same as for a missing note when the
+			// reader may not see it.
+			msg = fe.Msg
 		}
 	case errors.Is(err, fsstore.ErrInvalid):
 		status, msg = http.StatusBadRequest, "not an address of this board"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,30 +11,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/fsstoretest"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
-
-// bodyInGit is a note's content as git holds it at commit: the note file's
-// body, after the content of its blob file when the note keeps one.
-func bodyInGit(t *testing.T, dir, commit, key string) string {
-	t.Helper()
-	show := func(path string) []byte {
-		t.Helper()
-		out, err := exec.Command("git", "-C", dir, "show", commit+":"+path).Output() // byte for byte
-		if err != nil {
-			t.Fatalf("git show %s:%s: %v", commit, path, err)
-		}
-		return out
-	}
-	f, err := note.Parse(show(key + ".md"))
-	if err != nil {
-		t.Fatalf("%s at %s: %v", key, commit, err)
-	}
-	if blob := f.Str(note.KeyBlob); blob != "" {
-		return f.ContentWith(show(filepath.Dir(key) + "/" + blob))
-	}
-	return string(f.Body)
-}
 
 // Every version of a note, big ones kept in a blob file and a person's
 // edit among them, reads back by its address (topic/key@N) as git holds it
@@ -89,7 +65,7 @@ func TestEveryPastVersionReadsBackAsGitHoldsIt(t *testing.T) {
 		if got.Version != n || got.Commit != commits[n-1] || got.URI != "bb://acme/"+uri {
 			t.Errorf("%s: version %d, commit %s, uri %s; want %d, %s", uri, got.Version, got.Commit, got.URI, n, commits[n-1])
 		}
-		if inGit := bodyInGit(t, dir, commits[n-1], "t/a"); got.Content != inGit || got.Content != written[n] {
+		if inGit := fixtures.NoteContentAt(t, dir, commits[n-1], "t/a"); got.Content != inGit || got.Content != written[n] {
 			t.Errorf("%s: content %.60q, git holds %.60q, written %.60q", uri, got.Content, inGit, written[n])
 		}
 	}

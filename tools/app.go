@@ -299,37 +299,16 @@ func viewSummaries(notes []fsstore.Summary) []map[string]any {
 	return out
 }
 
-// boardAct is a person's write from the view, through the one write path,
-// as the page makes it: authored by the caller, marked as a person's, with
+// boardAct is a person's write from the view, made as the page makes it
+// (fsstore.View.Act): authored by the caller, marked as a person's, with
 // the version the person saw as expect_version. A refused write answers
 // why, and when the note moved on, the note then and now for the view to
 // show what changed; the person's text stays in the view.
 func (s *Server) boardAct(ctx context.Context, in boardActArgs) (*mcp.CallToolResult, error) {
-	v := s.ws.As(s.callerOf(ctx).AsPerson())
-	var res *fsstore.UpdateResult
-	var err error
-	expect := in.Expect
-	switch in.Action {
-	case "new":
-		zero := 0
-		res, err = v.Update(fsstore.UpdateRequest{URI: in.URI, Digest: in.Digest, Body: &in.Body, ExpectVersion: &zero})
-	case "edit":
-		res, err = v.Update(fsstore.UpdateRequest{URI: in.URI, Digest: in.Digest, Body: &in.Body, ExpectVersion: &expect})
-	case "append":
-		text := strings.TrimRight(in.Text, "\n") + "\n"
-		res, err = v.Update(fsstore.UpdateRequest{URI: in.URI, AppendText: &text})
-	case "link":
-		res, err = v.LinkSeen(in.URI, in.Rel, in.Dst, &expect)
-	case "claim":
-		req := fsstore.UpdateRequest{URI: in.URI, Claim: in.Claim, ExpectVersion: &expect}
-		if in.Claim == fsstore.ClaimTake {
-			req.ClaimFor = strings.TrimSpace(in.ClaimFor)
-			req.Lease = time.Duration(max(in.Hours, 1)) * time.Hour
-		}
-		res, err = v.Update(req)
-	default:
-		return nil, invalid("action must be new, edit, append, link or claim")
-	}
+	v := s.view(ctx)
+	a := fsstore.Action{Kind: in.Action, URI: in.URI, Seen: in.Expect, Digest: in.Digest, Body: in.Body, Text: in.Text,
+		Rel: in.Rel, Dst: in.Dst, Claim: in.Claim, ClaimFor: in.ClaimFor, Lease: time.Duration(max(in.Hours, 1)) * time.Hour}
+	res, err := v.Act(a)
 	if err == nil {
 		return viewAnswer(fmt.Sprintf("%s v%d", res.URI, res.Version), map[string]any{"ok": true, "uri": res.URI, "version": res.Version})
 	}
@@ -338,12 +317,10 @@ func (s *Server) boardAct(ctx context.Context, in boardActArgs) (*mcp.CallToolRe
 		return nil, err
 	}
 	data := map[string]any{"ok": false, "error": errorCode(err), "message": fe.Msg}
-	if errors.Is(err, fsstore.ErrConflict) && in.Action != "new" && expect > 0 {
-		if then, err := v.Get(in.URI+note.VersionMark+strconv.Itoa(expect), true); err == nil {
-			if now, err := v.Get(in.URI, true); err == nil {
-				data["moved"] = map[string]any{"seen": expect, "version": now.Version, "then": then.Content, "now": now.Content,
-					"then_digest": then.Digest, "now_digest": now.Digest}
-			}
+	if errors.Is(err, fsstore.ErrConflict) && in.Action != fsstore.ActNew && in.Expect > 0 {
+		if then, now, err := v.Moved(in.URI, in.Expect); err == nil {
+			data["moved"] = map[string]any{"seen": in.Expect, "version": now.Version, "then": then.Content, "now": now.Content,
+				"then_digest": then.Digest, "now_digest": now.Digest}
 		}
 	}
 	return viewAnswer("not saved: "+fe.Msg, data)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
-	"path"
 	"strings"
 	"testing"
 
@@ -12,29 +10,6 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
-
-// contentInGit is a note's content as git holds it at commit, byte for
-// byte: the note file's body, after its blob file's content when it keeps
-// one.
-func contentInGit(t *testing.T, dir, commit, key string) string {
-	t.Helper()
-	show := func(p string) []byte {
-		t.Helper()
-		out, err := exec.Command("git", "-C", dir, "show", commit+":"+p).Output()
-		if err != nil {
-			t.Fatalf("git show %s:%s: %v", commit, p, err)
-		}
-		return out
-	}
-	f, err := note.Parse(show(key + ".md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if blob := f.Str(note.KeyBlob); blob != "" {
-		return f.ContentWith(show(path.Dir(key) + "/" + blob))
-	}
-	return string(f.Body)
-}
 
 // Every version of a note with twenty, big ones (kept in a blob file)
 // among them, reads back by its address through the real server as git
@@ -65,7 +40,7 @@ func TestPastVersionsThroughMCP(t *testing.T) {
 	rc := resourcesOverStdio(t, serverOpts{dir: dir, agent: "reader"})
 	for v := 1; v <= versions; v++ {
 		uri := fmt.Sprintf("bb://acme/t/a@%d", v)
-		inGit := contentInGit(t, dir, commits[v-1], "t/a")
+		inGit := fixtures.NoteContentAt(t, dir, commits[v-1], "t/a")
 		if inGit != written[v] {
 			t.Fatalf("git holds %.40q at version %d, written %.40q", inGit, v, written[v])
 		}

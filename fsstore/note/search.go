@@ -12,6 +12,7 @@ import (
 const (
 	maxIndexedBody = 1 << 20 // the first MiB of content is searchable
 	maxIdentifiers = 2000
+	shortBody      = 2000 // the most bytes of a body a digest may repeat (digestRepeatsBody)
 )
 
 // SearchText is what full-text search indexes of a note, column by column.
@@ -39,15 +40,19 @@ func TextOf(key string, f *File, content string) SearchText {
 		fields = append(fields, c[i].Value)
 		collectScalars(c[i+1], &fields)
 	}
+	digest := f.Str(KeyDigest)
 	t := SearchText{
 		Addr:   key,
-		Digest: f.Str(KeyDigest),
+		Digest: digest,
 		Body:   content,
 		Fields: strings.Join(fields, " "),
 	}
+	if digestRepeatsBody(t.Digest, content) {
+		t.Body, t.Digest = t.Digest+"\n"+content, ""
+	}
 	seen := map[string]bool{}
 	var ids []string
-	for _, s := range []string{key, t.Digest, t.Fields, content} {
+	for _, s := range []string{key, digest, t.Fields, content} {
 		Identifiers(s, func(id string) {
 			sq := Squash(id)
 			if !seen[sq] && len(ids) < maxIdentifiers {
@@ -121,4 +126,33 @@ func Squash(id string) string {
 		}
 		return r
 	}, strings.ToLower(id))
+}
+
+// digestRepeatsBody reports whether a digest is most of a short body and
+// says nothing the body does not: the opening words of a chat turn, a line
+// cut short. Weighted above the body, it would count those words twice over
+// the rest; such a digest is searched as part of the body.
+func digestRepeatsBody(digest, body string) bool {
+	if len(body) > shortBody {
+		return false
+	}
+	dw, bw := lowerWords(digest), lowerWords(body)
+	if len(dw) == 0 || len(dw)*3 < len(bw) {
+		return false // a title over a document says what the document is about
+	}
+	in := make(map[string]bool, len(bw))
+	for _, w := range bw {
+		in[w] = true
+	}
+	missing := 0
+	for _, w := range dw {
+		if !in[w] {
+			missing++
+		}
+	}
+	return missing*10 <= len(dw)
+}
+
+func lowerWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }

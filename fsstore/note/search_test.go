@@ -1,6 +1,7 @@
 package note
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,80 @@ func TestIdentifiers(t *testing.T) {
 		Identifiers(tt.in, func(id string) { got = append(got, id) })
 		if g := strings.Join(got, " "); g != tt.want {
 			t.Errorf("Identifiers(%q) = %q, want %q", tt.in, g, tt.want)
+		}
+	}
+}
+
+func TestSaysWhen(t *testing.T) {
+	for _, tc := range []struct {
+		digest, content string
+		want            bool
+	}{
+		{"Deploy", "The deploy went out yesterday.", true},
+		{"Deploy", "We ship on Friday.", true},
+		{"Deploy moved to 2026-03-14", "See the plan.", true},
+		{"Deploy", "It went out three days ago.", true},
+		{"Deploy", "Planned for next week.", true},
+		{"Deploy", "The freeze starts 4 May.", true},
+		{"Deploy", "It shipped in 2023.", true},
+		{"Deploy", "The canary looks good; we may ship.", false},
+		{"Deploy", "Bands march through the square.", false},
+		{"Deploy", "The deploy needs a canary and a rollback plan.", false},
+		// A conversation's line head dates every turn alike.
+		{"Alice: Hi Bob", "Alice (1:56 pm on 8 May, 2023): Hi Bob, how are you?", false},
+		{"Bob: fine", "[2023-05-08 13:57] Bob: fine, we went hiking yesterday", true},
+		{"Bob: fine", "[2023-05-08 13:57] Bob: fine, thanks", false},
+		{"Note", "Note: the review is on Monday.", true},
+	} {
+		if got := SaysWhen(tc.digest, tc.content); got != tc.want {
+			t.Errorf("SaysWhen(%q, %q) = %v, want %v", tc.digest, tc.content, got, tc.want)
+		}
+	}
+}
+
+func TestAsksWhen(t *testing.T) {
+	for q, want := range map[string]bool{
+		"When did the payments deploy go out?": true,
+		"when was the cache resized":           true,
+		"What year did Caroline move?":         true,
+		"How long ago did they meet?":          true,
+		"Which month is the review?":           true,
+		"what did the reviewer object to":      false,
+		"Whenever the cache misses, why?":      false,
+		"who owns the cache work":              false,
+	} {
+		if got := AsksWhen(q); got != want {
+			t.Errorf("AsksWhen(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// A digest that repeats most of a short body is searched as the body's
+// words, not weighted above them; a title over a document keeps its weight.
+func TestADigestThatRepeatsTheBodyRanksAsTheBody(t *testing.T) {
+	for _, tc := range []struct {
+		digest, body string
+		folded       bool
+	}{
+		{"Caroline: Hey Mel! Good to see you", "Caroline (8 May 2023): Hey Mel! Good to see you! How have you been?", true},
+		{"Cache hit rate fell to 71%", "The LRU is undersized for the working set.", false},
+		{"experimental investigation of the aerodynamics of a wing in a slipstream",
+			"experimental investigation of the aerodynamics of a wing in a slipstream. " + strings.Repeat("an experimental study of a wing in a propeller slipstream was made. ", 5), false},
+		{"Deploy v2.4.7 went out", "Deploy v2.4.7 went out at noon.", true},
+	} {
+		f, err := Parse([]byte("---\ndigest: " + strconv.Quote(tc.digest) + "\n---\n" + tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := TextOf("t/k", f, tc.body)
+		if folded := got.Digest == ""; folded != tc.folded {
+			t.Errorf("digest %q over %q: searched as the body %v, want %v", tc.digest, tc.body, folded, tc.folded)
+		}
+		if tc.folded && !strings.HasPrefix(got.Body, tc.digest+"\n") {
+			t.Errorf("a folded digest is not in the body's words: %q", got.Body)
+		}
+		if !strings.Contains(got.IDs, "v247") && strings.Contains(tc.digest, "v2.4.7") {
+			t.Errorf("the digest's identifier is lost: %q", got.IDs)
 		}
 	}
 }

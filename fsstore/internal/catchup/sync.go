@@ -336,6 +336,7 @@ func (c *Catcher) readNote(key string, noteBlob, contentBlob gitver.Hash, conten
 		n.Problem = "the front matter has no digest"
 	}
 	n.EstTokens = note.EstimateTokens(n.Bytes)
+	n.SaysWhen = note.SaysWhen(n.Digest, content)
 	var links []index.Link
 	rels, targets := f.Links()
 	for _, rel := range rels {

@@ -178,7 +178,7 @@ func TestSearchFindsTheNoteNextToAHit(t *testing.T) {
 	embedAll(t, w)
 
 	got := search(t, w, "when did the payments deploy finish", "chat")
-	if !slices.Contains(got, "chat/standup/turn-03") || !slices.Contains(got, "chat/standup/turn-03") {
+	if !slices.Contains(got, "chat/standup/turn-03") || !slices.Contains(got, "chat/standup/turn-04") {
 		t.Errorf("the question's turn and the answer next to it: got %v", got)
 	}
 	if slices.Contains(got, "chat/other/turn-02") {
@@ -227,14 +227,14 @@ func TestNeighbourKeys(t *testing.T) {
 func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := meaningBoard(t)
-	turns := []string{
-		"Dana (3 June 2025): The payments deploy checklist is ready for review.",
-		"Lee (3 June 2025): I read the checklist; the payments deploy plan looks good.",
-		"Lee (3 June 2025): The payments deploy went out last Tuesday.",
-		"Dana (3 June 2025): Nice. Lunch?",
+	turns := []struct{ speaker, text string }{
+		{"Dana", "The payments deploy checklist is ready for review."},
+		{"Lee", "I read the checklist; the payments deploy plan looks good."},
+		{"Lee", "The payments deploy went out last Tuesday."},
+		{"Dana", "Nice. Lunch?"},
 	}
-	for i, text := range turns {
-		put(t, w, fmt.Sprintf("chat/release/turn-%02d", i+1), 0, text[:strings.Index(text, " (")]+": "+text[strings.Index(text, "): ")+3:], text)
+	for i, turn := range turns {
+		put(t, w, fmt.Sprintf("chat/release/turn-%02d", i+1), 0, turn.speaker+": "+turn.text, turn.speaker+" (3 June 2025): "+turn.text)
 	}
 	embedAll(t, w)
 

@@ -3,22 +3,32 @@ package note
 import (
 	"regexp"
 	"strings"
+	"unicode"
 )
 
-// timeWords are what says when in English prose: a date, a month or a day
-// of the week, a year, or time said relative to now ("yesterday", "last
-// week", "three days ago"). "May" and "March" count with a number next to
-// them only: alone they are a verb as often.
-var timeWords = regexp.MustCompile(`(?i)\b(` +
-	`yesterday|today|tonight|tomorrow|ago|weekend|recently|` +
-	`(last|next|this|past|coming|previous) (week|month|year|weekend|night|morning|evening|summer|winter|spring|autumn|fall|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|` +
-	`january|february|april|june|july|august|september|october|november|december|` +
-	`jan|feb|apr|jun|jul|aug|sep|sept|oct|nov|dec|` +
-	`monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
-	`\d{1,2}(st|nd|rd|th)? (may|march)|(may|march) \d{1,4}|` +
-	`(19|20)\d\d|\d{4}-\d{2}-\d{2}|` +
-	`(a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple of|\d+) (days?|weeks?|months?|years?|hours?)` +
-	`)\b`)
+// What says when in English prose (SaysWhen): a date, a month or a day of
+// the week, a year, or time said relative to now ("yesterday", "last week",
+// "three days ago"). "May" and "March" count next to a number only: alone
+// they are a verb as often.
+var (
+	timeWords = wordSet(`yesterday today tonight tomorrow ago weekend weekends recently
+		january february april june july august september october november december
+		jan feb apr jun jul aug sept oct nov dec
+		monday tuesday wednesday thursday friday saturday sunday`)
+	timeMonthVerbs = wordSet(`may march`)
+	timeRelative   = wordSet(`last next this past coming previous`)
+	timeSpans      = wordSet(`week month year weekend night morning evening summer winter spring autumn fall`)
+	timeUnits      = wordSet(`day days week weeks month months year years hour hours`)
+	timeCounts     = wordSet(`a an one two three four five six seven eight nine ten few couple several`)
+)
+
+func wordSet(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}
 
 // chatHeader is the line head of a conversation kept as notes: the speaker
 // and when it was said, "Alice (8 May 2023): " or "[2023-05-08 13:56] Bob: ".
@@ -37,11 +47,76 @@ func SaysWhen(digest, content string) bool {
 		if h := chatHeader.FindString(s); h != "" && strings.ContainsAny(h, "([") {
 			s = s[len(h):]
 		}
-		if timeWords.MatchString(s) {
+		if tellsTime(s) {
 			return true
 		}
 	}
 	return false
+}
+
+// tellsTime reports whether s holds one of the time words, read a word at a
+// time with the word before it.
+func tellsTime(s string) bool {
+	prev := ""
+	found := false
+	eachLowerWord(s, func(w string) bool {
+		switch {
+		case timeWords[w],
+			isYear(w),
+			timeMonthVerbs[w] && isDayNumber(prev),
+			timeMonthVerbs[prev] && isDayNumber(w),
+			timeRelative[prev] && (timeSpans[w] || timeWords[w]),
+			timeUnits[w] && (timeCounts[prev] || isNumber(prev)):
+			found = true
+			return false
+		}
+		prev = w
+		return true
+	})
+	return found
+}
+
+// eachLowerWord calls fn with each run of letters and digits of s, lower
+// case, until fn returns false.
+func eachLowerWord(s string, fn func(string) bool) {
+	start := -1
+	for i, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			if !fn(strings.ToLower(s[start:i])) {
+				return
+			}
+			start = -1
+		}
+	}
+	if start >= 0 {
+		fn(strings.ToLower(s[start:]))
+	}
+}
+
+func isNumber(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < '0' || w[i] > '9' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// isYear: 1900 to 2099.
+func isYear(w string) bool {
+	return len(w) == 4 && isNumber(w) && (w[:2] == "19" || w[:2] == "20")
+}
+
+// isDayNumber: 8, 08, 8th, 21st, or a year (March 2024).
+func isDayNumber(w string) bool {
+	w = strings.TrimRight(w, "stndrh")
+	return len(w) >= 1 && len(w) <= 2 && isNumber(w) || isYear(w)
 }
 
 // asksWhen matches a question about a time: "when did ...", "what year

@@ -2,9 +2,11 @@ package fsstore
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
@@ -248,5 +250,34 @@ func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
 	}
 	if got := search(t, w, "when did the purple elephant eat a banana", ""); len(got) != 0 {
 		t.Errorf("a when question about nothing on the board found %v", got)
+	}
+}
+
+// A question that names a time ranks the notes written then above those
+// that only share its words; it finds nothing more than its words and
+// meaning do.
+func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	put(t, w, "ops/cache/plan", 0, "Cache decision: grow the cache to 8 GB", "We decided to grow the cache to 8 GB and watch the hit rate.")
+	put(t, w, "ops/cache/review", 0, "LRU review", "After the review, the cache stays at 4 GB; we decided to wait.")
+	put(t, w, "ops/cache/idea", 0, "Cache idea: a second tier", "A second cache tier could take the cold keys.")
+	// A person dates the review to last week, by hand, in git.
+	lastWeek := time.Now().UTC().AddDate(0, 0, -7).Truncate(time.Second).Format(time.RFC3339)
+	rel := "ops/cache/review.md"
+	writeFile(t, w, rel, regexp.MustCompile(`(?m)^updated: .*$`).ReplaceAllString(readFile(t, w, rel), "updated: "+lastWeek))
+	fixtures.Git(t, w.Dir(), "commit", "-qam", "the review was last week")
+	embedAll(t, w)
+
+	got := search(t, w, "what did we decide about the cache last week", "ops")
+	if len(got) == 0 || got[0] != "ops/cache/review" {
+		t.Errorf("a question naming last week: the note of last week first; got %v", got)
+	}
+	got = search(t, w, "what did we decide about the cache", "ops")
+	if len(got) == 0 || got[0] == "ops/cache/review" {
+		t.Errorf("without a time, the words decide; got %v", got)
+	}
+	if got := search(t, w, "what did the purple elephant eat yesterday", ""); len(got) != 0 {
+		t.Errorf("a question naming a time about nothing on the board found %v", got)
 	}
 }

@@ -365,8 +365,8 @@ func timeCuesOf(q string, now time.Time) timeCues {
 // raise raises the score of the hits that answer the question's time: for
 // a question that asks when, those whose text tells a time (its answer is
 // one, and a note that shares the question's words without a time does not
-// hold it); for a question that names a time, those written then (their
-// updated field). It only reorders what the words and the meaning found.
+// hold it); for a question that names a time, those written then
+// (noteTime). It only reorders what the words and the meaning found.
 func (c timeCues) raise(s *index.Snapshot, hits []index.Hit) error {
 	if !c.asksWhen && !c.named {
 		return nil
@@ -384,11 +384,24 @@ func (c timeCues) raise(s *index.Snapshot, hits []index.Hit) error {
 		if c.asksWhen && row.SaysWhen {
 			hits[i].Score *= whenShare
 		}
-		if updated, err := time.Parse(time.RFC3339, row.Updated); c.named && err == nil && c.span.Holds(updated) {
+		if c.named && c.span.Holds(noteTime(row, c.span.From.Location())) {
 			hits[i].Score *= whenShare
 		}
 	}
 	return nil
+}
+
+// noteTime is when a note was written, as a question that names a time
+// means it: the day its line head says it was said (a conversation kept a
+// turn a note), that day in loc wherever the question is asked; else its
+// updated field. The zero time when it has neither.
+func noteTime(n index.Note, loc *time.Location) time.Time {
+	if n.Said != 0 {
+		y, m, d := time.Unix(n.Said, 0).UTC().Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
+	t, _ := time.Parse(time.RFC3339, n.Updated)
+	return t
 }
 
 // neighbourKeys are the keys numbered up to reach away from key, in its

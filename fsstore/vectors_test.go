@@ -277,6 +277,23 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 	if len(got) == 0 || got[0] == "ops/cache/review" {
 		t.Errorf("without a time, the words decide; got %v", got)
 	}
+	// A conversation kept a turn a note: a turn is of the day its line head
+	// says, not of the day it was written down.
+	for i, turn := range []struct{ day, text string }{
+		{"2 June 2025", "Dana: the payments deploy checklist is ready."},
+		{"3 June 2025", "Dana: the payments deploy waits for the schema review."},
+		{"4 June 2025", "Dana: the payments deploy checklist changed again."},
+		{"5 June 2025", "Dana: lunch at noon?"},
+		{"6 June 2025", "Dana: the payments team says thanks."},
+	} {
+		speaker, said, _ := strings.Cut(turn.text, ": ")
+		put(t, w, fmt.Sprintf("chat/june/turn-%02d", i+1), 0, turn.text, speaker+" ("+turn.day+"): "+said)
+	}
+	embedAll(t, w)
+	got = search(t, w, "what was said of the payments deploy on June 3rd, 2025", "chat")
+	if len(got) == 0 || got[0] != "chat/june/turn-02" {
+		t.Errorf("a question naming a day: the turn said that day first; got %v", got)
+	}
 	if got := search(t, w, "what did the purple elephant eat yesterday", ""); len(got) != 0 {
 		t.Errorf("a question naming a time about nothing on the board found %v", got)
 	}

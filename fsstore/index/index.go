@@ -28,7 +28,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 8
+const schemaVersion = 9
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -76,7 +76,8 @@ CREATE TABLE notes(
 	claimed_by TEXT NOT NULL DEFAULT '',    -- the claim's holder (claimed_by:), ''
 	claim_until INTEGER NOT NULL DEFAULT 0, -- when it lapses (claim_until:), Unix seconds
 	done INTEGER NOT NULL DEFAULT 0,        -- 1 when the front matter has done_by:
-	says_when INTEGER NOT NULL DEFAULT 0    -- 1 when its text tells when something happened (note.SaysWhen)
+	says_when INTEGER NOT NULL DEFAULT 0,   -- 1 when its text tells when something happened (note.SaysWhen)
+	said INTEGER NOT NULL DEFAULT 0         -- the day its line head says it was said (note.SaidAt), Unix seconds; 0
 );
 CREATE INDEX notes_recent ON notes(present, last_seq);
 CREATE INDEX notes_topic ON notes(topic, present, last_seq);

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIdentifiers(t *testing.T) {
@@ -96,6 +97,25 @@ func TestADigestThatRepeatsTheBodyRanksAsTheBody(t *testing.T) {
 		}
 		if !strings.Contains(got.IDs, "v247") && strings.Contains(tc.digest, "v2.4.7") {
 			t.Errorf("the digest's identifier is lost: %q", got.IDs)
+		}
+	}
+}
+
+func TestSaidAt(t *testing.T) {
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	for content, want := range map[string]time.Time{
+		"Caroline (1:56 pm on 8 May, 2023): Hey Mel!":  day(2023, 5, 8),
+		"Alice (May 8th, 2023): fine":                  day(2023, 5, 8),
+		"[2023-05-08 13:56] Bob: fine, thanks":         day(2023, 5, 8),
+		"Bob (3 June 2025): The deploy went out today": day(2025, 6, 3),
+		"Note: the review is on 3 June 2025.":          {}, // no line head with a date
+		"Bob (yesterday): fine":                        {}, // not a date of its own
+		"Bob (June 2025): fine":                        {}, // a month, not a day
+		"The deploy (8 May, 2023) went out":            {}, // not a line head
+	} {
+		got, ok := SaidAt(content, time.UTC)
+		if ok != !want.IsZero() || !got.Equal(want) {
+			t.Errorf("SaidAt(%q) = %v, %v; want %v", content, got, ok, want)
 		}
 	}
 }

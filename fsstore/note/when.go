@@ -3,6 +3,7 @@ package note
 import (
 	"regexp"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -34,6 +35,30 @@ func wordSet(words string) map[string]bool {
 // and when it was said, "Alice (8 May 2023): " or "[2023-05-08 13:56] Bob: ".
 // It dates every note alike, so it says nothing about when a thing happened.
 var chatHeader = regexp.MustCompile(`^\s*(\[[^\]\n]{1,60}\]\s*)?([^\s:()\[\]][^:()\[\]\n]{0,40}?)?\s*(\([^)\n]{1,60}\))?\s*:\s`)
+
+// SaidAt is the day a conversation's line head says the note's line was
+// said ("Alice (8 May 2023): ", "[2023-05-08 13:56] Bob: "), in loc: the
+// time a question that names a day or month finds it by. A head without a
+// date of its own (a year, or a date written 2023-05-08) names none.
+func SaidAt(content string, loc *time.Location) (time.Time, bool) {
+	h := chatHeader.FindString(content[:min(len(content), 200)])
+	if h == "" || !strings.ContainsAny(h, "([") {
+		return time.Time{}, false
+	}
+	absolute := false
+	eachLowerWord(h, func(w string) bool {
+		absolute = isYear(w)
+		return !absolute
+	})
+	if !absolute {
+		return time.Time{}, false
+	}
+	span, ok := NamedSpan(h, time.Date(9999, 1, 1, 0, 0, 0, 0, loc))
+	if !ok || !span.To.Equal(span.From.AddDate(0, 0, 1)) {
+		return time.Time{}, false
+	}
+	return span.From, true
+}
 
 // sayWhenReach is how much of a note's content SaysWhen reads: a long
 // document says when within its opening pages, or nowhere it would help.

@@ -2,6 +2,7 @@ package catchup
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -337,6 +338,9 @@ func (c *Catcher) readNote(key string, noteBlob, contentBlob gitver.Hash, conten
 	}
 	n.EstTokens = note.EstimateTokens(n.Bytes)
 	n.SaysWhen = note.SaysWhen(n.Digest, content)
+	if said, ok := note.SaidAt(content, time.UTC); ok {
+		n.Said = said.Unix()
+	}
 	var links []index.Link
 	rels, targets := f.Links()
 	for _, rel := range rels {

@@ -1,6 +1,8 @@
 package fsstore
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -278,5 +280,78 @@ func TestSearchBroadWord(t *testing.T) {
 	put(t, w, "zz/quokka-3", 0, "More notes", "one quokka")
 	if got := search(t, w, "quokka", ""); len(got) != 3 || got[0] != "zz/quokka-1" {
 		t.Errorf("search quokka = %v; want the three, the one whose digest says it first", got)
+	}
+}
+
+// An exact search (a word, a "quoted phrase", a prefix*) finds exactly the
+// notes whose digest or body holds it, however the digest is weighed: on a
+// random board, half of whose digests only repeat their body, the search
+// and a scan of the notes agree.
+func TestExactSearchesFindExactlyTheNotesThatHoldThem(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	rng := rand.New(rand.NewPCG(7, 37))
+	// Made-up words that stemming leaves as they are.
+	vocab := strings.Fields("blik drom fasp gunt hwir jolk kramp lurt mesk nolt plix quop rusk tarn vulk wemp zarf krob")
+	words := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = vocab[rng.IntN(len(vocab))]
+		}
+		return out
+	}
+	type text struct{ digest, body []string }
+	notes := map[string]text{}
+	for i := range 60 {
+		body := words(4 + rng.IntN(10))
+		digest := words(3)
+		if i%2 == 0 {
+			digest = body[:min(len(body), 4)] // repeats the body's first words
+		}
+		key := fmt.Sprintf("t/n%02d", i)
+		notes[key] = text{digest, body}
+		put(t, w, key, 0, strings.Join(digest, " "), strings.Join(body, " ")+".")
+	}
+	holds := func(field []string, q string) bool {
+		switch {
+		case strings.HasSuffix(q, "*"):
+			return slices.ContainsFunc(field, func(w string) bool { return strings.HasPrefix(w, strings.TrimSuffix(q, "*")) })
+		case strings.HasPrefix(q, `"`):
+			phrase := strings.Fields(strings.Trim(q, `"`))
+			for i := 0; i+len(phrase) <= len(field); i++ {
+				if slices.Equal(field[i:i+len(phrase)], phrase) {
+					return true
+				}
+			}
+			return false
+		}
+		return slices.Contains(field, q)
+	}
+	for trial := range 80 {
+		var q string
+		switch trial % 3 {
+		case 0:
+			q = vocab[rng.IntN(len(vocab))]
+		case 1:
+			q = `"` + strings.Join(words(2), " ") + `"`
+		default:
+			q = vocab[rng.IntN(len(vocab))][:3] + "*"
+		}
+		var want []string
+		for key, n := range notes {
+			if holds(n.digest, q) || holds(n.body, q) {
+				want = append(want, key)
+			}
+		}
+		hits, _, err := agentView(w).Search(q, "t", MaxSearchLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := uris(hits)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("search %s: found %v\nwant %v", q, got, want)
+		}
 	}
 }

@@ -28,7 +28,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 9
+const schemaVersion = 10
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -104,7 +104,7 @@ CREATE TABLE links(
 CREATE INDEX links_dst ON links(dst, rel);
 -- Full text of present notes. Contentless: the text lives in git; the index
 -- keeps only what ranking needs (2.8 times smaller).
-CREATE VIRTUAL TABLE fts USING fts5(addr, digest, body, fields, ids,
+CREATE VIRTUAL TABLE fts USING fts5(addr, digest, body, fields, ids, echo,
 	content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
 -- What each present note means (package meaning): a vector made off the
 -- write path from the note's text as of source (its note and content

@@ -128,8 +128,9 @@ func Before(a, b Hit) bool {
 }
 
 // Column weights for BM25: the digest is what an author chose to say, so it
-// outweighs the body; an exact identifier outweighs both.
-const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0)"
+// outweighs the body; an exact identifier outweighs both. A digest that only
+// repeats its body (echo) weighs what the body does.
+const bm25Weights = "bm25(fts, 3.0, 6.0, 1.0, 2.0, 10.0, 1.0)"
 
 // Search returns the notes that match q, best first (BM25, the digest
 // weighted above the body, an exact identifier above both), superseded notes
@@ -260,7 +261,8 @@ const rankBudget = 2000
 const narrowTerms = 2
 
 // rankedMatch is what a search ranks: match, or, when match is broad, its
-// matches in the columns BM25 weighs most (address, digest, identifiers);
+// matches in the columns BM25 weighs most (address, digest, identifiers;
+// a digest that repeats its body too, for it is the note's digest);
 // when those are broad too, nothing is ranked and the newest matches come
 // first.
 type rankedMatch struct {
@@ -276,7 +278,7 @@ func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
 	r := rankedMatch{match: match, rank: match}
 	tries := []string{match}
 	if terms <= narrowTerms {
-		tries = append(tries, "{addr digest ids} : ("+match+")")
+		tries = append(tries, "{addr digest echo ids} : ("+match+")")
 	}
 	for _, try := range tries {
 		var n int

@@ -78,23 +78,23 @@ func (x *Tx) flushFTS() error {
 		return nil
 	}
 	for _, stmt := range []string{
-		"CREATE TEMP TABLE IF NOT EXISTS fts_stage(id INTEGER PRIMARY KEY, present INTEGER, addr, digest, body, fields, ids)",
+		"CREATE TEMP TABLE IF NOT EXISTS fts_stage(id INTEGER PRIMARY KEY, present INTEGER, addr, digest, body, fields, ids, echo)",
 		"DELETE FROM fts_stage",
 	} {
 		if _, err := x.exec(stmt); err != nil {
 			return err
 		}
 	}
-	ins, err := x.t.Prepare("INSERT INTO fts_stage(id,present,addr,digest,body,fields,ids) VALUES(?,?,?,?,?,?,?)")
+	ins, err := x.t.Prepare("INSERT INTO fts_stage(id,present,addr,digest,body,fields,ids,echo) VALUES(?,?,?,?,?,?,?,?)")
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
 	for id, t := range x.fts {
 		if t == nil {
-			_, err = ins.Exec(id, 0, "", "", "", "", "")
+			_, err = ins.Exec(id, 0, "", "", "", "", "", "")
 		} else {
-			_, err = ins.Exec(id, 1, t.Addr, t.Digest, t.Body, t.Fields, t.IDs)
+			_, err = ins.Exec(id, 1, t.Addr, t.Digest, t.Body, t.Fields, t.IDs, t.Echo)
 		}
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (x *Tx) flushFTS() error {
 	}
 	for _, stmt := range []string{
 		"DELETE FROM fts WHERE rowid IN (SELECT id FROM fts_stage)",
-		"INSERT INTO fts(rowid,addr,digest,body,fields,ids) SELECT id,addr,digest,body,fields,ids FROM fts_stage WHERE present=1",
+		"INSERT INTO fts(rowid,addr,digest,body,fields,ids,echo) SELECT id,addr,digest,body,fields,ids,echo FROM fts_stage WHERE present=1",
 		"DELETE FROM fts_stage",
 	} {
 		if _, err := x.exec(stmt); err != nil {
@@ -309,6 +309,7 @@ type Text struct {
 	Body   string
 	Fields string // front-matter values
 	IDs    string // identifiers squashed to one token each
+	Echo   string // a digest that only repeats its body (note.SearchText)
 }
 
 // Link is one typed link from a note, by short address.

@@ -22,6 +22,10 @@ type SearchText struct {
 	Body   string // the content, inline or out of line, cut at 1 MiB
 	Fields string // front-matter keys and scalar values, but the digest and the program's bookkeeping
 	IDs    string // the note's identifiers, squashed (see Squash), space-separated
+	// Echo holds the digest instead of Digest when it only repeats most of
+	// a short body (digestRepeatsBody): a column of its own, weighed as the
+	// body is, so that a phrase never spans the digest and the body.
+	Echo string
 }
 
 // TextOf is what search indexes of the note key with front matter f and
@@ -48,7 +52,7 @@ func TextOf(key string, f *File, content string) SearchText {
 		Fields: strings.Join(fields, " "),
 	}
 	if digestRepeatsBody(t.Digest, content) {
-		t.Body, t.Digest = t.Digest+"\n"+content, ""
+		t.Echo, t.Digest = t.Digest, ""
 	}
 	seen := map[string]bool{}
 	var ids []string
@@ -131,7 +135,7 @@ func Squash(id string) string {
 // digestRepeatsBody reports whether a digest is most of a short body and
 // says nothing the body does not: the opening words of a chat turn, a line
 // cut short. Weighted above the body, it would count those words twice over
-// the rest; such a digest is searched as part of the body.
+// the rest; such a digest is searched as the body is.
 func digestRepeatsBody(digest, body string) bool {
 	if len(body) > shortBody {
 		return false

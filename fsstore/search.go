@@ -27,7 +27,9 @@ type Hit struct {
 
 // Search finds notes by full text over digests, bodies, front-matter values
 // and addresses, best first (BM25, the digest weighted above the body, an
-// exact identifier above both); superseded notes come after the others.
+// exact identifier above both); superseded notes come after the others. A
+// question that asks when, or names a time, puts the notes that answer it
+// higher (timeCues).
 // Every word must match; when that finds nothing, any word may. A query
 // FTS5 would reject is searched as words: it never fails for its syntax.
 func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
@@ -345,7 +347,9 @@ func (v *View) withNeighbours(s *index.Snapshot, hits []index.Hit, scope index.S
 // and tells a time, or that names a time and was written then. Measured
 // through MCP on LoCoMo (one note a turn; 268 of its 1,536 questions ask
 // when): those questions' recall@5 0.722 without, 0.747 at 1.1, 0.772 at
-// 1.2, 0.775 at 1.3 and 0.784 at 1.5; the others' are unchanged.
+// 1.2, 0.775 at 1.3 and 0.784 at 1.5; the others' are unchanged. The 189
+// that name a day, a month or a year: recall@5 and recall@10 0.626 and
+// 0.719 without, 0.664 and 0.779 at 1.3, 0.677 and 0.788 at 1.5.
 const whenShare = 1.3
 
 // timeCues is what a question says of time: whether it asks when, and the
@@ -356,6 +360,7 @@ type timeCues struct {
 	named    bool
 }
 
+// timeCuesOf reads the time cues of question q, asked at now.
 func timeCuesOf(q string, now time.Time) timeCues {
 	c := timeCues{asksWhen: note.AsksWhen(q)}
 	c.span, c.named = note.NamedSpan(q, now)

@@ -56,14 +56,17 @@ func TestSaysWhen(t *testing.T) {
 
 func TestAsksWhen(t *testing.T) {
 	for q, want := range map[string]bool{
-		"When did the payments deploy go out?": true,
-		"when was the cache resized":           true,
-		"What year did Caroline move?":         true,
-		"How long ago did they meet?":          true,
-		"Which month is the review?":           true,
-		"what did the reviewer object to":      false,
-		"Whenever the cache misses, why?":      false,
-		"who owns the cache work":              false,
+		"When did the payments deploy go out?":   true,
+		"when was the cache resized":             true,
+		"What year did Caroline move?":           true,
+		"How long ago did they meet?":            true,
+		"How long has Caroline had her friends?": true,
+		"how many years did the migration take":  true,
+		"how many tickets are open":              false,
+		"Which month is the review?":             true,
+		"what did the reviewer object to":        false,
+		"Whenever the cache misses, why?":        false,
+		"who owns the cache work":                false,
 	} {
 		if got := AsksWhen(q); got != want {
 			t.Errorf("AsksWhen(%q) = %v, want %v", q, got, want)

@@ -145,8 +145,10 @@ func isDayNumber(w string) bool {
 }
 
 // asksWhen matches a question about a time: "when did ...", "what year
-// ...", "how long ago ...".
-var asksWhen = regexp.MustCompile(`(?i)^\W*(when\b|since when\b|how long ago\b|(what|which) (year|month|day|date|time|week)\b)`)
+// ...", "how long ago ...", or how long a thing took or lasted ("how long
+// has ...", "how many years ..."), which a note that tells a time answers
+// too ("for four years", "since 2019").
+var asksWhen = regexp.MustCompile(`(?i)^\W*(when\b|since when\b|how long\b|how many (years|months|weeks|days)\b|(what|which) (year|month|day|date|time|week)\b)`)
 
 // AsksWhen reports whether a search question asks when.
 func AsksWhen(q string) bool { return asksWhen.MatchString(q) }

@@ -298,3 +298,41 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 		t.Errorf("a question naming a time about nothing on the board found %v", got)
 	}
 }
+
+// A question that names someone ranks what they said (a conversation's
+// line head) and what they wrote (a note's author) above what others said
+// in the same words.
+func TestAQuestionThatNamesSomeoneFindsWhatTheySaid(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := meaningBoard(t)
+	for i, turn := range []struct{ speaker, text string }{
+		{"Dana", "Lee, the payments deploy checklist is ready."},
+		{"Lee", "The payments deploy waits for the schema review."},
+		{"Dana", "The payments deploy checklist changed again."},
+		{"Lee", "Lunch at noon?"},
+		{"Dana", "The payments team says thanks."},
+	} {
+		put(t, w, fmt.Sprintf("chat/deploy/turn-%02d", i+1), 0, turn.speaker+": "+turn.text, turn.speaker+" (3 June 2025): "+turn.text)
+	}
+	write := func(author, uri, digest, body string) {
+		t.Helper()
+		v := w.As(OpenCaller(author))
+		if _, err := v.Update(UpdateRequest{URI: uri, Digest: digest, Body: &body, ExpectVersion: ptr(0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("planner", "ops/cache/plan", "Cache plan: grow the LRU", "The cache should grow to 8 GB; the cache hit rate says so.")
+	write("reviewer", "ops/cache/size", "Cache plan: too big for now", "Keep it at 4 GB until the schema work lands.")
+	write("planner", "ops/cache/notes", "Cache notes", "The cache misses come from cold keys; the cache plan covers them.")
+	embedAll(t, w)
+
+	if got := search(t, w, "what did Lee say about the payments deploy", "chat"); len(got) == 0 || got[0] != "chat/deploy/turn-02" {
+		t.Errorf("a question naming a speaker: their line first; got %v", got)
+	}
+	if got := search(t, w, "what did the reviewer say about the cache plan", "ops/cache"); len(got) == 0 || got[0] != "ops/cache/size" {
+		t.Errorf("a question naming an author: their note first; got %v", got)
+	}
+	if got := search(t, w, "what did Zed think of the purple elephant", ""); len(got) != 0 {
+		t.Errorf("a question naming someone about nothing on the board found %v", got)
+	}
+}

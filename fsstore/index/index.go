@@ -28,7 +28,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. A database made by another
 // version of the program is dropped and rebuilt, never migrated: it is derived.
-const schemaVersion = 10
+const schemaVersion = 11
 
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -77,7 +77,8 @@ CREATE TABLE notes(
 	claim_until INTEGER NOT NULL DEFAULT 0, -- when it lapses (claim_until:), Unix seconds
 	done INTEGER NOT NULL DEFAULT 0,        -- 1 when the front matter has done_by:
 	says_when INTEGER NOT NULL DEFAULT 0,   -- 1 when its text tells when something happened (note.SaysWhen)
-	said INTEGER NOT NULL DEFAULT 0         -- the day its line head says it was said (note.SaidAt), Unix seconds; 0
+	said INTEGER NOT NULL DEFAULT 0,        -- the day its line head says it was said (note.ReadLineHead), Unix seconds; 0
+	speaker TEXT NOT NULL DEFAULT ''        -- who its line head says said it, ''
 );
 CREATE INDEX notes_recent ON notes(present, last_seq);
 CREATE INDEX notes_topic ON notes(topic, present, last_seq);

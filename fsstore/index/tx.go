@@ -166,8 +166,10 @@ type Note struct {
 	// search ranks it higher for a question that asks when.
 	SaysWhen bool
 	// Said is the day the note's line head says it was said (a
-	// conversation kept a turn a note), Unix seconds; 0 for none.
-	Said int64
+	// conversation kept a turn a note), Unix seconds; 0 for none. Speaker
+	// is who it says said it, "" for none.
+	Said    int64
+	Speaker string
 }
 
 // Head is the commit the index reflects, inside the transaction.
@@ -326,9 +328,9 @@ func (x *Tx) SetNoteState(n Note, text Text, links []Link) error {
 	}
 	var id int64
 	err := x.queryRow(`UPDATE notes SET present=?, note_blob=?, content_blob=?, content_path=?, digest=?, kind=?,
-		author=?, updated=?, bytes=?, est_tokens=?, problem=?, claimed_by=?, claim_until=?, done=?, says_when=?, said=? WHERE key=? RETURNING id`,
+		author=?, updated=?, bytes=?, est_tokens=?, problem=?, claimed_by=?, claim_until=?, done=?, says_when=?, said=?, speaker=? WHERE key=? RETURNING id`,
 		n.Present, n.NoteBlob, n.ContentBlob, n.ContentPath, n.Digest, n.Kind, n.Author, n.Updated,
-		n.Bytes, n.EstTokens, n.Problem, n.ClaimedBy, n.ClaimUntil, n.Done, n.SaysWhen, n.Said, n.Key).Scan(&id)
+		n.Bytes, n.EstTokens, n.Problem, n.ClaimedBy, n.ClaimUntil, n.Done, n.SaysWhen, n.Said, n.Speaker, n.Key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // forgotten by Truncate: the history never had it
 	}
@@ -378,13 +380,13 @@ func (x *Tx) SetDisk(path string, d DiskStat) error {
 }
 
 const noteColumns = `key,topic,version,last_seq,present,note_blob,content_blob,content_path,digest,kind,author,
-	updated,bytes,est_tokens,problem,claimed_by,claim_until,done,says_when,said,coalesce((SELECT c.author FROM commits c WHERE c.seq=notes.last_seq),'')`
+	updated,bytes,est_tokens,problem,claimed_by,claim_until,done,says_when,said,speaker,coalesce((SELECT c.author FROM commits c WHERE c.seq=notes.last_seq),'')`
 
 func scanNote(row interface{ Scan(...any) error }) (Note, error) {
 	var n Note
 	err := row.Scan(&n.Key, &n.Topic, &n.Version, &n.LastSeq, &n.Present, &n.NoteBlob, &n.ContentBlob,
 		&n.ContentPath, &n.Digest, &n.Kind, &n.Author, &n.Updated, &n.Bytes, &n.EstTokens, &n.Problem,
-		&n.ClaimedBy, &n.ClaimUntil, &n.Done, &n.SaysWhen, &n.Said, &n.LastAuthor)
+		&n.ClaimedBy, &n.ClaimUntil, &n.Done, &n.SaysWhen, &n.Said, &n.Speaker, &n.LastAuthor)
 	return n, err
 }
 

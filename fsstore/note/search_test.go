@@ -104,21 +104,26 @@ func TestADigestThatRepeatsTheBodyRanksAsTheBody(t *testing.T) {
 	}
 }
 
-func TestSaidAt(t *testing.T) {
+func TestReadLineHead(t *testing.T) {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
-	for content, want := range map[string]time.Time{
-		"Caroline (1:56 pm on 8 May, 2023): Hey Mel!":  day(2023, 5, 8),
-		"Alice (May 8th, 2023): fine":                  day(2023, 5, 8),
-		"[2023-05-08 13:56] Bob: fine, thanks":         day(2023, 5, 8),
-		"Bob (3 June 2025): The deploy went out today": day(2025, 6, 3),
-		"Note: the review is on 3 June 2025.":          {}, // no line head with a date
-		"Bob (yesterday): fine":                        {}, // not a date of its own
-		"Bob (June 2025): fine":                        {}, // a month, not a day
-		"The deploy (8 May, 2023) went out":            {}, // not a line head
+	for content, want := range map[string]LineHead{
+		"Caroline (1:56 pm on 8 May, 2023): Hey Mel!": {Speaker: "Caroline", Said: day(2023, 5, 8)},
+		"Alice (May 8th, 2023): fine":                 {Speaker: "Alice", Said: day(2023, 5, 8)},
+		"[2023-05-08 13:56] Bob: fine, thanks":        {Speaker: "Bob", Said: day(2023, 5, 8)},
+		"Dr Lee (3 June 2025): The deploy went out":   {Speaker: "Dr Lee", Said: day(2025, 6, 3)},
+		"Bob (yesterday): fine":                       {Speaker: "Bob"}, // not a date of its own
+		"Bob (June 2025): fine":                       {Speaker: "Bob"}, // a month, not a day
+		"[13:56] Bob: fine":                           {Speaker: "Bob"},
+		"Note: the review is on 3 June 2025.":         {}, // no head: it says no when
+		"The deploy (8 May, 2023) went out":           {}, // not a line head
+		"":                                            {},
 	} {
-		got, ok := SaidAt(content, time.UTC)
-		if ok != !want.IsZero() || !got.Equal(want) {
-			t.Errorf("SaidAt(%q) = %v, %v; want %v", content, got, ok, want)
+		got, ok := ReadLineHead(content)
+		if ok != (want != LineHead{}) || got.Speaker != want.Speaker || !got.Said.Equal(want.Said) {
+			t.Errorf("ReadLineHead(%q) = %+v, %v; want %+v", content, got, ok, want)
+		}
+		if ok && !strings.HasSuffix(content[:got.Len], ": ") {
+			t.Errorf("ReadLineHead(%q): the head is %q", content, content[:got.Len])
 		}
 	}
 }

@@ -31,33 +31,38 @@ func wordSet(words string) map[string]bool {
 	return m
 }
 
-// chatHeader is the line head of a conversation kept as notes: the speaker
-// and when it was said, "Alice (8 May 2023): " or "[2023-05-08 13:56] Bob: ".
-// It dates every note alike, so it says nothing about when a thing happened.
-var chatHeader = regexp.MustCompile(`^\s*(\[[^\]\n]{1,60}\]\s*)?([^\s:()\[\]][^:()\[\]\n]{0,40}?)?\s*(\([^)\n]{1,60}\))?\s*:\s`)
+// lineHead matches the head of a line of a conversation kept a turn a
+// note: the speaker and when it was said, "Alice (8 May 2023): " or
+// "[2023-05-08 13:56] Bob: ".
+var lineHead = regexp.MustCompile(`^\s*(\[[^\]\n]{1,60}\]\s*)?([^\s:()\[\]][^:()\[\]\n]{0,40}?)?\s*(\([^)\n]{1,60}\))?\s*:\s`)
 
-// SaidAt is the day a conversation's line head says the note's line was
-// said ("Alice (8 May 2023): ", "[2023-05-08 13:56] Bob: "), in loc: the
-// time a question that names a day or month finds it by. A head without a
-// date of its own (a year, or a date written 2023-05-08) names none.
-func SaidAt(content string, loc *time.Location) (time.Time, bool) {
-	h := chatHeader.FindString(content[:min(len(content), 200)])
-	if h == "" || !strings.ContainsAny(h, "([") {
-		return time.Time{}, false
+// LineHead is the head of a line of a conversation kept a turn a note.
+type LineHead struct {
+	Len     int       // its length in bytes, the space after its colon included
+	Speaker string    // who said the line ("Alice"); "" when it names no one
+	Said    time.Time // the day it says the line was said, midnight UTC; zero when it gives no date of its own
+}
+
+// ReadLineHead reads the line head content starts with, if it has one. A
+// head says when the line was said, in brackets or parentheses: "Note: the
+// review is on Monday" has none. Its date counts when it is a date of its
+// own (with a year, or written 2023-05-08), a day, not a month.
+func ReadLineHead(content string) (LineHead, bool) {
+	m := lineHead.FindStringSubmatch(content[:min(len(content), 200)])
+	if m == nil || m[1] == "" && m[3] == "" {
+		return LineHead{}, false
 	}
+	h := LineHead{Len: len(m[0]), Speaker: strings.TrimSpace(m[2])}
+	when := m[1] + m[3]
 	absolute := false
-	eachLowerWord(h, func(w string) bool {
+	eachLowerWord(when, func(w string) bool {
 		absolute = isYear(w)
 		return !absolute
 	})
-	if !absolute {
-		return time.Time{}, false
+	if span, ok := NamedSpan(when, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); absolute && ok && span.To.Equal(span.From.AddDate(0, 0, 1)) {
+		h.Said = span.From
 	}
-	span, ok := NamedSpan(h, time.Date(9999, 1, 1, 0, 0, 0, 0, loc))
-	if !ok || !span.To.Equal(span.From.AddDate(0, 0, 1)) {
-		return time.Time{}, false
-	}
-	return span.From, true
+	return h, true
 }
 
 // sayWhenReach is how much of a note's content SaysWhen reads: a long
@@ -69,8 +74,8 @@ const sayWhenReach = 64 << 10
 // head of a line of a conversation ("Alice (8 May 2023): ") does not count.
 func SaysWhen(digest, content string) bool {
 	for _, s := range []string{digest, content[:min(len(content), sayWhenReach)]} {
-		if h := chatHeader.FindString(s); h != "" && strings.ContainsAny(h, "([") {
-			s = s[len(h):]
+		if h, ok := ReadLineHead(s); ok {
+			s = s[h.Len:]
 		}
 		if tellsTime(s) {
 			return true

@@ -2,7 +2,6 @@ package catchup
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -338,8 +337,11 @@ func (c *Catcher) readNote(key string, noteBlob, contentBlob gitver.Hash, conten
 	}
 	n.EstTokens = note.EstimateTokens(n.Bytes)
 	n.SaysWhen = note.SaysWhen(n.Digest, content)
-	if said, ok := note.SaidAt(content, time.UTC); ok {
-		n.Said = said.Unix()
+	if head, ok := note.ReadLineHead(content); ok {
+		n.Speaker = head.Speaker
+		if !head.Said.IsZero() {
+			n.Said = head.Said.Unix()
+		}
 	}
 	var links []index.Link
 	rels, targets := f.Links()

@@ -371,7 +371,7 @@ type questionCues struct {
 
 // cuesOf reads the cues of question q, asked at now.
 func cuesOf(q string, now time.Time) questionCues {
-	c := questionCues{asksWhen: note.AsksWhen(q), words: " " + strings.Join(lowerWords(q), " ") + " "}
+	c := questionCues{asksWhen: note.AsksWhen(q), words: " " + strings.Join(note.LowerWords(q), " ") + " "}
 	c.span, c.named = note.NamedSpan(q, now)
 	return c
 }
@@ -379,7 +379,7 @@ func cuesOf(q string, now time.Time) questionCues {
 // names reports whether the question names who: a speaker or an author,
 // by all of its words in a row ("Caroline", "dr lee", "reviewer").
 func (c questionCues) names(who string) bool {
-	w := lowerWords(who)
+	w := note.LowerWords(who)
 	if len(w) == 0 || len(w) == 1 && meaning.IsStopWord(w[0]) {
 		return false
 	}
@@ -415,11 +415,6 @@ func (c questionCues) raise(s *index.Snapshot, hits []index.Hit) error {
 		}
 	}
 	return nil
-}
-
-// lowerWords are the runs of letters and digits of s, in lower case.
-func lowerWords(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
 // noteTime is when a note was written, as a question that names a time

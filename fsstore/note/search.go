@@ -140,7 +140,7 @@ func digestRepeatsBody(digest, body string) bool {
 	if len(body) > shortBody {
 		return false
 	}
-	dw, bw := lowerWords(digest), lowerWords(body)
+	dw, bw := LowerWords(digest), LowerWords(body)
 	if len(dw) == 0 || len(dw)*3 < len(bw) {
 		return false // a title over a document says what the document is about
 	}
@@ -157,6 +157,7 @@ func digestRepeatsBody(digest, body string) bool {
 	return missing*10 <= len(dw)
 }
 
-func lowerWords(s string) []string {
+// LowerWords are the runs of letters and digits of s, in lower case.
+func LowerWords(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }

@@ -36,6 +36,9 @@ func wordSet(words string) map[string]bool {
 // "[2023-05-08 13:56] Bob: ".
 var lineHead = regexp.MustCompile(`^\s*(\[[^\]\n]{1,60}\]\s*)?([^\s:()\[\]][^:()\[\]\n]{0,40}?)?\s*(\([^)\n]{1,60}\))?\s*:\s`)
 
+// lineHeadReach bounds where a line head can end: its parts are bounded.
+const lineHeadReach = 200
+
 // LineHead is the head of a line of a conversation kept a turn a note.
 type LineHead struct {
 	Len     int       // its length in bytes, the space after its colon included
@@ -48,7 +51,7 @@ type LineHead struct {
 // review is on Monday" has none. Its date counts when it is a date of its
 // own (with a year, or written 2023-05-08), a day, not a month.
 func ReadLineHead(content string) (LineHead, bool) {
-	m := lineHead.FindStringSubmatch(content[:min(len(content), 200)])
+	m := lineHead.FindStringSubmatch(content[:min(len(content), lineHeadReach)])
 	if m == nil || m[1] == "" && m[3] == "" {
 		return LineHead{}, false
 	}
@@ -59,7 +62,10 @@ func ReadLineHead(content string) (LineHead, bool) {
 		absolute = isYear(w)
 		return !absolute
 	})
-	if span, ok := NamedSpan(when, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); absolute && ok && span.To.Equal(span.From.AddDate(0, 0, 1)) {
+	if !absolute {
+		return h, true
+	}
+	if span, ok := NamedSpan(when, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); ok && span.To.Equal(span.From.AddDate(0, 0, 1)) {
 		h.Said = span.From
 	}
 	return h, true

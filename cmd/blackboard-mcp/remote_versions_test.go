@@ -212,13 +212,17 @@ func TestRemoteCountersUnderKillsAndAPerson(t *testing.T) {
 
 	// Quiesce: no merge left in progress, and every clone brought to the
 	// remote (a read fetches, and pushes what a clone holds that the remote
-	// lacks), until every clone's branch is the remote's.
+	// lacks), until every clone's branch is the remote's. A clone that lost
+	// a race keeps starting over for up to 30 s (fsstore's maxRemoteRace),
+	// so the wait is twice that: under a full test run on 2 cores, 15 s
+	// once left a clone behind with nothing wrong.
 	if _, err := os.Stat(filepath.Join(clones[0], ".git", "MERGE_HEAD")); err == nil {
 		_, _ = personGit(clones[0], "merge", "--abort")
 	}
 	settled := false
 	var heads []string
-	for until := time.Now().Add(15 * time.Second); time.Now().Before(until); {
+	const quiesce = 60 * time.Second
+	for until := time.Now().Add(quiesce); time.Now().Before(until); {
 		for _, dir := range clones {
 			_, _ = cliCommand(dir, "get", counterKey(0)).CombinedOutput()
 		}
@@ -239,7 +243,7 @@ func TestRemoteCountersUnderKillsAndAPerson(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !settled {
-		t.Errorf("the clones did not come to the remote within 15s:\n  %s", strings.Join(heads, "\n  "))
+		t.Errorf("the clones did not come to the remote within %v:\n  %s", quiesce, strings.Join(heads, "\n  "))
 	}
 	for _, sl := range slots {
 		s, _, _ := sl.current()

@@ -223,21 +223,31 @@ func TestNeighbourKeys(t *testing.T) {
 	}
 }
 
+// chatTurn is one turn of a conversation kept a turn a note.
+type chatTurn struct{ speaker, day, text string }
+
+// putTurns writes turns as the notes folder/turn-01, turn-02...: the digest
+// is the speaker and the text, the body the text under its line head
+// ("Dana (3 June 2025): ...").
+func putTurns(t *testing.T, w *Workspace, folder string, turns []chatTurn) {
+	t.Helper()
+	for i, c := range turns {
+		put(t, w, fmt.Sprintf("%s/turn-%02d", folder, i+1), 0, c.speaker+": "+c.text, c.speaker+" ("+c.day+"): "+c.text)
+	}
+}
+
 // A question that asks when is answered by the note that tells when, ahead
 // of notes that share more of its words and say no time; a conversation's
 // line heads ("Dana (3 June 2025): ") date every turn alike and do not count.
 func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := meaningBoard(t)
-	turns := []struct{ speaker, text string }{
-		{"Dana", "The payments deploy checklist is ready for review."},
-		{"Lee", "I read the checklist; the payments deploy plan looks good."},
-		{"Lee", "The payments deploy went out last Tuesday."},
-		{"Dana", "Nice. Lunch?"},
-	}
-	for i, turn := range turns {
-		put(t, w, fmt.Sprintf("chat/release/turn-%02d", i+1), 0, turn.speaker+": "+turn.text, turn.speaker+" (3 June 2025): "+turn.text)
-	}
+	putTurns(t, w, "chat/release", []chatTurn{
+		{"Dana", "3 June 2025", "The payments deploy checklist is ready for review."},
+		{"Lee", "3 June 2025", "I read the checklist; the payments deploy plan looks good."},
+		{"Lee", "3 June 2025", "The payments deploy went out last Tuesday."},
+		{"Dana", "3 June 2025", "Nice. Lunch?"},
+	})
 	embedAll(t, w)
 
 	got := search(t, w, "when did the payments deploy go out", "chat")
@@ -279,16 +289,13 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 	}
 	// A conversation kept a turn a note: a turn is of the day its line head
 	// says, not of the day it was written down.
-	for i, turn := range []struct{ day, text string }{
-		{"2 June 2025", "Dana: the payments deploy checklist is ready."},
-		{"3 June 2025", "Dana: the payments deploy waits for the schema review."},
-		{"4 June 2025", "Dana: the payments deploy checklist changed again."},
-		{"5 June 2025", "Dana: lunch at noon?"},
-		{"6 June 2025", "Dana: the payments team says thanks."},
-	} {
-		speaker, said, _ := strings.Cut(turn.text, ": ")
-		put(t, w, fmt.Sprintf("chat/june/turn-%02d", i+1), 0, turn.text, speaker+" ("+turn.day+"): "+said)
-	}
+	putTurns(t, w, "chat/june", []chatTurn{
+		{"Dana", "2 June 2025", "the payments deploy checklist is ready."},
+		{"Dana", "3 June 2025", "the payments deploy waits for the schema review."},
+		{"Dana", "4 June 2025", "the payments deploy checklist changed again."},
+		{"Dana", "5 June 2025", "lunch at noon?"},
+		{"Dana", "6 June 2025", "the payments team says thanks."},
+	})
 	embedAll(t, w)
 	got = search(t, w, "what was said of the payments deploy on June 3rd, 2025", "chat")
 	if len(got) == 0 || got[0] != "chat/june/turn-02" {
@@ -305,15 +312,13 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 func TestAQuestionThatNamesSomeoneFindsWhatTheySaid(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := meaningBoard(t)
-	for i, turn := range []struct{ speaker, text string }{
-		{"Dana", "Lee, the payments deploy checklist is ready."},
-		{"Lee", "The payments deploy waits for the schema review."},
-		{"Dana", "The payments deploy checklist changed again."},
-		{"Lee", "Lunch at noon?"},
-		{"Dana", "The payments team says thanks."},
-	} {
-		put(t, w, fmt.Sprintf("chat/deploy/turn-%02d", i+1), 0, turn.speaker+": "+turn.text, turn.speaker+" (3 June 2025): "+turn.text)
-	}
+	putTurns(t, w, "chat/deploy", []chatTurn{
+		{"Dana", "3 June 2025", "Lee, the payments deploy checklist is ready."},
+		{"Lee", "3 June 2025", "The payments deploy waits for the schema review."},
+		{"Dana", "3 June 2025", "The payments deploy checklist changed again."},
+		{"Lee", "3 June 2025", "Lunch at noon?"},
+		{"Dana", "3 June 2025", "The payments team says thanks."},
+	})
 	write := func(author, uri, digest, body string) {
 		t.Helper()
 		v := w.As(OpenCaller(author))

@@ -236,6 +236,15 @@ func putTurns(t *testing.T, w *Workspace, folder string, turns []chatTurn) {
 	}
 }
 
+// wantFirst checks that the search for q in topic finds want first; why
+// says what the check is about.
+func wantFirst(t *testing.T, w *Workspace, q, topic, want, why string) {
+	t.Helper()
+	if got := search(t, w, q, topic); len(got) == 0 || got[0] != want {
+		t.Errorf("%s: %q finds %v, not %s first", why, q, got, want)
+	}
+}
+
 // A question that asks when is answered by the note that tells when, ahead
 // of notes that share more of its words and say no time; a conversation's
 // line heads ("Dana (3 June 2025): ") date every turn alike and do not count.
@@ -250,11 +259,8 @@ func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
 	})
 	embedAll(t, w)
 
-	got := search(t, w, "when did the payments deploy go out", "chat")
-	if len(got) == 0 || got[0] != "chat/release/turn-03" {
-		t.Errorf("a when question: the turn that says when first; got %v", got)
-	}
-	got = search(t, w, "what did they say about the payments deploy checklist", "chat")
+	wantFirst(t, w, "when did the payments deploy go out", "chat", "chat/release/turn-03", "a when question: the turn that says when first")
+	got := search(t, w, "what did they say about the payments deploy checklist", "chat")
 	if len(got) == 0 || got[0] == "chat/release/turn-03" {
 		t.Errorf("a question that does not ask when ranks by its words; got %v", got)
 	}
@@ -279,11 +285,8 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "commit", "-qam", "the review was last week")
 	embedAll(t, w)
 
-	got := search(t, w, "what did we decide about the cache last week", "ops")
-	if len(got) == 0 || got[0] != "ops/cache/review" {
-		t.Errorf("a question naming last week: the note of last week first; got %v", got)
-	}
-	got = search(t, w, "what did we decide about the cache", "ops")
+	wantFirst(t, w, "what did we decide about the cache last week", "ops", "ops/cache/review", "a question naming last week: the note of last week first")
+	got := search(t, w, "what did we decide about the cache", "ops")
 	if len(got) == 0 || got[0] == "ops/cache/review" {
 		t.Errorf("without a time, the words decide; got %v", got)
 	}
@@ -297,10 +300,7 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 		{"Dana", "6 June 2025", "the payments team says thanks."},
 	})
 	embedAll(t, w)
-	got = search(t, w, "what was said of the payments deploy on June 3rd, 2025", "chat")
-	if len(got) == 0 || got[0] != "chat/june/turn-02" {
-		t.Errorf("a question naming a day: the turn said that day first; got %v", got)
-	}
+	wantFirst(t, w, "what was said of the payments deploy on June 3rd, 2025", "chat", "chat/june/turn-02", "a question naming a day: the turn said that day first")
 	if got := search(t, w, "what did the purple elephant eat yesterday", ""); len(got) != 0 {
 		t.Errorf("a question naming a time about nothing on the board found %v", got)
 	}
@@ -331,12 +331,8 @@ func TestAQuestionThatNamesSomeoneFindsWhatTheySaid(t *testing.T) {
 	write("planner", "ops/cache/notes", "Cache notes", "The cache misses come from cold keys; the cache plan covers them.")
 	embedAll(t, w)
 
-	if got := search(t, w, "what did Lee say about the payments deploy", "chat"); len(got) == 0 || got[0] != "chat/deploy/turn-02" {
-		t.Errorf("a question naming a speaker: their line first; got %v", got)
-	}
-	if got := search(t, w, "what did the reviewer say about the cache plan", "ops/cache"); len(got) == 0 || got[0] != "ops/cache/size" {
-		t.Errorf("a question naming an author: their note first; got %v", got)
-	}
+	wantFirst(t, w, "what did Lee say about the payments deploy", "chat", "chat/deploy/turn-02", "a question naming a speaker: their line first")
+	wantFirst(t, w, "what did the reviewer say about the cache plan", "ops/cache", "ops/cache/size", "a question naming an author: their note first")
 	if got := search(t, w, "what did Zed think of the purple elephant", ""); len(got) != 0 {
 		t.Errorf("a question naming someone about nothing on the board found %v", got)
 	}

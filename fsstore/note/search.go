@@ -159,5 +159,10 @@ func digestRepeatsBody(digest, body string) bool {
 
 // LowerWords are the runs of letters and digits of s, in lower case.
 func LowerWords(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var words []string
+	eachLowerWord(s, func(w string) bool {
+		words = append(words, w)
+		return true
+	})
+	return words
 }

@@ -44,11 +44,7 @@ func NamedSpan(q string, now time.Time) (Span, bool) {
 			return day(t), true
 		}
 	}
-	var words []string
-	eachLowerWord(q, func(w string) bool {
-		words = append(words, w)
-		return true
-	})
+	words := LowerWords(q)
 	at := func(i int) string {
 		if i < 0 || i >= len(words) {
 			return ""

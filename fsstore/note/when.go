@@ -149,10 +149,10 @@ func isYear(w string) bool {
 	return len(w) == 4 && isNumber(w) && (w[:2] == "19" || w[:2] == "20")
 }
 
-// isDayNumber: 8, 08, 8th, 21st, or a year (March 2024).
+// isDayNumber: a day of the month (dayAt), or a year (March 2024).
 func isDayNumber(w string) bool {
-	w = strings.TrimRight(w, "stndrh")
-	return len(w) >= 1 && len(w) <= 2 && isNumber(w) || isYear(w)
+	_, day := dayAt(w)
+	return day || isYear(w)
 }
 
 // asksWhen matches a question about a time: "when did ...", "what year

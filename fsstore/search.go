@@ -29,7 +29,8 @@ type Hit struct {
 // and addresses, best first (BM25, the digest weighted above the body, an
 // exact identifier above both); superseded notes come after the others. A
 // question that asks when, names a time or names someone puts the notes
-// that answer it higher (questionCues).
+// that answer it higher (questionCues), and the words of its best long
+// answers reorder what it found (feedBack).
 // Every word must match; when that finds nothing, any word may. A query
 // FTS5 would reject is searched as words: it never fails for its syntax.
 func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
@@ -142,7 +143,7 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	// question's words are seldom all in one note).
 	lexical := q
 	lexical.Terms, lexical.Limit = nil, fuseDepth
-	for _, t := range q.Terms {
+	for _, t := range compounds(q.Terms) {
 		if !meaning.IsStopWord(strings.ToLower(t.Text)) {
 			lexical.Terms = append(lexical.Terms, t)
 		}
@@ -159,11 +160,6 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 		return nil, err
 	}
 	nearest := w.vectors.Nearest(qv, fuseDepth, q.Scope)
-	type fused struct {
-		hit      index.Hit
-		lex, cos float64
-		known    bool // the note's row was read
-	}
 	byKey := map[string]*fused{}
 	var order []*fused
 	for _, h := range lex {
@@ -207,24 +203,15 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 			f.known, f.hit.Digest, f.hit.Superseded = true, n.Digest, len(succeeded[k]) > 0
 		}
 	}
-	minLex, maxLex, minCos, maxCos := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, f := range order {
-		minLex, maxLex = math.Min(minLex, f.lex), math.Max(maxLex, f.lex)
-		minCos, maxCos = math.Min(minCos, f.cos), math.Max(maxCos, f.cos)
-	}
-	scale := func(x, lo, hi float64) float64 {
-		if hi <= lo {
-			return 1 // all alike
-		}
-		return (x - lo) / (hi - lo)
+	fuse(order)
+	if err := v.feedBack(s, lexical.Terms, order); err != nil {
+		return nil, err
 	}
 	var hits []index.Hit
 	for _, f := range order {
-		if !f.known {
-			continue
+		if f.known {
+			hits = append(hits, f.hit)
 		}
-		f.hit.Score = lexicalWeight*scale(f.lex, minLex, maxLex) + (1-lexicalWeight)*scale(f.cos, minCos, maxCos)
-		hits = append(hits, f.hit)
 	}
 	if hits, err = v.withNeighbours(s, hits, q.Scope); err != nil {
 		return nil, err
@@ -252,6 +239,65 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 		hits = hits[:q.Limit]
 	}
 	return hits, nil
+}
+
+// fused is a note a question found by its words, its meaning or both.
+type fused struct {
+	hit      index.Hit
+	lex, cos float64
+	known    bool // the note's row was read
+}
+
+// fuse sets each note's score: its words' score and its cosine, each
+// scaled to 0..1 over the notes found, then added, weighted.
+func fuse(order []*fused) {
+	minLex, maxLex, minCos, maxCos := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, f := range order {
+		minLex, maxLex = math.Min(minLex, f.lex), math.Max(maxLex, f.lex)
+		minCos, maxCos = math.Min(minCos, f.cos), math.Max(maxCos, f.cos)
+	}
+	scale := func(x, lo, hi float64) float64 {
+		if hi <= lo {
+			return 1 // all alike
+		}
+		return (x - lo) / (hi - lo)
+	}
+	for _, f := range order {
+		f.hit.Score = lexicalWeight*scale(f.lex, minLex, maxLex) + (1-lexicalWeight)*scale(f.cos, minCos, maxCos)
+	}
+}
+
+// compounds reads a question's compounds of letters joined by hyphens
+// ("three-dimensional", "wing-flutter", "pre-buckling") as English, not as
+// code identifiers: each is searched as its phrase, which matches it
+// written with or without its hyphens, and as its words, which find a note
+// that says "the flutter of a wing"; a prefix ("pre", "non", "re") is a
+// word only in the phrase. Searched as an identifier, the exact compound
+// counted twice (its token and its phrase) and outweighed the rest of the
+// question. Measured through MCP, with feedback: see feedBack.
+func compounds(terms []index.Term) []index.Term {
+	var out []index.Term
+	for _, t := range terms {
+		if t.Phrase || t.Prefix || !note.IsIdentifier(t.Text) || codeIdentifier(t.Text) {
+			out = append(out, t)
+			continue
+		}
+		out = append(out, index.Term{Text: t.Text, Phrase: true})
+		for _, w := range strings.Split(t.Text, "-") {
+			if w != "" && !boundPrefix[strings.ToLower(w)] {
+				out = append(out, index.Term{Text: w})
+			}
+		}
+	}
+	return out
+}
+
+// boundPrefix are the English prefixes written with a hyphen that say
+// nothing by themselves.
+var boundPrefix = map[string]bool{
+	"anti": true, "co": true, "counter": true, "de": true, "extra": true, "inter": true, "intra": true,
+	"multi": true, "non": true, "over": true, "post": true, "pre": true, "pro": true, "quasi": true,
+	"re": true, "semi": true, "sub": true, "super": true, "trans": true, "ultra": true, "un": true, "under": true,
 }
 
 // A question's answer is often in the note next to the one that shares its

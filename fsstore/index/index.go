@@ -106,7 +106,7 @@ CREATE INDEX links_dst ON links(dst, rel);
 -- Full text of present notes. Contentless: the text lives in git; the index
 -- keeps only what ranking needs (2.8 times smaller).
 CREATE VIRTUAL TABLE fts USING fts5(addr, digest, body, fields, ids, echo,
-	content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2');
+	content='', contentless_delete=1, tokenize='` + tokenizer + `');
 -- What each present note means (package meaning): a vector made off the
 -- write path from the note's text as of source (its note and content
 -- blobs), by model. gen orders the vectors as they were made, so that a
@@ -308,7 +308,7 @@ func open(path string) (*DB, error) {
 	// Prepared now, while no transaction holds a connection: a statement
 	// first prepared inside one would wait for another connection.
 	d.hot = map[string]*sql.Stmt{}
-	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery} {
+	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery, matchingQuery} {
 		st, err := read.Prepare(q)
 		if err != nil {
 			d.Close()

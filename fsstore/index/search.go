@@ -184,9 +184,8 @@ func (s *Snapshot) SearchAnyWord(q SearchQuery, budget int) ([]Hit, error) {
 			continue
 		}
 		seen[m] = true
-		var n int
-		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, m, budget+1).
-			Scan(&n); err != nil {
+		n, err := s.matching(m, budget)
+		if err != nil {
 			return nil, err
 		}
 		if n > 0 && n <= budget {
@@ -281,9 +280,8 @@ func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
 		tries = append(tries, "{addr digest echo ids} : ("+match+")")
 	}
 	for _, try := range tries {
-		var n int
-		if err := s.t.QueryRow(`SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)`, try, most+1).
-			Scan(&n); err != nil {
+		n, err := s.matching(try, most)
+		if err != nil {
 			return r, err
 		}
 		if n <= most {

@@ -221,6 +221,11 @@ func (v *Vectors) Cosines(q *meaning.Vector, keys []string) map[string]float64 {
 	return v.held.cosines(q, keys)
 }
 
+// Of returns the vectors of those of keys that have one.
+func (v *Vectors) Of(keys []string) map[string]meaning.Vector {
+	return v.held.of(keys)
+}
+
 // nearest returns the k notes in scope whose vectors are nearest q, nearest
 // first. A large set is read in parts at once, one per processor.
 func (vs *set) nearest(q *meaning.Vector, k int, scope index.Scope) []Near {
@@ -286,6 +291,19 @@ func (vs *set) cosines(q *meaning.Vector, keys []string) map[string]float64 {
 	for _, k := range keys {
 		if i, ok := vs.slot[k]; ok {
 			out[k] = meaning.Cosine(meaning.Dot(q, &vs.vecs[i]))
+		}
+	}
+	return out
+}
+
+// of returns the vectors of those of keys that have one.
+func (vs *set) of(keys []string) map[string]meaning.Vector {
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	out := make(map[string]meaning.Vector, len(keys))
+	for _, k := range keys {
+		if i, ok := vs.slot[k]; ok {
+			out[k] = vs.vecs[i]
 		}
 	}
 	return out

@@ -90,7 +90,7 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 		objects = nil
 	}
 	moved, err := p.mover.moveBranch(branchMove{from: parent, to: commit, reason: ownMove + subject(message),
-		alongside: objects, changes: diff, onDisk: onDisk, infos: infos})
+		alongside: objects, changes: diff, onDisk: onDisk, infos: infos, fresh: true})
 	switch {
 	case moved && err != nil:
 		return commit, &unfinishedError{commit: commit, err: err}

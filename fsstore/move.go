@@ -82,6 +82,11 @@ type branchMove struct {
 	// was read: recorded in git's index, a later save never looks
 	// committed.
 	infos map[string]fs.FileInfo
+	// fresh is set when to is commits made on from for this move (tool
+	// writes, people's edits): they bring back nothing a reset dropped,
+	// even one that is the dropped commit made again byte for byte (the
+	// same write, built on the reset's branch within the same second).
+	fresh bool
 }
 
 // moveBranch is moveBranchWithFiles, given the move.
@@ -188,7 +193,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
-	if dropped, err := m.buildsOnADrop(from, to); err != nil || dropped {
+	if dropped, err := m.buildsOnADrop(from, to, bm.fresh); err != nil || dropped {
 		// A person's reset took the program's last commit away, and the
 		// repairs have not brought it back yet: built on that, this
 		// move would count a version again. The caller repairs and looks

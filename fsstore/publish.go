@@ -228,7 +228,7 @@ func (q *pipeline) moveToChain(head, tip gitver.Hash, chain []*gitver.CommitInfo
 		}
 		var moveErr error
 		moved, moveErr = q.mover.commitChain(branchMove{from: head, to: tip, reason: fmt.Sprintf("%s%s %d writes", ownMove, what, len(chain)),
-			alongside: syncObjects}, len(chain))
+			alongside: syncObjects, fresh: true}, len(chain))
 		if !moved {
 			return moveErr
 		}

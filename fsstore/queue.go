@@ -461,7 +461,7 @@ func (q *pipeline) commitAlone(it *queuedWrite) error {
 			reach("built")
 			built = true
 			return &branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
-				alongside: mine.pending.Write, changes: mine.diff}, nil
+				alongside: mine.pending.Write, changes: mine.diff, fresh: true}, nil
 		})
 		switch {
 		case built && !moved && err == nil:

@@ -221,14 +221,22 @@ func (b *board) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool
 // built there would be checked against the version the reset dropped, and
 // given that number again. The reset's move is in the reflog once the
 // branch it left is read, so the mover asks at the commit point, and the
-// move waits for the repairs.
-func (b *board) buildsOnADrop(from, to gitver.Hash) (bool, error) {
+// move waits for the repairs. A move of fresh commits (branchMove.fresh)
+// never brings the dropped ones back: made on from, they reach the
+// program's last commit only by being it again, a write that read the
+// reset's version and was acknowledged at that number once already.
+func (b *board) buildsOnADrop(from, to gitver.Hash, fresh bool) (bool, error) {
 	d, err := b.droppedByAReset(from)
-	if err != nil || d == nil || d.ours == to {
+	if err != nil || d == nil {
 		return false, err
 	}
-	if back, err := b.reaches(to, d.ours); err != nil || back {
-		return false, err // the move brings them back
+	if !fresh {
+		if d.ours == to {
+			return false, nil // the repairs' own move
+		}
+		if back, err := b.reaches(to, d.ours); err != nil || back {
+			return false, err // the move brings them back
+		}
 	}
 	kept, err := b.repo.Refs(RescuePrefix)
 	if err != nil {

@@ -109,6 +109,50 @@ func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	assertClean(t, w)
 }
 
+// The write a racing reset dropped, made again on the branch the reset
+// left (the agent read the reset's version and wrote the same thing within
+// the same second), is the dropped commit byte for byte: moving the branch
+// to it would acknowledge one version twice. The commit point refuses it,
+// as it refuses any other write there, and the write then conflicts.
+func TestTheDroppedWriteMadeAgainIsNotAcknowledgedAgain(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	d := w.Dir()
+	put(t, w, "t/k", 0, "one", "1")
+	before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+	put(t, w, "t/k", 1, "two", "2")
+	ours := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
+	fixtures.Git(t, d, "read-tree", "-u", "--reset", before)
+	fixtures.Git(t, d, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", before, ours)
+
+	from, err := gitver.ParseHash(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := gitver.ParseHash(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.lock.with(func() error {
+		moved, err := w.mover.moveBranch(branchMove{from: from, to: again, reason: ownMove + "update t/k v2: two", fresh: true})
+		if err != nil || moved {
+			t.Errorf("the dropped write made again: moved %t, %v; want it refused", moved, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := "2"
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "two", Body: &two, ExpectVersion: ptr(1)}); !errors.Is(err, ErrConflict) {
+		t.Errorf("the same write at the version the reset dropped: %v, want a conflict", err)
+	}
+	if n := get(t, w, "t/k"); n.Version != 2 || n.Digest != "two" {
+		t.Errorf("after the repairs: v%d %q, want v2 %q", n.Version, n.Digest, "two")
+	}
+	assertClean(t, w)
+}
+
 // A person who resets past what the board made of their last rewind (its
 // undo commit, no agent's write among what the reset dropped) leaves
 // nothing to bring back: the board's writes go on from where the reset

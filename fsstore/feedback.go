@@ -62,21 +62,48 @@ func (v *View) feedBack(s *index.Snapshot, terms []index.Term, order []*fused) e
 	if len(found) == 0 {
 		return nil // the words ranked nothing (too many notes hold them): nothing to reorder by words
 	}
-	best := bestKnown(order, feedbackNotes)
+	sources, err := v.longSources(s, bestKnown(order, feedbackNotes))
+	if err != nil || len(sources) < feedbackLong {
+		return err
+	}
+	weight, spelled, err := weighStems(sources, terms)
+	if err != nil {
+		return err
+	}
+	words, err := rareOfWeighed(s, weight, spelled)
+	if err != nil {
+		return err
+	}
+	scores, err := s.WordScores(words, found)
+	if err != nil {
+		return err
+	}
+	for _, f := range order {
+		f.lex += feedbackShare * scores[f.hit.Key]
+	}
+	fuse(order)
+	return v.kin(s, order)
+}
+
+// source is the words of one of the best long notes, and its rank among
+// the best.
+type source struct {
+	rank  int
+	words []string
+}
+
+// longSources reads the words of the long notes among best (best first);
+// a note that cannot be read feeds nothing back.
+func (v *View) longSources(s *index.Snapshot, best []*fused) ([]source, error) {
 	keys := make([]string, len(best))
 	for i, f := range best {
 		keys[i] = f.hit.Key
 	}
 	rows, err := s.Notes(keys)
 	if err != nil {
-		return err
-	}
-	type source struct {
-		rank  int
-		words []string
+		return nil, err
 	}
 	var sources []source
-	distinct := map[string]bool{}
 	for rank, k := range keys {
 		n, ok := rows[k]
 		if !ok || !n.Present || n.Bytes <= shortNote {
@@ -84,21 +111,28 @@ func (v *View) feedBack(s *index.Snapshot, terms []index.Term, order []*fused) e
 		}
 		f, content, err := v.w.b.loadNote(n)
 		if err != nil {
-			continue // a note that cannot be read feeds nothing back
+			continue
 		}
 		words := note.LowerWords(f.Str(note.KeyDigest) + "\n" + content)
-		words = words[:min(len(words), feedbackNoteWords)]
-		sources = append(sources, source{rank, words})
-		for _, w := range words {
-			distinct[w] = true
-		}
+		sources = append(sources, source{rank, words[:min(len(words), feedbackNoteWords)]})
 	}
-	if len(sources) < feedbackLong {
-		return nil
-	}
+	return sources, nil
+}
+
+// weighStems weighs each stem of the sources' words but the question's
+// (terms), stop words and numbers: its share of each note's words, by the
+// note's rank. spelled is how often each stem is written as each word, to
+// search it by the word it is written as most.
+func weighStems(sources []source, terms []index.Term) (weight map[string]float64, spelled map[string]map[string]int, err error) {
 	var asked []string
 	for _, t := range terms {
 		asked = append(asked, note.LowerWords(t.Text)...)
+	}
+	distinct := map[string]bool{}
+	for _, src := range sources {
+		for _, w := range src.words {
+			distinct[w] = true
+		}
 	}
 	all := make([]string, 0, len(distinct)+len(asked))
 	for w := range distinct {
@@ -106,16 +140,13 @@ func (v *View) feedBack(s *index.Snapshot, terms []index.Term, order []*fused) e
 	}
 	stems, err := index.Stems(append(all, asked...))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	askedStem := map[string]bool{}
 	for _, w := range asked {
 		askedStem[stems[w]] = true
 	}
-	// Each stem's weight: its share of each note's words, by the note's
-	// rank; and the word it is written as most, to search it by.
-	weight := map[string]float64{}
-	spelled := map[string]map[string]int{}
+	weight, spelled = map[string]float64{}, map[string]map[string]int{}
 	for _, src := range sources {
 		counts := map[string]int{}
 		for _, w := range src.words {
@@ -133,19 +164,7 @@ func (v *View) feedBack(s *index.Snapshot, terms []index.Term, order []*fused) e
 			weight[stem] += float64(c) / float64(len(src.words)) / float64(src.rank+1)
 		}
 	}
-	words, err := rareOfWeighed(s, weight, spelled)
-	if err != nil {
-		return err
-	}
-	scores, err := s.WordScores(words, found)
-	if err != nil {
-		return err
-	}
-	for _, f := range order {
-		f.lex += feedbackShare * scores[f.hit.Key]
-	}
-	fuse(order)
-	return v.kin(s, order)
+	return weight, spelled, nil
 }
 
 // rareOfWeighed picks the words to feed back: of the feedbackWeighed

@@ -55,52 +55,48 @@ func TestResetKeepsVersionsRising(t *testing.T) {
 	assertClean(t, w)
 }
 
-// A write built on the branch as a racing reset left it (after the repairs
-// looked, before the branch was read) would be checked against the version
-// the reset dropped and counted at that number again. The commit point
-// refuses such a move until the repairs have brought the dropped commit
-// back; then the write conflicts, as it must.
-func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
+// droppedByARacingReset makes a board whose note t/k is at v2, then does
+// what `git reset --hard HEAD` leaves when it read HEAD before that write
+// and moved the branch after it: the older files, and the branch back where
+// it read it. It returns the board, the branch as the reset left it, and
+// the dropped commit.
+func droppedByARacingReset(t *testing.T) (w *Workspace, left, dropped gitver.Hash) {
+	t.Helper()
 	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
+	w = newWorkspace(t, false)
 	d := w.Dir()
 	put(t, w, "t/k", 0, "one", "1")
 	before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
 	put(t, w, "t/k", 1, "two", "2")
 	ours := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
-	// What `git reset --hard HEAD` leaves when it read HEAD before the
-	// write and moved the branch after it: the older files, and the
-	// branch back where it read it.
 	fixtures.Git(t, d, "read-tree", "-u", "--reset", before)
 	fixtures.Git(t, d, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", before, ours)
+	var err error
+	if left, err = gitver.ParseHash(before); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err = gitver.ParseHash(ours); err != nil {
+		t.Fatal(err)
+	}
+	return w, left, dropped
+}
 
-	from, err := gitver.ParseHash(before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := []byte("---\ndigest: two again\n---\n2\n")
-	pending, err := w.b.repo.BuildCommit(commitRequest(from, []fileChange{{path: "t/k.md", content: body}},
-		w.b.agentSignature("tester"), "update t/k v2: two again"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pending.Write(); err != nil {
-		t.Fatal(err)
-	}
-	err = w.lock.with(func() error {
-		moved, err := w.mover.moveBranchWithFiles(from, pending.Hash, ownMove+"a write on the reset's branch", nil)
+// refusedThenConflicts checks that the commit point refuses move, and that
+// the next write, which repairs first, brings the dropped v2 back and
+// conflicts as a write that read the reset's version (v1) must.
+func refusedThenConflicts(t *testing.T, w *Workspace, move branchMove, digest, body string) {
+	t.Helper()
+	err := w.lock.with(func() error {
+		moved, err := w.mover.moveBranch(move)
 		if err != nil || moved {
-			t.Errorf("a move onto the branch the reset left: moved %t, %v; want it refused", moved, err)
+			t.Errorf("%s: moved %t, %v; want it refused", move.reason, moved, err)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The next write repairs first: the dropped commit is back, and a
-	// write that read the reset's version conflicts.
-	next := "2 again\n"
-	if _, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "two again", Body: &next, ExpectVersion: ptr(1)}); !errors.Is(err, ErrConflict) {
+	if _, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: digest, Body: &body, ExpectVersion: ptr(1)}); !errors.Is(err, ErrConflict) {
 		t.Errorf("a write at the version the reset dropped: %v, want a conflict", err)
 	}
 	if n := get(t, w, "t/k"); n.Version != 2 || n.Digest != "two" {
@@ -109,48 +105,35 @@ func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	assertClean(t, w)
 }
 
+// A write built on the branch as a racing reset left it (after the repairs
+// looked, before the branch was read) would be checked against the version
+// the reset dropped and counted at that number again. The commit point
+// refuses such a move until the repairs have brought the dropped commit
+// back; then the write conflicts, as it must.
+func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
+	w, left, _ := droppedByARacingReset(t)
+	body := []byte("---\ndigest: two again\n---\n2\n")
+	pending, err := w.b.repo.BuildCommit(commitRequest(left, []fileChange{{path: "t/k.md", content: body}},
+		w.b.agentSignature("tester"), "update t/k v2: two again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pending.Write(); err != nil {
+		t.Fatal(err)
+	}
+	refusedThenConflicts(t, w, branchMove{from: left, to: pending.Hash, reason: ownMove + "a write on the reset's branch"},
+		"two again", "2 again\n")
+}
+
 // The write a racing reset dropped, made again on the branch the reset
 // left (the agent read the reset's version and wrote the same thing within
 // the same second), is the dropped commit byte for byte: moving the branch
 // to it would acknowledge one version twice. The commit point refuses it,
 // as it refuses any other write there, and the write then conflicts.
 func TestTheDroppedWriteMadeAgainIsNotAcknowledgedAgain(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	d := w.Dir()
-	put(t, w, "t/k", 0, "one", "1")
-	before := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
-	put(t, w, "t/k", 1, "two", "2")
-	ours := strings.TrimSpace(fixtures.Git(t, d, "rev-parse", "HEAD"))
-	fixtures.Git(t, d, "read-tree", "-u", "--reset", before)
-	fixtures.Git(t, d, "update-ref", "-m", "reset: moving to HEAD", "refs/heads/main", before, ours)
-
-	from, err := gitver.ParseHash(before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := gitver.ParseHash(ours)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = w.lock.with(func() error {
-		moved, err := w.mover.moveBranch(branchMove{from: from, to: again, reason: ownMove + "update t/k v2: two", fresh: true})
-		if err != nil || moved {
-			t.Errorf("the dropped write made again: moved %t, %v; want it refused", moved, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	two := "2"
-	if _, err := agentView(w).Update(UpdateRequest{URI: "t/k", Digest: "two", Body: &two, ExpectVersion: ptr(1)}); !errors.Is(err, ErrConflict) {
-		t.Errorf("the same write at the version the reset dropped: %v, want a conflict", err)
-	}
-	if n := get(t, w, "t/k"); n.Version != 2 || n.Digest != "two" {
-		t.Errorf("after the repairs: v%d %q, want v2 %q", n.Version, n.Digest, "two")
-	}
-	assertClean(t, w)
+	w, left, dropped := droppedByARacingReset(t)
+	refusedThenConflicts(t, w, branchMove{from: left, to: dropped, reason: ownMove + "the dropped write made again", fresh: true},
+		"two", "2")
 }
 
 // A person who resets past what the board made of their last rewind (its

@@ -73,9 +73,7 @@ func TestSearchByMeaning(t *testing.T) {
 		t.Errorf("a question about replicas = %v; want the replication note first", got)
 	}
 	for _, q := range []string{"purple elephant banana", "recipe for chocolate cake"} {
-		if got := search(t, w, q, ""); len(got) != 0 {
-			t.Errorf("%q, which nothing on the board is about, = %v; want nothing", q, got)
-		}
+		wantNothing(t, w, q, "a question")
 	}
 	// A changed note gets its vector again, and again when a person's
 	// reset takes the change back.
@@ -189,9 +187,7 @@ func TestSearchFindsTheNoteNextToAHit(t *testing.T) {
 	if got := search(t, w, "when did the payments deploy finish", "docs"); slices.Contains(got, "docs/report-2") {
 		t.Errorf("a long note brought its neighbour: %v", got)
 	}
-	if got := search(t, w, "purple elephant banana", ""); len(got) != 0 {
-		t.Errorf("a question about nothing on the board found %v", got)
-	}
+	wantNothing(t, w, "purple elephant banana", "a question")
 	if got := search(t, w, "incident", ""); !slices.Equal(got, []string{"chat/standup/turn-05"}) {
 		t.Errorf("an exact search for one word: %v", got)
 	}
@@ -245,6 +241,15 @@ func wantFirst(t *testing.T, w *Workspace, q, topic, want, why string) {
 	}
 }
 
+// wantNothing checks that a question about nothing on the board finds
+// nothing; why says what kind of question it is.
+func wantNothing(t *testing.T, w *Workspace, q, why string) {
+	t.Helper()
+	if got := search(t, w, q, ""); len(got) != 0 {
+		t.Errorf("%s about nothing on the board: %q found %v", why, q, got)
+	}
+}
+
 // A question that asks when is answered by the note that tells when, ahead
 // of notes that share more of its words and say no time; a conversation's
 // line heads ("Dana (3 June 2025): ") date every turn alike and do not count.
@@ -264,9 +269,7 @@ func TestAWhenQuestionFindsTheNoteThatSaysWhen(t *testing.T) {
 	if len(got) == 0 || got[0] == "chat/release/turn-03" {
 		t.Errorf("a question that does not ask when ranks by its words; got %v", got)
 	}
-	if got := search(t, w, "when did the purple elephant eat a banana", ""); len(got) != 0 {
-		t.Errorf("a when question about nothing on the board found %v", got)
-	}
+	wantNothing(t, w, "when did the purple elephant eat a banana", "a when question")
 }
 
 // A question that names a time ranks the notes written then above those
@@ -301,9 +304,7 @@ func TestAQuestionThatNamesATimeFindsTheNotesOfThen(t *testing.T) {
 	})
 	embedAll(t, w)
 	wantFirst(t, w, "what was said of the payments deploy on June 3rd, 2025", "chat", "chat/june/turn-02", "a question naming a day: the turn said that day first")
-	if got := search(t, w, "what did the purple elephant eat yesterday", ""); len(got) != 0 {
-		t.Errorf("a question naming a time about nothing on the board found %v", got)
-	}
+	wantNothing(t, w, "what did the purple elephant eat yesterday", "a question naming a time")
 }
 
 // A question that names someone ranks what they said (a conversation's
@@ -333,7 +334,5 @@ func TestAQuestionThatNamesSomeoneFindsWhatTheySaid(t *testing.T) {
 
 	wantFirst(t, w, "what did Lee say about the payments deploy", "chat", "chat/deploy/turn-02", "a question naming a speaker: their line first")
 	wantFirst(t, w, "what did the reviewer say about the cache plan", "ops/cache", "ops/cache/size", "a question naming an author: their note first")
-	if got := search(t, w, "what did Zed think of the purple elephant", ""); len(got) != 0 {
-		t.Errorf("a question naming someone about nothing on the board found %v", got)
-	}
+	wantNothing(t, w, "what did Zed think of the purple elephant", "a question naming someone")
 }

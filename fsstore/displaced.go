@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -36,9 +36,9 @@ import (
 // At most once a second, before a write or a comparison or from a watching
 // server, a kept file whose size or time changed since is looked at, once
 // it has been quiet for a moment: what the person wrote into it goes into
-// the note's file as their save (text appended to what the file held is
-// appended to the note as it is now; anything else is their whole text),
-// and is committed as their edit. A kept file is let go once no process
+// the note's file as their save, merged with the note as it is now (what
+// the file held is the version the save was made from, saves.go), and is
+// committed as their edit. A kept file is let go once no process
 // holds it open for writing (a second after it was kept), or once it has
 // been unchanged for keepDisplaced.
 
@@ -221,7 +221,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 			return letGo()
 		}
 	}
-	if time.Since(fi.ModTime()) < displacedQuiet || !may {
+	if time.Since(fi.ModTime()) < displacedQuiet || !may || p.writerHolds(held) {
 		return true, false, nil // still being written, or another of the note's is taken first
 	}
 	written, err := os.ReadFile(held)
@@ -254,20 +254,31 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 }
 
 // adoptDisplaced puts what a person wrote into a displaced file into the
-// note's file at path, as their save: text appended to base (what the file
-// held) is appended to the file as it is now, anything else replaces it.
-// The note's file is replaced the way a write replaces it (placeFile): a
-// person who holds it open, or saves it meanwhile, loses nothing. adopted
-// is false when the file changed under the comparison: the kept file is
-// looked at again.
+// note's file at path, as their save: merged with the file as it is now,
+// base (what the displaced file held) being the version it was made from
+// (saves.go); taken whole when base is not known. Where it conflicts with
+// what was written since, the note's file stays, and the person's text is
+// kept as a sibling note linked `contradicts`. The note's file is replaced
+// the way a write replaces it (placeFile): a person who holds it open, or
+// saves it meanwhile, loses nothing. adopted is false when the file
+// changed under the comparison: the kept file is looked at again.
 func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
 	current, _, exists, err := p.readFile(path)
 	if err != nil {
 		return false, err
 	}
 	merged := written
-	if added, ok := bytes.CutPrefix(written, base); ok && len(base) > 0 && exists {
-		merged = append(append([]byte{}, current...), added...)
+	if len(base) > 0 && exists {
+		m, ok := linemerge.Merge(base, current, written)
+		if ok && note.IsNoteFile(path) && !stillReads(m, current, written) {
+			ok = false
+		}
+		switch key, _ := note.KeyOf(path); {
+		case ok:
+			merged = m
+		case note.IsNoteFile(path):
+			return p.keepDisplacedText(key, written)
+		}
 	}
 	if exists && bytes.Equal(merged, current) {
 		return true, nil
@@ -291,21 +302,46 @@ func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool
 	return true, nil
 }
 
+// keepDisplacedText keeps what a person wrote into a displaced file of the
+// note key, which conflicts with what was written since, as a sibling note
+// linked `contradicts`, to be committed as theirs.
+func (p *people) keepDisplacedText(key string, written []byte) (bool, error) {
+	head, err := p.repo.Head()
+	if err != nil {
+		return false, err
+	}
+	sibling, err := (&staleLook{p: p, head: head}).keep(key, written)
+	if err != nil {
+		return false, err
+	}
+	p.edits.add([]string{sibling.path}, false)
+	p.logf("text written into %s.md through a file opened before a write replaced it changes the lines written since; "+
+		"it is kept as the sibling note %s, linked `contradicts`", key, sibling.path)
+	return true, nil
+}
+
 // writerMayHold reports whether some process may hold the file at abs open
-// for writing. The kernel refuses a read lease (EAGAIN) on a file that any
-// process has open for writing; where leases cannot be taken at all (a
-// file system without them), the answer is yes.
+// for writing; where the kernel cannot tell, the answer is yes.
 func (p *people) writerMayHold(abs string) bool {
 	f, err := os.Open(abs)
 	if err != nil {
 		return true
 	}
 	defer f.Close()
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
-		return true
+	held, known := worktree.HeldForWriting(f)
+	return held || !known
+}
+
+// writerHolds reports whether the kernel tells that some process holds the
+// file at abs open for writing.
+func (p *people) writerHolds(abs string) bool {
+	f, err := os.Open(abs)
+	if err != nil {
+		return false
 	}
-	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
-	return false
+	defer f.Close()
+	held, _ := worktree.HeldForWriting(f)
+	return held
 }
 
 // changeTime is fi's inode change time.

@@ -48,6 +48,7 @@ type people struct {
 	up        upstream
 	edits     *pendingEdits // people's changes reported and not yet committed
 	displaced *displacedFiles
+	vanished  vanishedFiles // files found missing, not yet committed as deleted
 	onEdits   func(*EditReport)
 }
 
@@ -64,6 +65,9 @@ type Edit struct {
 	// Problem says why agents cannot read the note as it is now, if they
 	// cannot: unreadable front matter, no digest, a missing blob file.
 	Problem string
+	// Merged is set when the person's save was made from an earlier
+	// version and merged with what was written since (saves.go).
+	Merged bool
 }
 
 // EditReport is what committing people's edits did.
@@ -90,6 +94,9 @@ func (r *EditReport) Lines() []string {
 		}
 		if e.Op != "delete" {
 			line += fmt.Sprintf(" (v%d)", e.Version)
+		}
+		if e.Merged {
+			line += ", merged with what was written since the version it was made from"
 		}
 		if e.Problem != "" {
 			line += ": " + e.Problem
@@ -677,7 +684,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *
 		}
 		switch {
 		case older:
-		case ch != nil && halfSaved(ch, c):
+		case ch != nil && (halfSaved(ch, c) || p.beingWritten(ch)):
 			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && p.checkedOutJustNow(ch):
 			// git's index records this very file, so git wrote it, or a
@@ -701,27 +708,47 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *
 			if err != nil {
 				return head, rep, err
 			}
-			if verdict == notStale || verdict == undoneByCommit {
+			if verdict == undoneByCommit {
 				changes = append(changes, *ch)
 				break
 			}
-			olderLeft[rel] = blob
-			if key, _ := note.KeyOf(rel); verdict == unclear && note.IsNoteFile(rel) {
-				sibling, err := stale.keep(key, blob)
-				if err != nil {
+			key, _ := note.KeyOf(rel)
+			var conflicting []byte // the person's text, kept beside the note
+			if verdict == notStale {
+				m, err := p.mergeSave(rel, c.committed, ch)
+				switch {
+				case err != nil:
 					return head, rep, err
+				case m.unsettled:
+					rep.Unsettled = append(rep.Unsettled, rel)
+				case m.change != nil:
+					changes = append(changes, *m.change)
 				}
-				changes = append(changes, sibling)
-				kept = append(kept, sibling.path)
-				// Compared again later, should this commit not be made.
-				p.edits.add([]string{sibling.path}, false)
+				if conflicting = m.conflict; conflicting == nil {
+					break
+				}
+			} else {
+				olderLeft[rel] = blob
+				if verdict != unclear || !note.IsNoteFile(rel) {
+					break
+				}
+				conflicting = ch.content
 			}
+			sibling, err := stale.keep(key, conflicting)
+			if err != nil {
+				return head, rep, err
+			}
+			changes = append(changes, sibling)
+			kept = append(kept, sibling.path)
+			// Compared again later, should this commit not be made.
+			p.edits.add([]string{sibling.path}, false)
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
 			unchanged[rel] = *same
 		}
 	}
+	changes = p.holdFreshDeletes(changes, cands, rep)
 	p.edits.add(rep.Unsettled, false)
 	if len(olderFromCheckouts)+len(olderLeft) > 0 {
 		maps.Copy(olderLeft, olderFromCheckouts)
@@ -749,7 +776,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *
 		if why := p.repo.WorkTree().Busy(); why != "" {
 			return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 		}
-		commit, err := p.commitPersonsEdits(head, changes, rep)
+		commit, err := p.commitPersonsEdits(head, changes, rep, true)
 		if err != nil {
 			return head, rep, err
 		}
@@ -870,9 +897,96 @@ func halfSaved(ch *fileChange, c *candidate) bool {
 		time.Since(ch.info.ModTime()) < emptyGrace
 }
 
+// deleteGrace is how long a note's file may be missing beside an editor's
+// backup of it before its deletion is committed: an editor that moves the
+// file aside before it writes the new one (vim's and Emacs's backup,
+// `name~`) leaves no file for a moment, and a comparison in that moment
+// would commit the note's deletion.
+const deleteGrace = time.Second
+
+// vanishedFiles remembers when each file that git holds was first found
+// missing (deleteGrace).
+type vanishedFiles struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+// missingFor returns how long the file at p has been found missing, noting
+// now as the first time.
+func (v *vanishedFiles) missingFor(p string, now time.Time) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.since == nil {
+		v.since = map[string]time.Time{}
+	}
+	first, ok := v.since[p]
+	if !ok {
+		v.since[p] = now
+		return 0
+	}
+	return now.Sub(first)
+}
+
+// forget drops what is noted of paths: found again, or their deletion
+// committed.
+func (v *vanishedFiles) forget(paths []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range paths {
+		delete(v.since, p)
+	}
+}
+
+// holdFreshDeletes takes out of changes the deletions of files missing for
+// less than deleteGrace while an editor's backup of them is there, unless
+// the file's content was created elsewhere in the same changes (a move),
+// and reports them unsettled.
+func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candidate, rep *EditReport) []fileChange {
+	created := map[gitver.Hash]bool{}
+	var present []string
+	for _, c := range changes {
+		if !c.deleted {
+			created[gitver.BlobHash(c.content)] = true
+			present = append(present, c.path)
+		}
+	}
+	p.vanished.forget(present)
+	now := time.Now()
+	return slices.DeleteFunc(changes, func(c fileChange) bool {
+		if !c.deleted {
+			return false
+		}
+		if c := cands[c.path]; c != nil && created[c.committed] {
+			return false
+		}
+		if _, err := p.root.Lstat(c.path + "~"); err != nil {
+			return false // no editor is saving it
+		}
+		if p.vanished.missingFor(c.path, now) < deleteGrace {
+			rep.Unsettled = append(rep.Unsettled, c.path)
+			return true
+		}
+		p.vanished.forget([]string{c.path})
+		return false
+	})
+}
+
+// beingWritten reports whether a process holds the changed file open for
+// writing: a save half done, a `cat >>` not closed yet. It is compared
+// again once they let it go: committed now, its half would be taken for the
+// person's whole text.
+func (p *people) beingWritten(ch *fileChange) bool {
+	if ch.deleted {
+		return false
+	}
+	held, _ := p.files.HeldForWriting(ch.path)
+	return held
+}
+
 // commitPersonsEdits commits changes as one commit authored by the person
-// and fills rep.
-func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport) (gitver.Hash, error) {
+// and fills rep. onDisk says the files hold the changes already; otherwise
+// the branch's move puts them in place (commitLocked).
+func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport, onDisk bool) (gitver.Hash, error) {
 	byNote := map[string][]fileChange{}
 	for _, c := range changes {
 		key, _ := note.KeyOf(c.path)
@@ -888,6 +1002,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep 
 		e := Edit{Key: key, Version: cur.Version + 1, Digest: cur.Digest, Problem: cur.Problem}
 		e.Op = "edit"
 		for _, c := range byNote[key] {
+			e.Merged = e.Merged || !c.base.IsZero()
 			if c.path != key+".md" {
 				continue
 			}
@@ -929,7 +1044,13 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep 
 	edits = slices.DeleteFunc(edits, func(e Edit) bool { return e.Op == "" })
 	p.warnMissingBlobs(byNote, edits)
 	who := p.personSignature()
-	commit, err := p.commitLocked(head, changes, who, p.editMessage(edits, who.Name).String(), true)
+	message := p.editMessage(edits, who.Name)
+	for _, c := range changes {
+		if !c.saved.IsZero() {
+			message.Saved = append(message.Saved, c.path+" "+c.saved.String())
+		}
+	}
+	commit, err := p.commitLocked(head, changes, who, message.String(), onDisk)
 	if err != nil || commit == head {
 		return head, err // failed, or git held every file as it is
 	}
@@ -997,6 +1118,9 @@ func (p *people) editMessage(edits []Edit, who string) note.Message {
 		case "move":
 			return note.Subject(fmt.Sprintf("move %s to %s v%d by hand", e.From, e.Key, e.Version), e.Digest)
 		}
+		if e.Merged {
+			return note.Subject(fmt.Sprintf("%s %s v%d by hand, merged", e.Op, e.Key, e.Version), e.Digest)
+		}
 		return note.Subject(fmt.Sprintf("%s %s v%d by hand", e.Op, e.Key, e.Version), e.Digest)
 	}
 	switch len(edits) {
@@ -1004,7 +1128,11 @@ func (p *people) editMessage(edits []Edit, who string) note.Message {
 		return note.Message{Subject: "edit blob files by hand", Agent: who}
 	case 1:
 		e := edits[0]
-		return note.Message{Subject: line(e), URI: p.uri(e.Key), Version: e.Version, Agent: who}
+		m := note.Message{Subject: line(e), URI: p.uri(e.Key), Version: e.Version, Agent: who}
+		if e.Merged {
+			m.Lines = []string{mergedLine}
+		}
+		return m
 	}
 	m := note.Message{Subject: fmt.Sprintf("edit %d notes by hand", len(edits)), Agent: who}
 	for _, e := range edits {
@@ -1012,6 +1140,10 @@ func (p *people) editMessage(edits []Edit, who string) note.Message {
 	}
 	return m
 }
+
+// mergedLine explains, in the message of a person's commit, a save that
+// was merged (saves.go).
+const mergedLine = "Saved from an earlier version of the note: what was written since is kept, and the person's changes are on top."
 
 // settleBeforeEdits is how long a commit of people's edits that met a git
 // command in the work tree waits before it compares again.

@@ -437,6 +437,12 @@ func (b *board) contradicting(key string, blob, commit gitver.Hash) (string, []b
 	if err != nil {
 		return "", nil, err
 	}
+	return contradictingText(key, raw, commit)
+}
+
+// contradictingText is contradicting of a note file's text raw, which git
+// may not hold yet (a person's save).
+func contradictingText(key string, raw []byte, commit gitver.Hash) (string, []byte, error) {
 	sibling := key + "-" + commit.Short()
 	f, err := note.Parse(raw)
 	if err != nil {

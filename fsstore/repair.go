@@ -23,7 +23,10 @@ func (p *people) repairs() error {
 		do   func() error
 		what string
 	}{
-		{p.bringBackDropped, "look for agents' commits a reset dropped from the branch"},                // rescue.go
+		{p.bringBackDropped, "look for agents' commits a reset dropped from the branch"}, // rescue.go
+		// Before anything of the program's moves the branch: a person's
+		// commit is looked at while it is the branch's last.
+		{p.mergeCommittedSaves, "merge the saves people committed with git from an earlier version"},    // saves.go
 		{p.placeUnplaced, "put in place the files of writes made while another branch was checked out"}, // unplaced.go
 		{p.takeBackLeaked, "take writes' files back out of another branch's checkout"},                  // unplaced.go
 		{p.takeDisplaced, "look at files a write replaced while a person had them open"},                // displaced.go

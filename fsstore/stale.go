@@ -225,14 +225,16 @@ func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
 	return nil, nil
 }
 
-// keep writes a sibling note of key holding blob, an earlier version of
-// key's file that was found in its place, linked `contradicts` to key, and
-// returns it as a change to commit: a person's note, made of their file. A
-// sibling that holds this already is used again (a comparison cut short
-// before its commit). The caller holds the write lock.
-func (l *staleLook) keep(key string, blob gitver.Hash) (fileChange, error) {
+// keep writes a sibling note of key holding text, found in key's file and
+// not to be its next version (an earlier version left in its place, a
+// person's save that conflicts with the agents' writes), linked
+// `contradicts` to key, and returns it as a change to commit: a person's
+// note, made of their file. A sibling that holds this already is used
+// again (a comparison cut short before its commit). The caller holds the
+// write lock.
+func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
 	w := l.p
-	sibling, content, err := w.contradicting(key, blob, l.head)
+	sibling, content, err := contradictingText(key, text, l.head)
 	if err != nil {
 		return fileChange{}, err
 	}

@@ -470,6 +470,13 @@ type fileChange struct {
 	// info is the stat of a person's file, taken before content was read:
 	// recorded in git's index, a later save never looks committed.
 	info fs.FileInfo
+	// base is the earlier version a person's save was made from, and
+	// merged with what the branch got since (saves.go); zero for a save
+	// made from the branch's version.
+	base gitver.Hash
+	// saved is the person's save as they made it, when it was merged: git
+	// holds it, and the commit names it (note.TrailerSaved).
+	saved gitver.Hash
 }
 
 // commitRequest is the commit of changes on parent: each path's new blob

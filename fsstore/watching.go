@@ -61,6 +61,8 @@ var startWatcher = watch.Start
 const (
 	firstRetry = time.Second
 	maxRetry   = 30 * time.Second
+	// unsettledRetry is how often a file being saved is looked at.
+	unsettledRetry = 250 * time.Millisecond
 )
 
 // Watch commits every change people make to the work tree while the
@@ -332,17 +334,32 @@ func (ws *Watching) loop() {
 			}
 			continue
 		}
-		if ws.commit() {
+		switch ws.commit() {
+		case committed:
 			retry, wait = nil, firstRetry
-		} else {
+		case unsettled:
+			// A save in progress: looked at again soon, however long it
+			// takes, so that it is committed right after its writer lets
+			// the file go.
+			retry, wait = time.After(unsettledRetry), firstRetry
+		default:
 			retry = time.After(wait)
 			wait = min(2*wait, maxRetry)
 		}
 	}
 }
 
-// commit commits what is pending and reports whether nothing is left.
-func (ws *Watching) commit() bool {
+// commitOutcome is what a commit of the pending edits left.
+type commitOutcome int
+
+const (
+	committed commitOutcome = iota // nothing is left
+	unsettled                      // files being saved, to be compared again soon
+	failed                         // tried again later, after a growing wait
+)
+
+// commit commits what is pending and says what is left.
+func (ws *Watching) commit() commitOutcome {
 	rep, err := ws.w.CommitEdits()
 	for _, s := range rep.Skipped {
 		if !ws.told[s] {
@@ -355,13 +372,13 @@ func (ws *Watching) commit() bool {
 	}
 	switch {
 	case err == nil && len(rep.Unsettled) > 0:
-		return false // compare them again in a moment
+		return unsettled
 	case err == nil:
 		if ws.waiting != "" {
 			ws.logf("people's edits: git is done; committing again")
 			ws.waiting = ""
 		}
-		return true
+		return committed
 	case errors.Is(err, ErrUnavailable):
 		if ws.waiting != "index" {
 			ws.waiting = "index"
@@ -375,7 +392,7 @@ func (ws *Watching) commit() bool {
 	default:
 		ws.logf("people's edits: %v; trying again", err)
 	}
-	return false
+	return failed
 }
 
 // Stop commits what the watcher has seen and stops watching. A save it had
@@ -427,7 +444,7 @@ func (w *Workspace) Repair() error {
 // event announces: files kept for a person who may still write into them,
 // or another branch checked out.
 func (w *Workspace) NeedsRepair() bool {
-	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != ""
+	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.b.movedByPerson()
 }
 
 // FilesChanged tells the workspace that these work-tree paths (relative,
@@ -460,5 +477,10 @@ func (w *Workspace) CommitEdits() (*EditReport, error) {
 	}
 	rep, err := w.people.commitEdits(paths, all)
 	rep.Skipped = append(rep.Skipped, misnamed...)
+	if err == nil && w.b.movedByPerson() {
+		// A person's commit may hold a save of theirs to merge (saves.go),
+		// though no file differs from the branch.
+		err = w.Repair()
+	}
 	return rep, err
 }

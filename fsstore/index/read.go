@@ -181,6 +181,33 @@ func (s *Snapshot) FileBlob(path string) (gitver.Hash, error) {
 	return b, err
 }
 
+// FileChange is one commit's change of a path: the blob it left, and the
+// commit.
+type FileChange struct {
+	Blob, Commit gitver.Hash
+	Subject      string
+}
+
+// RecentChanges returns a path's last limit changes that left it present,
+// newest first: the versions a person's save may have been made from.
+func (s *Snapshot) RecentChanges(path string, limit int) ([]FileChange, error) {
+	rows, err := s.t.Query(`SELECT x.new, c.hash, c.subject FROM changes x JOIN commits c ON c.seq = x.seq
+		WHERE x.path=? AND x.new != '' ORDER BY x.seq DESC LIMIT ?`, path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []FileChange
+	for rows.Next() {
+		var f FileChange
+		if err := rows.Scan(&f.Blob, &f.Commit, &f.Subject); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
 // Disk returns what was recorded of a file's stat when it last matched its
 // blob.
 func (s *Snapshot) Disk(path string) (DiskStat, bool, error) {

@@ -14,6 +14,10 @@ const (
 	// TrailerBy says "person" on the writes a person made through the
 	// program (the page): the author is then a person, not an agent.
 	TrailerBy = "Blackboard-By"
+	// TrailerSaved names, on a commit of a person's save that was merged,
+	// the save as they made it ("<path> <blob>"; git holds the blob): a
+	// later save made from the same buffer finds it as its base.
+	TrailerSaved = "Blackboard-Saved"
 )
 
 // maxSubjectRunes bounds the text after a subject's head (a digest, a
@@ -36,6 +40,8 @@ type Message struct {
 	Agent string
 	// Person marks a write a person made through the program (TrailerBy).
 	Person bool
+	// Saved are the TrailerSaved values: "<path> <blob>".
+	Saved []string
 }
 
 // String is the message as git stores it.
@@ -58,7 +64,26 @@ func (m Message) String() string {
 	if m.Person {
 		b.WriteString(TrailerBy + ": person\n")
 	}
+	for _, saved := range m.Saved {
+		b.WriteString(TrailerSaved + ": " + saved + "\n")
+	}
 	return b.String()
+}
+
+// SavedAt reads the TrailerSaved values of a message that name path: the
+// blobs of a person's saves of it, as they made them.
+func SavedAt(message, path string) []string {
+	var out []string
+	for _, line := range strings.Split(message, "\n") {
+		value, ok := strings.CutPrefix(line, TrailerSaved+": ")
+		if !ok {
+			continue
+		}
+		if p, blob, ok := strings.Cut(value, " "); ok && p == path {
+			out = append(out, blob)
+		}
+	}
+	return out
 }
 
 // Subject joins a subject's head ("update research/x v3") and what the

@@ -300,6 +300,15 @@ func (t *Files) RemoveTemps(dir string, blobs map[string][]gitver.Hash) {
 // into: the caller keeps it (see fsstore's displaced.go), and removes it.
 func (t *Files) Place(staged Staged, dst string, expect, ours gitver.Hash) (placed bool, kept *Displaced, err error) {
 	tmp := staged.Tmp
+	if held, _ := t.HeldForWriting(dst); held && !expect.IsZero() {
+		// A person is writing the file (a `cat >>` still open, an editor
+		// between the halves of a save): a rename would send the rest of
+		// what they write into a file no path names. The file stays
+		// theirs, and is compared once they close it.
+		t.reach("held")
+		t.root.Remove(tmp)
+		return false, nil, nil
+	}
 	d, err := t.root.Open(path.Dir(dst))
 	if err != nil {
 		return false, nil, err
@@ -468,6 +477,34 @@ func (t *Files) Holds(p string, expect gitver.Hash) bool {
 		return expect.IsZero()
 	}
 	return gitver.BlobHash(content) == expect
+}
+
+// HeldForWriting reports whether some process holds the file at p open for
+// writing, as the kernel counts its open descriptors: it refuses a read
+// lease (EAGAIN) on a file that any process has open for writing. known is
+// false where it cannot tell (a file system without leases, a file of
+// another user); held is then false.
+func (t *Files) HeldForWriting(p string) (held, known bool) {
+	f, err := t.root.Open(p)
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	return HeldForWriting(f)
+}
+
+// HeldForWriting is Files.HeldForWriting of an open file, which the caller
+// opened for reading only.
+func HeldForWriting(f *os.File) (held, known bool) {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK)
+	switch {
+	case err == nil:
+		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+		return false, true
+	case errors.Is(err, unix.EAGAIN):
+		return true, true
+	}
+	return false, false
 }
 
 // MaxFileBytes bounds any single file the program reads from the workspace:

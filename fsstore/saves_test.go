@@ -1,0 +1,144 @@
+package fsstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// A person's save made from an earlier version than the branch's is merged
+// with what agents wrote since (saves.go), step by step: each case places
+// the person's file and the agents' writes in a set order.
+
+// appendLine appends text to the note uri as an agent's append does.
+func appendLine(t *testing.T, w *Workspace, uri, line string) {
+	t.Helper()
+	text := line + "\n"
+	if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "the log", AppendText: &text}); err != nil {
+		t.Fatalf("append %q: %v", line, err)
+	}
+}
+
+// TestAppendToAFileOneVersionBehindIsMerged: the person's `>>` lands on a
+// file that still holds the version before an agent's append (the write
+// had not put its file in place): both lines are kept, the agent's first.
+func TestAppendToAFileOneVersionBehindIsMerged(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	behind := readFile(t, w, "t/log.md")
+	appendLine(t, w, "t/log", "agent line")
+
+	// The file as the person's >> leaves it: the version before, and their
+	// line.
+	writeFile(t, w, "t/log.md", behind)
+	appendToFile(t, filepath.Join(w.Dir(), "t/log.md"), "person line\n")
+	commitEdits(t, w)
+
+	if n := get(t, w, "t/log"); n.Content != "start\nagent line\nperson line\n" || n.Version != 3 {
+		t.Errorf("note = v%d %q; want v3 with the agent's line, then the person's", n.Version, n.Content)
+	}
+	if got := fixtures.Git(t, w.Dir(), "log", "-1", "--format=%s"); !strings.Contains(got, "by hand, merged") {
+		t.Errorf("the person's commit is %q; want it to say the save was merged", got)
+	}
+	if disk := readFile(t, w, "t/log.md"); !strings.HasSuffix(disk, "start\nagent line\nperson line\n") {
+		t.Errorf("the file holds %q, not the merge", disk)
+	}
+	assertClean(t, w)
+}
+
+// TestSaveFromABufferTwoVersionsBehindIsMerged: an editor's buffer read
+// two appends ago, saved in place with another line changed: the change
+// and both appends are in the note.
+func TestSaveFromABufferTwoVersionsBehindIsMerged(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/plan", 0, "the log", "one\ntwo\nthree\n")
+	buffer := readFile(t, w, "t/plan.md")
+	appendLine(t, w, "t/plan", "agent one")
+	appendLine(t, w, "t/plan", "agent two")
+
+	writeFile(t, w, "t/plan.md", strings.Replace(buffer, "two\n", "two, edited by hand\n", 1))
+	commitEdits(t, w)
+
+	want := "one\ntwo, edited by hand\nthree\nagent one\nagent two\n"
+	if n := get(t, w, "t/plan"); n.Content != want || n.Version != 4 {
+		t.Errorf("note = v%d %q; want v4 %q", n.Version, n.Content, want)
+	}
+	assertClean(t, w)
+}
+
+// TestSaveChangingTheAgentsLinesIsKeptBeside: the person's old buffer
+// changes the line an agent changed since: the agent's version stays the
+// note, and the person's whole text is a sibling note linked contradicts.
+func TestSaveChangingTheAgentsLinesIsKeptBeside(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/status", 0, "the status", "status: draft\n")
+	buffer := readFile(t, w, "t/status.md")
+	put(t, w, "t/status", 1, "the status", "status: in review\nreviewer: agent\n")
+
+	writeFile(t, w, "t/status.md", strings.Replace(buffer, "status: draft", "status: done", 1))
+	commitEdits(t, w)
+
+	if n := get(t, w, "t/status"); n.Content != "status: in review\nreviewer: agent\n" || n.Version != 2 {
+		t.Errorf("note = v%d %q; want the agent's v2", n.Version, n.Content)
+	}
+	if disk := readFile(t, w, "t/status.md"); !strings.HasSuffix(disk, "status: in review\nreviewer: agent\n") {
+		t.Errorf("the file holds %q, not the agent's version", disk)
+	}
+	siblings, _ := filepath.Glob(filepath.Join(w.Dir(), "t", "status-*.md"))
+	if len(siblings) != 1 {
+		t.Fatalf("sibling notes %v; want one", siblings)
+	}
+	raw, err := os.ReadFile(siblings[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(raw); !strings.Contains(s, "status: done\n") || !strings.Contains(s, "contradicts: [t/status]") {
+		t.Errorf("the sibling note holds %q; want the person's text, linked contradicts", s)
+	}
+	assertClean(t, w)
+}
+
+// TestGitCommitOfAnOlderBufferIsMerged: the person saves from a buffer one
+// append behind and runs `git commit -a` before the program looks: the
+// agent's line comes back, on top of their commit.
+func TestGitCommitOfAnOlderBufferIsMerged(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	buffer := readFile(t, w, "t/log.md")
+	appendLine(t, w, "t/log", "agent line")
+
+	writeFile(t, w, "t/log.md", buffer+"person line\n")
+	fixtures.Git(t, w.Dir(), "commit", "-q", "-a", "-m", "my notes")
+	commitEdits(t, w)
+
+	if n := get(t, w, "t/log"); n.Content != "start\nagent line\nperson line\n" {
+		t.Errorf("note = v%d %q; want the agent's line back before the person's", n.Version, n.Content)
+	}
+	log := fixtures.Git(t, w.Dir(), "log", "-2", "--format=%an|%s")
+	if !strings.Contains(log, "|my notes") || !strings.Contains(log, "by hand, merged") {
+		t.Errorf("git log:\n%s\nwant the person's commit, and the merge on top", log)
+	}
+	assertClean(t, w)
+}
+
+func appendToFile(t *testing.T, file, text string) {
+	t.Helper()
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -54,6 +54,10 @@ func (c *Caller) ReadsAll() bool { return c.read.All }
 // CanWrite reports whether the caller may write the note key.
 func (c *Caller) CanWrite(key string) bool { return c.write.Allows(key) }
 
+// WritesUnder reports whether the caller may write some note under the
+// topic prefix ("" for anywhere on the board).
+func (c *Caller) WritesUnder(prefix string) bool { return c.write.Reaches(prefix) }
+
 // View is the board as one caller sees it: the one way to read and write
 // notes. Writes are authored by the caller's name. A server makes one for
 // each call, which records how its reads answered (Indexing).
@@ -78,6 +82,10 @@ func (v *View) readable(uris []string) []string {
 	}
 	return out
 }
+
+// MayWriteUnder reports whether the caller may write some note under the
+// topic prefix ("" for anywhere): where a page offers a new note.
+func (v *View) MayWriteUnder(prefix string) bool { return v.c.WritesUnder(prefix) }
 
 // MayWrite reports whether the caller may write the note at uri (a full or
 // short address): what a page offers write controls for.

@@ -339,6 +339,20 @@ func (s Scope) Allows(key string) bool {
 	return false
 }
 
+// Reaches reports whether some key under prefix ("" for any) lies under
+// the scope.
+func (s Scope) Reaches(prefix string) bool {
+	if s.All {
+		return true
+	}
+	for _, p := range s.Prefixes {
+		if prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/") || strings.HasPrefix(prefix, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // Narrow intersects the scope with a topic prefix ("" for all topics). It
 // returns the prefixes a query may cover: nil for every topic, an empty
 // list for none.

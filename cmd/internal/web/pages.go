@@ -120,7 +120,7 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 		return
 	}
 	s.render(w, r, http.StatusOK, "board", page{Board: s.ws.Name(), Title: s.ws.Name(), Cursor: recent.Cursor,
-		Data: map[string]any{"Topics": counts, "Recent": rows}})
+		Data: map[string]any{"Topics": counts, "Recent": rows, "CanWrite": v.MayWriteUnder("")}})
 }
 
 // noteRow is a listed note with the links it makes.
@@ -180,7 +180,7 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 	}
 	s.render(w, r, http.StatusOK, "topic", page{Board: s.ws.Name(), Title: t, Cursor: l.Cursor,
 		Data: map[string]any{"Topic": t, "Name": segs[len(segs)-1], "Crumbs": crumbs, "Folders": folders,
-			"Notes": rows, "Omitted": l.Omitted}})
+			"Notes": rows, "Omitted": l.Omitted, "CanWrite": v.MayWriteUnder(t)}})
 }
 
 func (s *Server) note(w http.ResponseWriter, r *http.Request, v *fsstore.View) {

@@ -129,12 +129,19 @@ func changedSince(v *fsstore.View, key string, seen int) ([]diffLine, bool) {
 // expect_version 0: never over one that exists).
 func (s *Server) newNote(w http.ResponseWriter, r *http.Request, v *fsstore.View) {
 	d := draft{}
-	data := map[string]any{"Draft": &d}
+	data := map[string]any{"Draft": &d, "CanWrite": true}
 	if r.Method == http.MethodGet {
-		if t := r.URL.Query().Get("topic"); t != "" {
-			data["URI"] = strings.Trim(t, "/") + "/"
+		topic := strings.Trim(r.URL.Query().Get("topic"), "/")
+		if topic != "" {
+			data["URI"] = topic + "/"
 		}
-		s.render(w, r, http.StatusOK, "new", page{Board: s.ws.Name(), Title: "new note", Data: data})
+		status := http.StatusOK
+		if !v.MayWriteUnder(topic) {
+			// A reader is offered no form, rather than one refused after
+			// they typed.
+			data["CanWrite"], status = false, http.StatusForbidden
+		}
+		s.render(w, r, status, "new", page{Board: s.ws.Name(), Title: "new note", Data: data})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)

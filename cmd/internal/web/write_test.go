@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
@@ -183,7 +185,22 @@ func TestPageWritesRefusedFromElsewhereAndWithoutTheRight(t *testing.T) {
 	if code, _, _ := post(t, h, "/new", url.Values{"uri": {"research/x"}, "digest": {"x"}, "body": {"x"}}, reader...); code != http.StatusForbidden {
 		t.Errorf("a read-only token's new note: %d", code)
 	}
+	// A reader is offered no form at all: no "new note" on the board or a
+	// topic, and none at /new.
+	for _, path := range []string{"/", "/t/research", "/new", "/new?topic=research"} {
+		if _, page := get(t, h, path, reader...); strings.Contains(page, "new note</a>") || strings.Contains(page, "<form method=\"post\"") {
+			t.Errorf("a read-only token is offered a form at %s:\n%s", path, page)
+		}
+	}
+	if code, _ := get(t, h, "/new", reader...); code != http.StatusForbidden {
+		t.Errorf("a read-only token's /new: %d, want 403", code)
+	}
 	editor := []string{"Cookie", tokenCookie + "=tok-editor"}
+	for _, path := range []string{"/", "/t/research"} {
+		if _, page := get(t, h, path, editor...); !strings.Contains(page, "new note") {
+			t.Errorf("a writer is offered no new note at %s", path)
+		}
+	}
 	if code, page := get(t, h, "/n/research/cache", editor...); code != 200 || !strings.Contains(page, `<section id="act"`) {
 		t.Errorf("a writer's page has no forms: %d", code)
 	}
@@ -194,6 +211,77 @@ func TestPageWritesRefusedFromElsewhereAndWithoutTheRight(t *testing.T) {
 		t.Errorf("the editor's commit:\n%s", c)
 	}
 	fsstoretest.CheckVersionsAgree(t, w.Dir(), nil)
+}
+
+// A body that starts with a blank line round-trips through a digest-only
+// edit byte for byte: the page is read as a browser reads it (HTML drops
+// the first newline after <textarea>), and its form sent back as it was.
+func TestEditKeepsALeadingBlankLine(t *testing.T) {
+	w := board(t)
+	agent := w.As(fsstore.OpenCaller("scout"))
+	body := "\nthe text after a blank line\n"
+	if _, err := agent.Update(fsstore.UpdateRequest{URI: "research/blank", Digest: "starts blank", Body: &body}); err != nil {
+		t.Fatal(err)
+	}
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	_, page := get(t, h, "/n/research/blank")
+	form := formValues(t, page, "edit-form")
+	if form.Get("body") != body {
+		t.Fatalf("the edit form's body reads %q in a browser; want %q", form.Get("body"), body)
+	}
+	form.Set("digest", "starts blank, digest edited")
+	if code, _, _ := post(t, h, "/n/research/blank", form); code != http.StatusSeeOther {
+		t.Fatalf("the digest-only edit: %d", code)
+	}
+	n, err := agent.Get("research/blank", true)
+	if err != nil || n.Content != body || n.Digest != "starts blank, digest edited" {
+		t.Errorf("after the edit: %+v, %v; want the body %q kept", n, err, body)
+	}
+}
+
+// formValues parses page as a browser does and returns the fields of the
+// form with the id, as a browser would send them.
+func formValues(t *testing.T, page, id string) url.Values {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var form *html.Node
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode && n.Data == "form" && attr(n, "id") == id {
+			form = n
+		}
+	}
+	if form == nil {
+		t.Fatalf("no form %s on the page:\n%s", id, page)
+	}
+	out := url.Values{}
+	for n := range form.Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		switch n.Data {
+		case "input":
+			out.Set(attr(n, "name"), attr(n, "value"))
+		case "textarea":
+			var text strings.Builder
+			for c := range n.ChildNodes() {
+				text.WriteString(c.Data)
+			}
+			out.Set(attr(n, "name"), text.String())
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 )
 
 // Files displaced by writes are kept only while some process holds them
@@ -26,12 +27,25 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 	}
 	os.Remove(probe)
 	put(t, w, "t/held", 0, "held", "one\n")
-	held, err := os.OpenFile(filepath.Join(w.Dir(), "t", "held.md"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	// The person opens the note in the instant after the write looked
+	// whether anyone holds it open for writing: the write swaps its file in,
+	// and the person's is the one displaced.
+	var held *os.File
+	defer func() {
+		if held != nil {
+			held.Close()
+		}
+	}()
+	stop := onSteps(t, func(step string) {
+		if step == "unheld" && held == nil {
+			var err error
+			if held, err = os.OpenFile(filepath.Join(w.Dir(), "t", "held.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 	put(t, w, "t/held", 1, "held, v2", "two\n")
+	stop()
 	for v := range 10 {
 		put(t, w, "t/busy", v, fmt.Sprintf("busy v%d", v+1), fmt.Sprintf("%d\n", v))
 	}
@@ -50,4 +64,51 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 	if n := kept("held.md"); n != 1 {
 		t.Errorf("the file held open for writing is kept %d times, want 1", n)
 	}
+}
+
+// A note's file that a process holds open for writing when a write comes
+// is not replaced: the write is committed, and the file stays the
+// person's, to be compared once they close it.
+func TestFileHeldForWritingIsNotReplaced(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/held", 0, "held", "one\n")
+	file := filepath.Join(w.Dir(), "t", "held.md")
+	held, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, known := worktree.HeldForWriting(mustOpen(t, file)); !known {
+		held.Close()
+		t.Skip("this file system takes no leases: a held file is told by a quiet moment")
+	} else if !h {
+		t.Fatal("a file open for writing is not told held")
+	}
+	before := readFile(t, w, "t/held.md")
+	put(t, w, "t/held", 1, "held, v2", "two\n")
+	if got := readFile(t, w, "t/held.md"); got != before {
+		t.Errorf("the held file was replaced: it holds %q", got)
+	}
+	if _, err := held.WriteString("the person's line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if rep := commitEdits(t, w); len(rep.Unsettled) != 1 || rep.Commit != "" {
+		t.Errorf("a file still held for writing was committed: %+v", rep)
+	}
+	held.Close()
+	commitEdits(t, w)
+	if n := get(t, w, "t/held"); n.Content != "two\nthe person's line\n" || n.Version != 3 {
+		t.Errorf("after the person closed the file: v%d %q; want v3 with the agent's text and the person's line", n.Version, n.Content)
+	}
+	assertClean(t, w)
+}
+
+func mustOpen(t *testing.T, file string) *os.File {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -30,7 +30,9 @@
 //	           record (pending.go) and their publishing (publish.go);
 //	           write.go and source.go are the View's requests built in it
 //	people     people's edits and a person's git: edits committed as
-//	           theirs (edits.go, stale.go, displaced.go), the repairs
+//	           theirs (edits.go, stale.go, displaced.go), a save made
+//	           from an earlier version merged with what was written
+//	           since (saves.go), the repairs
 //	           (repair.go, rescue.go, unplaced.go, checkouts.go), and
 //	           prepare, the one step the pipeline runs before a build
 //	upstream   where a write counts (upstream.go): localOnly, or gitRemote
@@ -59,6 +61,7 @@
 //	          caller, in steps in the background
 //	worktree  the notes' files on disk
 //	journal   the write journal's format
+//	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
 //
 // One lone update_state (a board without a remote, no other writer),

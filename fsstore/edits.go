@@ -48,7 +48,8 @@ type people struct {
 	up        upstream
 	edits     *pendingEdits // people's changes reported and not yet committed
 	displaced *displacedFiles
-	vanished  vanishedFiles // files found missing, not yet committed as deleted
+	vanished  vanishedFiles  // files found missing, not yet committed as deleted
+	saves     committedSaves // people's commits looked at for saves to merge (saves.go)
 	onEdits   func(*EditReport)
 }
 

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
@@ -24,8 +25,11 @@ import (
 // the agents wrote. So a save is merged three ways, by lines (linemerge):
 //
 //   - its base is the recent version of the file the save differs least
-//     from (the newest of equals), among the last maxBases the file had: a
-//     save made from the branch's version is an edit of it, as ever;
+//     from (the newest of equals), among the last maxBases the file had
+//     and the saves merged of it, provided the save keeps more than half
+//     of that version's lines: a save made from the branch's version is an
+//     edit of it, as ever, and a save that rewrites the note is its new
+//     text;
 //   - what the agents changed since the base and what the person changed
 //     are both kept; lines both added at the same place are all kept, the
 //     agents' first, as for a log. The merge goes into the file, and is
@@ -153,10 +157,17 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 	blobs = slices.Compact(blobs)
 	var best []byte
 	bestBlob, bestDistance := gitver.ZeroHash, -1
+	lines := bytes.Count(content, []byte("\n"))
 	for _, b := range blobs {
 		version, err := p.repo.ReadBlob(b)
 		if err != nil || len(version) > maxMergeBytes {
 			continue // not here (a shallow clone), or too large to diff
+		}
+		// Texts whose line counts differ by n differ by n lines at least:
+		// a version that cannot come closer is not diffed (a growing log's
+		// older versions, mostly).
+		if bestDistance >= 0 && abs(bytes.Count(version, []byte("\n"))-lines) >= bestDistance {
+			continue
 		}
 		d := linemerge.Distance(version, content)
 		if d == 0 {
@@ -169,8 +180,15 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 	if bestBlob == committed || bestBlob.IsZero() {
 		return nil, gitver.ZeroHash, nil
 	}
+	// A save that keeps no more than half of a version's lines was not
+	// made from it: it rewrites the note, whichever version it replaced.
+	if removed, _ := linemerge.Diff(best, content); 2*removed >= linemerge.Lines(string(best)) {
+		return nil, gitver.ZeroHash, nil
+	}
 	return best, bestBlob, nil
 }
+
+func abs(n int) int { return max(n, -n) }
 
 // stillReads reports whether a merged note file reads as a note when both
 // sides did: a union of two front-matter lines of one key would not.
@@ -209,14 +227,35 @@ func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (pl
 // what the agents wrote is in the note again. A commit whose save conflicts
 // with the agents' lines stands as the person made it.
 
-// movedByPerson reports whether someone other than the program moved the
-// branch since its last move: a person's commit, to be looked at.
-func (b *board) movedByPerson() bool {
-	head, err := b.repo.Head()
-	if err != nil {
+// committedSaves remembers the branch head whose people's commits were
+// looked at and needed nothing, so that a person's commit is looked at once
+// by each process, not at every write or every second after it.
+type committedSaves struct {
+	mu     sync.Mutex
+	looked gitver.Hash
+}
+
+func (c *committedSaves) lookedAt(head gitver.Hash) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.looked == head
+}
+
+func (c *committedSaves) setLooked(head gitver.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.looked = head
+}
+
+// toLookAt reports whether someone other than the program moved the branch
+// since its last move, to a head not looked at yet: a person's commit,
+// which may hold a save to merge.
+func (p *people) toLookAt() bool {
+	head, err := p.repo.Head()
+	if err != nil || p.saves.lookedAt(head) {
 		return false
 	}
-	own, found, err := b.repo.LastMoveBy(ownMove)
+	own, found, err := p.repo.LastMoveBy(ownMove)
 	return err == nil && found && head != own.New
 }
 
@@ -227,6 +266,9 @@ func (p *people) mergeCommittedSaves() error {
 	head, err := p.repo.Head()
 	if err != nil {
 		return err
+	}
+	if p.saves.lookedAt(head) {
+		return nil
 	}
 	own, found, err := p.repo.LastMoveBy(ownMove)
 	if err != nil || !found || head == own.New {
@@ -279,6 +321,7 @@ func (p *people) mergeCommittedSaves() error {
 		}
 	}
 	if len(restored) == 0 {
+		p.saves.setLooked(head)
 		return nil
 	}
 	// Committed as a write is, and put in place by the branch's move: a

@@ -444,7 +444,7 @@ func (w *Workspace) Repair() error {
 // event announces: files kept for a person who may still write into them,
 // or another branch checked out.
 func (w *Workspace) NeedsRepair() bool {
-	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.b.movedByPerson()
+	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.toLookAt()
 }
 
 // FilesChanged tells the workspace that these work-tree paths (relative,
@@ -477,7 +477,7 @@ func (w *Workspace) CommitEdits() (*EditReport, error) {
 	}
 	rep, err := w.people.commitEdits(paths, all)
 	rep.Skipped = append(rep.Skipped, misnamed...)
-	if err == nil && w.b.movedByPerson() {
+	if err == nil && w.people.toLookAt() {
 		// A person's commit may hold a save of theirs to merge (saves.go),
 		// though no file differs from the branch.
 		err = w.Repair()

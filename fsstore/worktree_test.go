@@ -210,11 +210,15 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 		t.Run(second, func(t *testing.T) {
 			w := newWorkspace(t, false)
 			put(t, w, "t/log", 0, "log", "start\n")
-			held, err := os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer held.Close()
+			// The person opens the note in the instant after the write
+			// looked whether anyone holds it open for writing: a handle
+			// opened before that look keeps the file in place instead.
+			var held *os.File
+			defer func() {
+				if held != nil {
+					held.Close()
+				}
+			}()
 			want := []string{"start", "the agent's", "through the old handle"}
 			var later *os.File
 			switch second {
@@ -224,7 +228,14 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 				want = append(want, "through a new handle")
 			}
 			stop := onSteps(t, func(step string) {
-				if step != "exchanged" {
+				if step == "unheld" && held == nil {
+					var err error
+					if held, err = os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+						t.Error(err)
+					}
+					return
+				}
+				if step != "exchanged" || held == nil {
 					return
 				}
 				if _, err := held.WriteString("through the old handle\n"); err != nil {

@@ -319,8 +319,10 @@ func TestResourcesSubscribe(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "run", "state", "current.md"),
 			// Text of this round's own: a save that brings back an earlier
 			// version's text seconds after the branch moved past it is kept
-			// as a sibling note (fsstore's stale.go), not the note's update.
-			[]byte("---\ndigest: Day 2, as a person fixed it\n---\nhand-off, checked for "+newNote+"\n"), 0o644); err != nil {
+			// as a sibling note (fsstore's stale.go), and one that keeps
+			// most of an earlier version's lines is merged as made from it
+			// (saves.go), not the note's new text.
+			[]byte("---\ndigest: Day 2, as a person fixed it for "+newNote+"\n---\nhand-off, checked for "+newNote+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("a person's save: notified in %s", rc.waitUpdated(uri, start))

@@ -266,3 +266,47 @@ func contradictingSiblings(t *testing.T, dir, key string) string {
 	}
 	return out.String()
 }
+
+// TestAppendHeldOpenWhileAgentsWrite: a person's `cat >> note.md` holds the
+// file open for a second, its line written at once, while two agents
+// append to the note: the file is not replaced under the person, and once
+// they close it the note holds their line and every agent's.
+func TestAppendHeldOpenWhileAgentsWrite(t *testing.T) {
+	dir := newWorkspaceDir(t)
+	const key = "t/held"
+	file := filepath.Join(dir, key+".md")
+	agents := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}
+	agents[0].write(map[string]any{"uri": key, "digest": "the team's log", "body": "start\n", "expect_version": 0})
+
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("the person's line\n"); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for n := range 10 {
+		s := agents[n%2]
+		line := fmt.Sprintf("agent line %d", n)
+		if res := s.call("update_state", map[string]any{"uri": key, "digest": "the team's log", "append": line + "\n"}); res.isError {
+			t.Fatalf("append: %s", res.text)
+		}
+		lines = append(lines, line)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	settleNote(t, dir, agents[0], key)
+	current := fixtures.GitOutput(t, dir, "show", "HEAD:"+key+".md")
+	for _, l := range append(lines, "the person's line") {
+		if !strings.Contains(current, "\n"+l+"\n") {
+			t.Errorf("%q is not in the note:\n%s", l, current)
+		}
+	}
+	for _, s := range agents {
+		s.closeClean()
+	}
+	checkWorkspace(t, dir)
+}

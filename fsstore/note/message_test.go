@@ -65,3 +65,22 @@ func TestWrittenAt(t *testing.T) {
 		}
 	}
 }
+
+// The saves a commit names are read back as written, for their path only.
+func TestSavedTrailersReadBack(t *testing.T) {
+	m := Message{Subject: "edit t/log v3 by hand, merged: the log", URI: "bb://acme/t/log", Version: 3, Agent: "Ada",
+		Saved: []string{"t/log.md 1111111111111111111111111111111111111111", "t/other.md 2222222222222222222222222222222222222222"}}
+	msg := m.String()
+	if got := SavedAt(msg, "t/log.md"); len(got) != 1 || got[0] != "1111111111111111111111111111111111111111" {
+		t.Errorf("SavedAt(t/log.md) = %v", got)
+	}
+	if got := SavedAt(msg, "t/none.md"); len(got) != 0 {
+		t.Errorf("SavedAt(t/none.md) = %v, want none", got)
+	}
+	if !ByProgram(msg) {
+		t.Errorf("a message with saves is not the program's:\n%s", msg)
+	}
+	if uri, v, ok := WrittenAt(msg); !ok || uri != "bb://acme/t/log" || v != 3 {
+		t.Errorf("WrittenAt = %q, %d, %v", uri, v, ok)
+	}
+}

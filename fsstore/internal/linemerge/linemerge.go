@@ -39,19 +39,26 @@ func Merge(base, branch, person []byte) (merged []byte, ok bool) {
 // Distance is how many lines differ between a and b: the lines of a a
 // line diff removes, and the lines it adds. 0 when they are equal.
 func Distance(a, b []byte) int {
-	if string(a) == string(b) {
-		return 0
-	}
-	before := string(a)
-	n := 0
-	for _, e := range udiff.Lines(before, string(b)) {
-		n += lines(before[e.Start:e.End]) + lines(e.New)
-	}
-	return n
+	removed, added := Diff(a, b)
+	return removed + added
 }
 
-// lines counts s's lines, a last one without its newline included.
-func lines(s string) int {
+// Diff counts the lines of a that a line diff to b removes, and the lines
+// it adds.
+func Diff(a, b []byte) (removed, added int) {
+	if string(a) == string(b) {
+		return 0, 0
+	}
+	before := string(a)
+	for _, e := range udiff.Lines(before, string(b)) {
+		removed += Lines(before[e.Start:e.End])
+		added += Lines(e.New)
+	}
+	return removed, added
+}
+
+// Lines counts s's lines, a last one without its newline included.
+func Lines(s string) int {
 	n := strings.Count(s, "\n")
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		n++

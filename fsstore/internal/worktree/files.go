@@ -309,6 +309,7 @@ func (t *Files) Place(staged Staged, dst string, expect, ours gitver.Hash) (plac
 		t.root.Remove(tmp)
 		return false, nil, nil
 	}
+	t.reach("unheld") // a person may open the file from here on, and still write into it after the swap
 	d, err := t.root.Open(path.Dir(dst))
 	if err != nil {
 		return false, nil, err

@@ -938,10 +938,10 @@ func (v *vanishedFiles) forget(paths []string) {
 	}
 }
 
-// holdFreshDeletes takes out of changes the deletions of files missing for
-// less than deleteGrace while an editor's backup of them is there, unless
-// the file's content was created elsewhere in the same changes (a move),
-// and reports them unsettled.
+// holdFreshDeletes takes out of changes the deletions of files that are
+// back already, or missing for less than deleteGrace while an editor's
+// backup of them is there, unless the file's content was created elsewhere
+// in the same changes (a move), and reports them unsettled.
 func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candidate, rep *EditReport) []fileChange {
 	created := map[gitver.Hash]bool{}
 	var present []string
@@ -959,6 +959,10 @@ func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candid
 		}
 		if c := cands[c.path]; c != nil && created[c.committed] {
 			return false
+		}
+		if _, err := p.root.Lstat(c.path); err == nil {
+			rep.Unsettled = append(rep.Unsettled, c.path) // back already: compared again
+			return true
 		}
 		if _, err := p.root.Lstat(c.path + "~"); err != nil {
 			return false // no editor is saving it
@@ -986,8 +990,9 @@ func (p *people) beingWritten(ch *fileChange) bool {
 
 // commitPersonsEdits commits changes as one commit authored by the person
 // and fills rep. onDisk says the files hold the changes already; otherwise
-// the branch's move puts them in place (commitLocked).
-func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport, onDisk bool) (gitver.Hash, error) {
+// the branch's move puts them in place (commitLocked). merged are the
+// person's git commits whose saves the changes merge (saves.go).
+func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport, onDisk bool, merged ...gitver.Hash) (gitver.Hash, error) {
 	byNote := map[string][]fileChange{}
 	for _, c := range changes {
 		key, _ := note.KeyOf(c.path)
@@ -1050,6 +1055,9 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep 
 		if !c.saved.IsZero() {
 			message.Saved = append(message.Saved, c.path+" "+c.saved.String())
 		}
+	}
+	for _, c := range merged {
+		message.Merged = append(message.Merged, c.String())
 	}
 	commit, err := p.commitLocked(head, changes, who, message.String(), onDisk)
 	if err != nil || commit == head {

@@ -25,11 +25,10 @@ import (
 // the agents wrote. So a save is merged three ways, by lines (linemerge):
 //
 //   - its base is the recent version of the file the save differs least
-//     from (the newest of equals), among the last maxBases the file had
-//     and the saves merged of it, provided the save keeps more than half
-//     of that version's lines: a save made from the branch's version is an
-//     edit of it, as ever, and a save that rewrites the note is its new
-//     text;
+//     from (the newest of equals), among the last maxBases the file had and the saves merged
+//     of it, provided the save keeps more than half of that version's
+//     lines: a save made from the branch's version is an edit of it, as
+//     ever, and a save that rewrites the note is its new text;
 //   - what the agents changed since the base and what the person changed
 //     are both kept; lines both added at the same place are all kept, the
 //     agents' first, as for a log. The merge goes into the file, and is
@@ -123,10 +122,11 @@ func (p *people) mergeSave(rel string, committed gitver.Hash, ch *fileChange) (s
 
 // saveBase returns the version of the file at rel that content was made
 // from, when that is not the branch's (committed): the recent version it
-// differs least from, the newest of equals, leaving out the version
-// exclude (a person's commit of the save itself). nil when the save is an
-// edit of the branch's version, or equals one of them.
-func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exclude gitver.Hash) ([]byte, gitver.Hash, error) {
+// differs least from, the newest of equals. A save a person committed
+// (madeBy, zero for a save in the work tree) was made from the versions
+// before that commit only. nil when the save is an edit of the branch's
+// version, or equals one of them.
+func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, madeBy gitver.Hash) ([]byte, gitver.Hash, error) {
 	var recent []index.FileChange
 	if err := p.idx.Read(func(s *index.Snapshot) error {
 		var err error
@@ -140,7 +140,12 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 	// made it: a later save from the same buffer holds none of what the
 	// merge brought.
 	blobs := []gitver.Hash{committed}
+	before := madeBy.IsZero()
 	for _, c := range recent {
+		if !before {
+			before = c.Commit == madeBy // the versions after it, and its own, are not its base
+			continue
+		}
 		blobs = append(blobs, c.Blob)
 		if !strings.Contains(c.Subject, "by hand, merged") {
 			continue
@@ -153,10 +158,14 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 			}
 		}
 	}
-	blobs = slices.DeleteFunc(blobs, func(h gitver.Hash) bool { return h == exclude })
+	if !before {
+		// The person's commit is not among the file's last changes the
+		// index holds: too far back, or not indexed yet.
+		return nil, gitver.ZeroHash, errSaveUnplaced
+	}
 	blobs = slices.Compact(blobs)
 	var best []byte
-	bestBlob, bestDistance := gitver.ZeroHash, -1
+	bestBlob, bestDistance, bestRemoved := gitver.ZeroHash, -1, 0
 	lines := bytes.Count(content, []byte("\n"))
 	for _, b := range blobs {
 		version, err := p.repo.ReadBlob(b)
@@ -169,12 +178,15 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 		if bestDistance >= 0 && abs(bytes.Count(version, []byte("\n"))-lines) >= bestDistance {
 			continue
 		}
-		d := linemerge.Distance(version, content)
+		removed, added := linemerge.Diff(version, content)
+		d := removed + added
 		if d == 0 {
 			return nil, gitver.ZeroHash, nil
 		}
+		// Of two versions as far, the newer: a person who removes what an
+		// agent just wrote (a claim they release) means it.
 		if bestDistance < 0 || d < bestDistance {
-			best, bestBlob, bestDistance = version, b, d
+			best, bestBlob, bestDistance, bestRemoved = version, b, d, removed
 		}
 	}
 	if bestBlob == committed || bestBlob.IsZero() {
@@ -182,13 +194,17 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, exc
 	}
 	// A save that keeps no more than half of a version's lines was not
 	// made from it: it rewrites the note, whichever version it replaced.
-	if removed, _ := linemerge.Diff(best, content); 2*removed >= linemerge.Lines(string(best)) {
+	if 2*bestRemoved >= linemerge.Lines(string(best)) {
 		return nil, gitver.ZeroHash, nil
 	}
 	return best, bestBlob, nil
 }
 
 func abs(n int) int { return max(n, -n) }
+
+// errSaveUnplaced means a person's commit could not be found among its
+// file's changes in the index: looked at again later.
+var errSaveUnplaced = errors.New("the person's commit is not among the file's indexed changes")
 
 // stillReads reports whether a merged note file reads as a note when both
 // sides did: a union of two front-matter lines of one key would not.
@@ -221,59 +237,112 @@ func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (pl
 // A person who saves a note and runs `git commit -a` at once commits the
 // save before the program has looked at it: made from an earlier version,
 // that commit drops what agents wrote since, as taking the save whole
-// would. So the person's commits since the program's last move are looked
-// at as their saves would be: where one was made from an earlier version,
-// the merge of it is committed on top, as the person's next edit, and
-// what the agents wrote is in the note again. A commit whose save conflicts
-// with the agents' lines stands as the person made it.
+// would. So a person's commit is looked at as their save would be: where it
+// was made from an earlier version, the merge of it is committed on top, as
+// the person's next edit (naming the commit, note.TrailerMerged), and what
+// the agents wrote is in the note again. A commit whose save conflicts with
+// the agents' lines stands as the person made it.
+//
+// Before every write, the person's commits since the program's last move
+// are looked at (a write would build on them); a watching server also
+// looks, once a second, at those of the last recentCommits in the branch's
+// reflog that no later commit names as merged, should a write have built
+// on one first.
 
-// committedSaves remembers the branch head whose people's commits were
-// looked at and needed nothing, so that a person's commit is looked at once
-// by each process, not at every write or every second after it.
+// recentCommits is how far back a watching server looks for people's
+// commits to merge.
+const recentCommits = 10 * time.Minute
+
+// committedSaves remembers the people's commits this process looked at.
 type committedSaves struct {
 	mu     sync.Mutex
-	looked gitver.Hash
+	looked map[gitver.Hash]bool
 }
 
-func (c *committedSaves) lookedAt(head gitver.Hash) bool {
+func (c *committedSaves) lookedAt(commit gitver.Hash) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.looked == head
+	return c.looked[commit]
 }
 
-func (c *committedSaves) setLooked(head gitver.Hash) {
+func (c *committedSaves) setLooked(commits []gitver.ReflogEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.looked = head
-}
-
-// toLookAt reports whether someone other than the program moved the branch
-// since its last move, to a head not looked at yet: a person's commit,
-// which may hold a save to merge.
-func (p *people) toLookAt() bool {
-	head, err := p.repo.Head()
-	if err != nil || p.saves.lookedAt(head) {
-		return false
+	if c.looked == nil || len(c.looked) > 10000 {
+		c.looked = map[gitver.Hash]bool{} // a bound; one is then looked at again, and found merged
 	}
-	own, found, err := p.repo.LastMoveBy(ownMove)
-	return err == nil && found && head != own.New
+	for _, m := range commits {
+		c.looked[m.New] = true
+	}
+}
+
+// personsCommits returns the moves of the branch by a person's `git commit`
+// that this process has not looked at, oldest first: since the program's
+// last move, or (recent) within the last recentCommits.
+func (p *people) personsCommits(recent bool) ([]gitver.ReflogEntry, error) {
+	if !recent {
+		head, err := p.repo.Head()
+		if err != nil {
+			return nil, err
+		}
+		own, found, err := p.repo.LastMoveBy(ownMove)
+		if err != nil || !found || head == own.New {
+			return nil, err
+		}
+	}
+	moves, err := p.repo.RecentBranchMoves()
+	if err != nil {
+		return nil, err
+	}
+	var out []gitver.ReflogEntry
+	for i := len(moves) - 1; i >= 0; i-- {
+		m := moves[i]
+		if !recent && strings.HasPrefix(m.Message, ownMove) || recent && time.Since(m.Who.When) > recentCommits {
+			break
+		}
+		if byGitCommit(m.Message) && !m.Old.IsZero() && !p.saves.lookedAt(m.New) {
+			out = append([]gitver.ReflogEntry{m}, out...)
+		}
+	}
+	return out, nil
+}
+
+// toLookAt reports whether a person's commit of the last recentCommits is
+// still to be looked at.
+func (p *people) toLookAt() bool {
+	commits, err := p.personsCommits(true)
+	return err == nil && len(commits) > 0
 }
 
 // mergeCommittedSaves merges the saves people committed with git since the
-// program's last move of the branch (its reflog tells). The caller holds
-// the write lock.
+// program's last move of the branch. The caller holds the write lock.
 func (p *people) mergeCommittedSaves() error {
-	head, err := p.repo.Head()
-	if err != nil {
+	commits, err := p.personsCommits(false)
+	if err != nil || len(commits) == 0 {
 		return err
 	}
-	if p.saves.lookedAt(head) {
-		return nil
-	}
-	own, found, err := p.repo.LastMoveBy(ownMove)
-	if err != nil || !found || head == own.New {
+	return p.mergeSavesOf(commits)
+}
+
+// mergeRecentCommittedSaves merges the saves people committed with git in
+// the last recentCommits that are still to be looked at. The caller holds
+// the write lock.
+func (p *people) mergeRecentCommittedSaves() error {
+	commits, err := p.personsCommits(true)
+	if err != nil || len(commits) == 0 {
 		return err
 	}
+	return p.mergeSavesOf(commits)
+}
+
+// maxMergedWalk bounds the commits read back from the branch's head for
+// the people's commits merged already.
+const maxMergedWalk = 2000
+
+// mergeSavesOf merges the saves the person's commits made, those on the
+// branch that no later commit names as merged, in one commit on the
+// branch's head.
+func (p *people) mergeSavesOf(commits []gitver.ReflogEntry) error {
 	// `git commit` moves the branch before it lets git's index go: the
 	// merge waits for it a moment, as a write does (adoptEdits), rather
 	// than let the write move the branch past the commit unlooked at.
@@ -287,26 +356,22 @@ func (p *people) mergeCommittedSaves() error {
 		}
 	}
 	// The versions a save's base is found among are the index's: caught
-	// up to the person's commit, they hold every version before it.
-	if _, _, err := p.catch.CatchUp(nil, nil); err != nil {
+	// up to the head, they hold every version before the person's commit.
+	head, _, err := p.catch.CatchUp(nil, nil)
+	if err != nil {
 		var b *catchup.Building
 		if errors.As(err, &b) {
 			return nil // looked at once the index is built
 		}
 		return err
 	}
-	moves, err := p.repo.RecentBranchMoves()
+	todo, err := p.notMergedYet(head, commits)
 	if err != nil {
 		return err
 	}
-	var commits []gitver.ReflogEntry // the person's, oldest first
-	for i := len(moves) - 1; i >= 0 && !strings.HasPrefix(moves[i].Message, ownMove); i-- {
-		if byGitCommit(moves[i].Message) && !moves[i].Old.IsZero() {
-			commits = append([]gitver.ReflogEntry{moves[i]}, commits...)
-		}
-	}
 	restored := map[string][]byte{} // path -> the merge, on what head holds
-	for _, c := range commits {
+	var merged []gitver.Hash
+	for _, c := range todo {
 		paths, err := p.pathsBetween(c.Old, c.New)
 		if err != nil {
 			return err
@@ -315,13 +380,20 @@ func (p *people) mergeCommittedSaves() error {
 			if !note.IsNoteFile(rel) {
 				continue
 			}
-			if err := p.mergeCommittedSave(c, rel, head, restored); err != nil {
+			did, err := p.mergeCommittedSave(c, rel, head, restored)
+			if errors.Is(err, errSaveUnplaced) {
+				return nil // not looked at: again at the next write, or the watcher's next look
+			}
+			if err != nil {
 				return err
+			}
+			if did && !slices.Contains(merged, c.New) {
+				merged = append(merged, c.New)
 			}
 		}
 	}
 	if len(restored) == 0 {
-		p.saves.setLooked(head)
+		p.saves.setLooked(commits)
 		return nil
 	}
 	// Committed as a write is, and put in place by the branch's move: a
@@ -338,57 +410,94 @@ func (p *people) mergeCommittedSaves() error {
 	p.logf("a person's `git commit` of %d note(s) saved from an earlier version dropped what agents wrote since; "+
 		"the merge is committed on top, as their edit", len(changes))
 	rep := &EditReport{}
-	if _, err := p.commitPersonsEdits(head, changes, rep, false); err != nil {
+	if _, err := p.commitPersonsEdits(head, changes, rep, false, merged...); err != nil {
 		return err
 	}
+	p.saves.setLooked(commits)
 	if rep.Commit != "" && p.onEdits != nil {
 		p.onEdits(rep)
 	}
 	return nil
 }
 
+// notMergedYet keeps of the person's commits those on head's first-parent
+// history that no commit after them names as merged.
+func (p *people) notMergedYet(head gitver.Hash, commits []gitver.ReflogEntry) ([]gitver.ReflogEntry, error) {
+	wanted := map[gitver.Hash]bool{}
+	for _, c := range commits {
+		wanted[c.New] = true
+	}
+	done := map[gitver.Hash]bool{}
+	onBranch := map[gitver.Hash]bool{}
+	at := head
+	for n := 0; !at.IsZero() && n < maxMergedWalk && len(onBranch) < len(wanted); n++ {
+		c, err := p.repo.ReadCommit(at)
+		if err != nil {
+			return nil, err
+		}
+		if wanted[at] {
+			onBranch[at] = true
+		}
+		for _, h := range note.MergedIn(c.Message) {
+			if m, err := gitver.ParseHash(h); err == nil {
+				done[m] = true
+			}
+		}
+		at = c.FirstParent()
+	}
+	var out []gitver.ReflogEntry
+	for _, c := range commits {
+		if onBranch[c.New] && !done[c.New] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // mergeCommittedSave merges the save of the note file rel that the
 // person's commit c made, when it was made from an earlier version, into
-// restored[rel] (what the file is to hold on top of head).
-func (p *people) mergeCommittedSave(c gitver.ReflogEntry, rel string, head gitver.Hash, restored map[string][]byte) error {
+// restored[rel] (what the file is to hold on top of head); did says it was.
+func (p *people) mergeCommittedSave(c gitver.ReflogEntry, rel string, head gitver.Hash, restored map[string][]byte) (did bool, err error) {
 	parent, err := p.repo.PathBlob(c.Old, rel)
 	if err != nil || parent.IsZero() {
-		return err
+		return false, err
 	}
 	saved, err := p.repo.PathBlob(c.New, rel)
 	if err != nil || saved.IsZero() {
-		return err
+		return false, err
 	}
 	content, err := p.repo.ReadBlob(saved)
 	if err != nil || len(content) > maxMergeBytes {
-		return err
+		return false, err
 	}
-	base, _, err := p.saveBase(rel, parent, content, saved)
+	base, _, err := p.saveBase(rel, parent, content, c.New)
 	if err != nil || base == nil {
-		return err
+		return false, err
 	}
 	before, err := p.repo.ReadBlob(parent)
 	if err != nil {
-		return err
+		return false, err
 	}
 	merged, ok := linemerge.Merge(base, before, content)
 	if !ok || !stillReads(merged, before, content) || bytes.Equal(merged, content) {
-		return nil
+		return false, nil
 	}
 	now, ok := restored[rel]
 	if !ok {
 		held, err := p.repo.PathBlob(head, rel)
 		if err != nil || held.IsZero() {
-			return err
+			return false, err
 		}
 		if now, err = p.repo.ReadBlob(held); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// What came after the person's commit stays, with the lines it
 	// dropped back.
-	if onTop, ok := linemerge.Merge(content, now, merged); ok {
-		restored[rel] = onTop
+	onTop, ok := linemerge.Merge(content, now, merged)
+	if !ok {
+		return false, nil
 	}
-	return nil
+	restored[rel] = onTop
+	return true, nil
 }

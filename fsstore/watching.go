@@ -432,6 +432,9 @@ func (w *Workspace) Repair() error {
 		if err := w.people.repair(); err != nil && !errors.Is(err, errBranchMoved) {
 			return err
 		}
+		if err := w.people.mergeRecentCommittedSaves(); err != nil && !errors.Is(err, errBranchMoved) {
+			return err
+		}
 		_, _, err := w.people.commitEditsLocked(nil)
 		if errors.Is(err, ErrWorkTreeBusy) {
 			return nil

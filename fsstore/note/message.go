@@ -18,6 +18,9 @@ const (
 	// the save as they made it ("<path> <blob>"; git holds the blob): a
 	// later save made from the same buffer finds it as its base.
 	TrailerSaved = "Blackboard-Saved"
+	// TrailerMerged names, on the merge of a save a person committed with
+	// git, that commit: it is merged once.
+	TrailerMerged = "Blackboard-Merged"
 )
 
 // maxSubjectRunes bounds the text after a subject's head (a digest, a
@@ -42,6 +45,8 @@ type Message struct {
 	Person bool
 	// Saved are the TrailerSaved values: "<path> <blob>".
 	Saved []string
+	// Merged are the TrailerMerged values: commits.
+	Merged []string
 }
 
 // String is the message as git stores it.
@@ -67,20 +72,33 @@ func (m Message) String() string {
 	for _, saved := range m.Saved {
 		b.WriteString(TrailerSaved + ": " + saved + "\n")
 	}
+	for _, merged := range m.Merged {
+		b.WriteString(TrailerMerged + ": " + merged + "\n")
+	}
 	return b.String()
 }
+
+// MergedIn reads the TrailerMerged values of a message.
+func MergedIn(message string) []string { return trailers(message, TrailerMerged) }
 
 // SavedAt reads the TrailerSaved values of a message that name path: the
 // blobs of a person's saves of it, as they made them.
 func SavedAt(message, path string) []string {
 	var out []string
-	for _, line := range strings.Split(message, "\n") {
-		value, ok := strings.CutPrefix(line, TrailerSaved+": ")
-		if !ok {
-			continue
-		}
+	for _, value := range trailers(message, TrailerSaved) {
 		if p, blob, ok := strings.Cut(value, " "); ok && p == path {
 			out = append(out, blob)
+		}
+	}
+	return out
+}
+
+// trailers is the values of every line "name: value" of a message.
+func trailers(message, name string) []string {
+	var out []string
+	for _, line := range strings.Split(message, "\n") {
+		if value, ok := strings.CutPrefix(line, name+": "); ok {
+			out = append(out, strings.TrimSpace(value))
 		}
 	}
 	return out

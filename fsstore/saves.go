@@ -202,6 +202,18 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, mad
 
 func abs(n int) int { return max(n, -n) }
 
+// withFrontOf is text with the front matter of from, when both read as
+// note files.
+func withFrontOf(from, text []byte) []byte {
+	f, err := note.Parse(from)
+	t, err2 := note.Parse(text)
+	if err != nil || err2 != nil {
+		return text
+	}
+	head := from[:len(from)-len(f.Body)]
+	return append(append([]byte{}, head...), t.Body...)
+}
+
 // errSaveUnplaced means a person's commit could not be found among its
 // file's changes in the index: looked at again later.
 var errSaveUnplaced = errors.New("the person's commit is not among the file's indexed changes")
@@ -232,6 +244,101 @@ func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (pl
 		return false, err
 	}
 	return true, p.files.SyncDir(path.Dir(rel))
+}
+
+// A save is not always whole when it is compared: an editor that writes
+// in place is between its two halves, a `cat >>` is still open, vim has
+// moved the note aside to write the new file. Such a file is compared
+// again shortly (EditReport.Unsettled), never committed as it stands.
+
+// deleteGrace is how long a note's file may be missing beside an editor's
+// backup of it before its deletion is committed: an editor that moves the
+// file aside before it writes the new one (vim's and Emacs's backup,
+// `name~`) leaves no file for a moment, and a comparison in that moment
+// would commit the note's deletion.
+const deleteGrace = time.Second
+
+// vanishedFiles remembers when each file that git holds was first found
+// missing (deleteGrace).
+type vanishedFiles struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+// missingFor returns how long the file at p has been found missing, noting
+// now as the first time.
+func (v *vanishedFiles) missingFor(p string, now time.Time) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.since == nil {
+		v.since = map[string]time.Time{}
+	}
+	first, ok := v.since[p]
+	if !ok {
+		v.since[p] = now
+		return 0
+	}
+	return now.Sub(first)
+}
+
+// forget drops what is noted of paths: found again, or their deletion
+// committed.
+func (v *vanishedFiles) forget(paths []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range paths {
+		delete(v.since, p)
+	}
+}
+
+// holdFreshDeletes takes out of changes the deletions of files that are
+// back already, or missing for less than deleteGrace while an editor's
+// backup of them is there, unless the file's content was created elsewhere
+// in the same changes (a move), and reports them unsettled.
+func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candidate, rep *EditReport) []fileChange {
+	created := map[gitver.Hash]bool{}
+	var present []string
+	for _, c := range changes {
+		if !c.deleted {
+			created[gitver.BlobHash(c.content)] = true
+			present = append(present, c.path)
+		}
+	}
+	p.vanished.forget(present)
+	now := time.Now()
+	return slices.DeleteFunc(changes, func(c fileChange) bool {
+		if !c.deleted {
+			return false
+		}
+		if c := cands[c.path]; c != nil && created[c.committed] {
+			return false
+		}
+		if _, err := p.root.Lstat(c.path); err == nil {
+			rep.Unsettled = append(rep.Unsettled, c.path) // back already: compared again
+			return true
+		}
+		if _, err := p.root.Lstat(c.path + "~"); err != nil {
+			return false // no editor is saving it
+		}
+		if p.vanished.missingFor(c.path, now) < deleteGrace {
+			rep.Unsettled = append(rep.Unsettled, c.path)
+			return true
+		}
+		p.vanished.forget([]string{c.path})
+		return false
+	})
+}
+
+// beingWritten reports whether a process holds the changed file open for
+// writing: a save half done, a `cat >>` not closed yet. It is compared
+// again once they let it go: committed now, its half would be taken for the
+// person's whole text.
+func (p *people) beingWritten(ch *fileChange) bool {
+	if ch.deleted {
+		return false
+	}
+	held, _ := p.files.HeldForWriting(ch.path)
+	return held
 }
 
 // A person who saves a note and runs `git commit -a` at once commits the
@@ -493,8 +600,10 @@ func (p *people) mergeCommittedSave(c gitver.ReflogEntry, rel string, head gitve
 		}
 	}
 	// What came after the person's commit stays, with the lines it
-	// dropped back.
-	onTop, ok := linemerge.Merge(content, now, merged)
+	// dropped back. Only the body is brought back: every write since
+	// changed the front matter's author and time lines, which the merge
+	// changed too.
+	onTop, ok := linemerge.Merge(content, now, withFrontOf(content, merged))
 	if !ok {
 		return false, nil
 	}

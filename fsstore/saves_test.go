@@ -142,3 +142,36 @@ func appendToFile(t *testing.T, file, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestGitCommitOfAnOlderBufferIsMergedUnderLaterCommits: the person's
+// commit of a stale buffer is followed by another commit that changes the
+// front matter's author line, as every write does, before the program
+// looks: the agent's line comes back into the body, and the later front
+// matter stays.
+func TestGitCommitOfAnOlderBufferIsMergedUnderLaterCommits(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	buffer := readFile(t, w, "t/log.md")
+	text := "agent line\n"
+	if _, err := w.As(OpenCaller("scout")).Update(UpdateRequest{URI: "t/log", Digest: "the log", AppendText: &text}); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, w, "t/log.md", buffer+"person line\n")
+	fixtures.Git(t, w.Dir(), "commit", "-q", "-a", "-m", "my notes")
+	touched := strings.Replace(readFile(t, w, "t/log.md"), "author: tester", "author: editor", 1)
+	writeFile(t, w, "t/log.md", touched)
+	fixtures.Git(t, w.Dir(), "commit", "-q", "-a", "-m", "handed to the editor")
+	commitEdits(t, w)
+
+	n := get(t, w, "t/log")
+	if n.Content != "start\nagent line\nperson line\n" || !strings.Contains(readFile(t, w, "t/log.md"), "author: editor\n") {
+		t.Errorf("note = v%d %q; want the agent's line back, and the later author:\n%s", n.Version, n.Content, readFile(t, w, "t/log.md"))
+	}
+	if log := fixtures.Git(t, w.Dir(), "log", "-1", "--format=%s%n%(trailers:key=Blackboard-Merged)"); !strings.Contains(log, "by hand, merged") || !strings.Contains(log, "Blackboard-Merged: ") {
+		t.Errorf("the last commit:\n%s\nwant the merge, naming the person's commit", log)
+	}
+	assertClean(t, w)
+}

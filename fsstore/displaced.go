@@ -213,7 +213,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 		// leaves both as they were.
 		kept, ok := changeTime(fi)
 		final := time.Since(fi.ModTime()) > keepDisplaced ||
-			ok && time.Since(kept) > displacedQuiet && !p.writerMayHold(held)
+			ok && time.Since(kept) > displacedQuiet && !writerMayHold(held)
 		if !final {
 			return true, false, nil
 		}
@@ -221,7 +221,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 			return letGo()
 		}
 	}
-	if time.Since(fi.ModTime()) < displacedQuiet || !may || p.writerHolds(held) {
+	if writing, _ := heldForWriting(held); time.Since(fi.ModTime()) < displacedQuiet || !may || writing {
 		return true, false, nil // still being written, or another of the note's is taken first
 	}
 	written, err := os.ReadFile(held)
@@ -322,26 +322,20 @@ func (p *people) keepDisplacedText(key string, written []byte) (bool, error) {
 
 // writerMayHold reports whether some process may hold the file at abs open
 // for writing; where the kernel cannot tell, the answer is yes.
-func (p *people) writerMayHold(abs string) bool {
-	f, err := os.Open(abs)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	held, known := worktree.HeldForWriting(f)
+func writerMayHold(abs string) bool {
+	held, known := heldForWriting(abs)
 	return held || !known
 }
 
-// writerHolds reports whether the kernel tells that some process holds the
-// file at abs open for writing.
-func (p *people) writerHolds(abs string) bool {
+// heldForWriting is worktree.HeldForWriting of the file at abs, outside
+// the work tree (the kept files in .git).
+func heldForWriting(abs string) (held, known bool) {
 	f, err := os.Open(abs)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer f.Close()
-	held, _ := worktree.HeldForWriting(f)
-	return held
+	return worktree.HeldForWriting(f)
 }
 
 // changeTime is fi's inode change time.

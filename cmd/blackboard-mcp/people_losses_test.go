@@ -67,29 +67,10 @@ func personSavesRacingAppends(t *testing.T, length time.Duration) {
 
 	stop := make(chan struct{})
 	var mu sync.Mutex
-	var agentLines []string // lines of acknowledged appends
 	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				line := fmt.Sprintf("agent %d line %d", i, n)
-				res := s.call("update_state", map[string]any{"uri": key, "digest": "the team's log", "append": line + "\n"})
-				if res.isError {
-					t.Errorf("append: %s", res.text)
-					return
-				}
-				mu.Lock()
-				agentLines = append(agentLines, line)
-				mu.Unlock()
-				time.Sleep(time.Duration(2+n%3*3) * time.Millisecond)
-			}
-		})
-	}
+	acks := appendUntil(stop, &wg, servers, key, "agent %d line %d", func(n int) time.Duration {
+		return time.Duration(2+n%3*3) * time.Millisecond
+	})
 
 	// The person: in turn, a slow in-place save (truncate, half, a pause,
 	// the rest), a file opened with O_APPEND before an agent's write and
@@ -184,6 +165,7 @@ func personSavesRacingAppends(t *testing.T, length time.Duration) {
 	time.Sleep(length)
 	close(stop)
 	wg.Wait()
+	agentLines := acks.lines()
 
 	// Settled: every marker in git, or git status clean and the kept
 	// displaced files let go (at most their quiet second and a look).

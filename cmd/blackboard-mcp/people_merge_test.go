@@ -118,32 +118,13 @@ func peopleAndAgentsChaos(t *testing.T, length time.Duration) {
 
 	stop := make(chan struct{})
 	var mu sync.Mutex
-	var appended []string  // lines of acknowledged appends
 	var saved []personSave // lines the person saved
 	var wg sync.WaitGroup
-	for i, s := range agents {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				line := fmt.Sprintf("a%d-%d", i, n)
-				res := s.call("update_state", map[string]any{"uri": key, "digest": "the team's log", "append": line + "\n"})
-				if res.isError {
-					t.Errorf("append: %s", res.text)
-					return
-				}
-				mu.Lock()
-				appended = append(appended, line)
-				mu.Unlock()
-				// Three agents at about 10 appends a second each keep the
-				// note under the size that moves content out of line.
-				time.Sleep(time.Duration(60+n%5*20) * time.Millisecond)
-			}
-		})
-	}
+	// Three agents at about 10 appends a second each keep the note under
+	// the size that moves content out of line.
+	acks := appendUntil(stop, &wg, agents, key, "a%d-%d", func(n int) time.Duration {
+		return time.Duration(60+n%5*20) * time.Millisecond
+	})
 	wg.Go(func() {
 		rnd := rand.New(rand.NewPCG(1, 2))
 		for i := 0; ; i++ {
@@ -172,6 +153,7 @@ func peopleAndAgentsChaos(t *testing.T, length time.Duration) {
 	time.Sleep(length)
 	close(stop)
 	wg.Wait()
+	appended := acks.lines()
 
 	settleNote(t, dir, agents[0], key)
 	current := fixtures.GitOutput(t, dir, "show", "HEAD:"+key+".md")
@@ -309,4 +291,51 @@ func TestAppendHeldOpenWhileAgentsWrite(t *testing.T) {
 		s.closeClean()
 	}
 	checkWorkspace(t, dir)
+}
+
+// appends are the lines of the appends acknowledged to agents, in the
+// order they were acknowledged.
+type appends struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (a *appends) add(line string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.all = append(a.all, line)
+}
+
+func (a *appends) lines() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.all...)
+}
+
+// appendUntil has each agent append lines to the note key (format takes
+// the agent's index and the line's number) until stop is closed, waiting
+// pause(n) after its nth append; wg waits for them. An append refused
+// fails the test and ends that agent's turn.
+func appendUntil(stop <-chan struct{}, wg *sync.WaitGroup, agents []*session, key, format string, pause func(n int) time.Duration) *appends {
+	acks := &appends{}
+	for i, s := range agents {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				line := fmt.Sprintf(format, i, n)
+				res := s.call("update_state", map[string]any{"uri": key, "digest": "the team's log", "append": line + "\n"})
+				if res.isError {
+					s.t.Errorf("append: %s", res.text)
+					return
+				}
+				acks.add(line)
+				time.Sleep(pause(n))
+			}
+		})
+	}
+	return acks
 }

@@ -25,7 +25,8 @@ import (
 // the agents wrote. So a save is merged three ways, by lines (linemerge):
 //
 //   - its base is the recent version of the file the save differs least
-//     from (the newest of equals), among the last maxBases the file had and the saves merged
+//     from (of equals, the branch's; else the one the save removes fewest
+//     lines of, then the newest), among the last maxBases the file had and the saves merged
 //     of it, provided the save keeps more than half of that version's
 //     lines: a save made from the branch's version is an edit of it, as
 //     ever, and a save that rewrites the note is its new text;
@@ -175,7 +176,7 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, mad
 		// Texts whose line counts differ by n differ by n lines at least:
 		// a version that cannot come closer is not diffed (a growing log's
 		// older versions, mostly).
-		if bestDistance >= 0 && abs(bytes.Count(version, []byte("\n"))-lines) >= bestDistance {
+		if bestDistance >= 0 && abs(bytes.Count(version, []byte("\n"))-lines) > bestDistance {
 			continue
 		}
 		removed, added := linemerge.Diff(version, content)
@@ -183,9 +184,13 @@ func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, mad
 		if d == 0 {
 			return nil, gitver.ZeroHash, nil
 		}
-		// Of two versions as far, the newer: a person who removes what an
-		// agent just wrote (a claim they release) means it.
-		if bestDistance < 0 || d < bestDistance {
+		// Of versions as far: the branch's, for a person who removes what
+		// an agent just wrote (a claim they release) means it; of older
+		// ones, the one the save removes fewest lines of (a buffer adds to
+		// what it was made from), then the newer.
+		closer := bestDistance < 0 || d < bestDistance ||
+			d == bestDistance && bestBlob != committed && removed < bestRemoved
+		if closer {
 			best, bestBlob, bestDistance, bestRemoved = version, b, d, removed
 		}
 	}

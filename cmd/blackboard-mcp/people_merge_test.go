@@ -190,9 +190,12 @@ func peopleAndAgentsChaos(t *testing.T, length time.Duration) {
 				s.marker, s.how, where, fixtures.GitOutput(t, dir, "log", "--format=%h %an %s", "-G", "^"+s.marker+"$", "--", key+".md"))
 		}
 	}
-	if onlyInHistory > 0 && os.Getenv("BLACKBOARD_DEBUG") != "" {
-		_ = exec.Command("cp", "-a", dir, os.Getenv("BLACKBOARD_DEBUG")).Run()
-		t.Logf("reflog:\n%s", fixtures.GitOutput(t, dir, "reflog", "-n", "40", "main"))
+	// BLACKBOARD_KEEP_BOARD=DIR keeps a failed run's board there, with
+	// its reflog, to look at what happened.
+	if keep := os.Getenv("BLACKBOARD_KEEP_BOARD"); t.Failed() && keep != "" {
+		if out, err := exec.Command("cp", "-a", dir, keep).CombinedOutput(); err != nil {
+			t.Logf("keep the board in %s: %v\n%s", keep, err, out)
+		}
 	}
 	t.Logf("RESULT %d acknowledged appends, %d only in history; %d person's lines saved, %d in a sibling note, %d lost %v",
 		len(appended), onlyInHistory, len(saved), inSibling, lost, byHow)

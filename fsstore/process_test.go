@@ -114,11 +114,12 @@ func runWorker(role string) error {
 		_, err := w.CommitEdits()
 		return err
 	case "savedmidwrite":
-		// A person saves at the commit point; the writer is killed right
-		// after it swapped that save out of the way.
+		// A person saves after the write looked at the file, before its
+		// swap; the writer is killed right after it swapped that save out
+		// of the way.
 		crashPoint = func(step string) {
 			switch step {
-			case "branch":
+			case "unheld":
 				if err := os.WriteFile(filepath.Join(w.Dir(), "t/a.md"), []byte(os.Getenv("BB_SAVE")), 0o644); err != nil {
 					panic(err)
 				}

@@ -177,7 +177,7 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 	p2 := noteText("person's second save", "p2\n")
 	stop := onSteps(t, func(step string) {
 		switch step {
-		case "branch":
+		case "unheld": // after the write looked at the file, before its swap
 			writeFile(t, w, "t/k.md", p1)
 		case "exchanged":
 			writeFile(t, w, "t/k.md.new", p2)
@@ -194,6 +194,40 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 	commitEdits(t, w)
 	if n := get(t, w, "t/k"); n.Digest != "person's second save" {
 		t.Errorf("t/k = %+v", n)
+	}
+	assertClean(t, w)
+}
+
+// A person saves the note after a write compared it, and reads it again
+// while the write puts its file in place: their editor must find their
+// save, never the write's file, which lacks it. A save of a buffer read
+// from the write's file, made once the person's file is back in place,
+// would replace that earlier save before it was committed: its line would
+// be in no version.
+func TestReadDuringAWriteFindsTheEarlierSave(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	file := filepath.Join(w.Dir(), "t", "log.md")
+	var buffer string
+	stop := onSteps(t, func(step string) {
+		switch step {
+		case "branch":
+			appendToFile(t, file, "first save\n")
+		case "exchanged":
+			buffer = readFile(t, w, "t/log.md")
+		case "swapped back":
+			writeFile(t, w, "t/log.md", buffer+"second save\n")
+		}
+	})
+	appendLine(t, w, "t/log", "agent line")
+	stop()
+	if buffer == "" { // the editor read the note only after the write
+		appendToFile(t, file, "second save\n")
+	}
+	commitEdits(t, w)
+	if n := get(t, w, "t/log"); n.Content != "start\nagent line\nfirst save\nsecond save\n" {
+		t.Errorf("note = v%d %q; want the agent's line and both saves", n.Version, n.Content)
 	}
 	assertClean(t, w)
 }

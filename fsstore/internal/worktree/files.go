@@ -290,7 +290,8 @@ func (t *Files) RemoveTemps(dir string, blobs map[string][]gitver.Hash) {
 // instead swaps the files atomically (renameat2 RENAME_EXCHANGE), looks at
 // what it swapped out, and when that is not what the write expected, swaps
 // the person's save back: their file stays, to be committed on top of the
-// write as their edit.
+// write as their edit. A save there already when the write comes is found
+// by a look before the swap, and never swapped out at all.
 
 // Place moves the staged file, holding the blob ours, to dst, provided
 // dst still holds the blob expect (zero for no file). It reports false when
@@ -309,7 +310,17 @@ func (t *Files) Place(staged Staged, dst string, expect, ours gitver.Hash) (plac
 		t.root.Remove(tmp)
 		return false, nil, nil
 	}
-	t.reach("unheld") // a person may open the file from here on, and still write into it after the swap
+	if !expect.IsZero() && !t.Holds(dst, expect) {
+		// A person saved the file since it was compared: it stays theirs.
+		// Looked at before the swap, not only after: swapped in, the
+		// write's file would be the note for a moment, and a person who
+		// reads it then, and saves that buffer into their file once it is
+		// back, replaces their own save, never committed, with a text that
+		// lacks it.
+		t.root.Remove(tmp)
+		return false, nil, nil
+	}
+	t.reach("unheld") // a person may open or save the file from here on, and still write into it after the swap
 	d, err := t.root.Open(path.Dir(dst))
 	if err != nil {
 		return false, nil, err

@@ -297,8 +297,11 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 			// even if the branch no longer holds them (a person's reset
 			// dropped them a moment after; the next write brings them
 			// back, and one built again would be answered conflict
-			// against its own commit).
-			found := acked
+			// against its own commit). All, that is, that were built on
+			// the branch last was built on: a person's edit committed
+			// before a later write's build moves the branch, and the
+			// writes built before it are not in last's chain.
+			found := acked && it.mine.head == last.head
 			if !found {
 				if found, err = q.landed(head, it.mine); err != nil {
 					it.err = err

@@ -533,3 +533,66 @@ func TestRefusedWriteIsNeverPublished(t *testing.T) {
 		t.Fatalf("the published write is not in git:\n%s", log)
 	}
 }
+
+// A group's writes are built one on another, and the branch moves under
+// the round when a person's edit of the next write's note is committed
+// first: that write and those after it are built on the person's commit,
+// and the ones before are no longer in the chain that is published. Each
+// is acknowledged only once git holds it.
+func TestGroupWritesBuiltAcrossAPersonsCommitAllLand(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	const writers, each = 4, 10
+	for i := range writers {
+		body := "start\n"
+		if _, err := agentView(w).Update(UpdateRequest{URI: fmt.Sprintf("g/w%d", i), Digest: "log", Body: &body, ExpectVersion: ptr(0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var acked sync.Map // line -> note
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range writers {
+		wg.Go(func() {
+			for n := range each {
+				line := fmt.Sprintf("w%d-%d", i, n)
+				text := line + "\n"
+				res, err := agentView(w).Update(UpdateRequest{URI: fmt.Sprintf("g/w%d", i), Digest: "log", AppendText: &text})
+				if err != nil {
+					t.Errorf("append %s: %v", line, err)
+					return
+				}
+				acked.Store(line, res.Version)
+			}
+		})
+	}
+	// A person appends to the notes' files meanwhile, by hand: each build
+	// commits their edit of its note first.
+	person := make(chan struct{})
+	go func() {
+		defer close(person)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f, err := os.OpenFile(filepath.Join(w.Dir(), "g", fmt.Sprintf("w%d.md", n%writers)), os.O_WRONLY|os.O_APPEND, 0)
+			if err == nil {
+				fmt.Fprintf(f, "p-%d\n", n)
+				f.Close()
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-person
+	history := fixtures.Git(t, w.Dir(), "log", "-p", "--format=", "--", "g")
+	acked.Range(func(k, v any) bool {
+		if !strings.Contains(history, "+"+k.(string)+"\n") {
+			t.Errorf("acknowledged append %s (version %d) is in no commit", k, v)
+		}
+		return true
+	})
+}

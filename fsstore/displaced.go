@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -35,12 +35,12 @@ import (
 // it held: .git/blackboard-displaced/<note's path>/<blob>.<size>.<mtime>.
 // At most once a second, before a write or a comparison or from a watching
 // server, a kept file whose size or time changed since is looked at, once
-// it has been quiet for a moment: what the person wrote into it goes into
-// the note's file as their save, merged with the note as it is now (what
-// the file held is the version the save was made from, saves.go), and is
-// committed as their edit. A kept file is let go once no process
-// holds it open for writing (a second after it was kept), or once it has
-// been unchanged for keepDisplaced.
+// it has been quiet for a moment: what the person wrote into it is
+// committed as their save, merged with the branch's version of the note
+// (what the file held is the version the save was made from, saves.go),
+// and the branch's move puts it into the note's file. A kept file is let
+// go once no process holds it open for writing (a second after it was
+// kept), or once it has been unchanged for keepDisplaced.
 
 const (
 	displacedDir = "blackboard-displaced" // in .git
@@ -122,9 +122,8 @@ func (m *mover) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.FileInfo
 }
 
 // takeDisplaced looks at the kept files, at most once a second: what a
-// person wrote into one goes into the note's file as their save, to be
-// committed as their edit; one unchanged for keepDisplaced is let go. The
-// caller holds the write lock.
+// person wrote into one is committed as their edit (adoptDisplaced); one
+// unchanged for keepDisplaced is let go. The caller holds the write lock.
 func (p *people) takeDisplaced() error {
 	now := time.Now()
 	if last := p.displaced.look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
@@ -132,9 +131,10 @@ func (p *people) takeDisplaced() error {
 	}
 	p.displaced.look.Store(now.UnixNano())
 	root := filepath.Join(p.repo.GitDir(), displacedDir)
-	// The kept files of each note, oldest first, each taken into the note
-	// and committed as its own edit before the next is looked at: a later
-	// one never writes over an earlier one's text before git has it.
+	// The kept files of each note, oldest first, each committed as its own
+	// edit (or kept as a sibling note, committed here) before the next is
+	// looked at: a later one never writes over an earlier one's text
+	// before git has it.
 	byNote := map[string][]string{}
 	err := filepath.WalkDir(root, func(held string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -186,7 +186,8 @@ func modTime(p string) int64 {
 }
 
 // takeOneDisplaced looks at one kept file: still says it stays kept, took
-// that what was written into it went into the note's file (only when may).
+// that what was written into it was taken, committed or kept as a sibling
+// note (only when may).
 func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
 	rel, err := filepath.Rel(root, filepath.Dir(held))
 	if err != nil {
@@ -253,52 +254,83 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 	return true, took, os.Rename(held, renamed)
 }
 
-// adoptDisplaced puts what a person wrote into a displaced file into the
-// note's file at path, as their save: merged with the file as it is now,
-// base (what the displaced file held) being the version it was made from
-// (saves.go); taken whole when base is not known. Where it conflicts with
-// what was written since, the note's file stays, and the person's text is
-// kept as a sibling note linked `contradicts`. The note's file is replaced
-// the way a write replaces it (placeFile): a person who holds it open, or
-// saves it meanwhile, loses nothing. adopted is false when the file
-// changed under the comparison: the kept file is looked at again.
+// adoptDisplaced commits what a person wrote into a displaced file of the
+// note's file at path as their edit, on the branch's head: merged with the
+// branch's version, base (what the displaced file held) being the version
+// it was made from (saves.go); taken whole when base is not known. Where
+// it conflicts with what was written since, the note stays, and the
+// person's text is kept as a sibling note linked `contradicts`. adopted
+// is false when it is to be looked at again: git holds the work tree, or
+// the branch moved meanwhile.
+//
+// Committed before it is placed, never only put into the note's file to
+// be committed by a later comparison: a person who read the note before
+// (an editor's buffer) and saves it after would replace the file, and
+// their save, compared with a branch that never held the text, would be
+// taken for an edit of the branch's version, and the text be in no
+// version. Once the branch holds it, that save is merged with it; and a
+// save that lands before the commit's file is placed stays the person's,
+// merged in turn (moveBranch).
 func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
-	current, _, exists, err := p.readFile(path)
+	if p.repo.WorkTree().Busy() != "" {
+		return false, nil // the files are git's now
+	}
+	head, _, err := p.catch.CatchUp(nil, nil)
+	var b *catchup.Building
+	if errors.As(err, &b) {
+		return false, nil // the index counts the versions: once it is built
+	}
 	if err != nil {
 		return false, err
 	}
-	merged := written
-	if len(base) > 0 && exists {
-		m, ok := linemerge.Merge(base, current, written)
-		if ok && note.IsNoteFile(path) && !stillReads(m, current, written) {
+	committed, err := p.repo.PathBlob(head, path)
+	if err != nil {
+		return false, err
+	}
+	var branch []byte
+	if !committed.IsZero() {
+		if branch, err = p.repo.ReadBlob(committed); err != nil {
+			return false, err
+		}
+	}
+	change := fileChange{path: path, content: written}
+	if len(base) > 0 && !committed.IsZero() {
+		m, ok := linemerge.Merge(base, branch, written)
+		if ok && note.IsNoteFile(path) && !stillReads(m, branch, written) {
 			ok = false
 		}
 		switch key, _ := note.KeyOf(path); {
 		case ok:
-			merged = m
+			change.content = m
+			if made := gitver.BlobHash(base); made != committed {
+				change.base = made // what was written since is in the merge
+			}
 		case note.IsNoteFile(path):
 			return p.keepDisplacedText(key, written)
 		}
 	}
-	if exists && bytes.Equal(merged, current) {
-		return true, nil
+	if !committed.IsZero() && bytes.Equal(change.content, branch) {
+		return true, nil // the branch holds all they wrote
 	}
-	tmp, info, err := p.files.Stage(path, merged)
+	return p.commitDisplacedText(head, change)
+}
+
+// commitDisplacedText commits change, a note's file with what a person
+// wrote into a displaced file of it, on head as their edit; the branch's
+// move puts it in place, unless the person changed the file since.
+func (p *people) commitDisplacedText(head gitver.Hash, change fileChange) (adopted bool, err error) {
+	rep := &EditReport{}
+	_, err = p.commitPersonsEdits(head, []fileChange{change}, rep, false)
+	if errors.Is(err, errBranchMoved) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	expect := gitver.ZeroHash
-	if exists {
-		expect = gitver.BlobHash(current)
+	p.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", change.path)
+	if rep.Commit != "" && p.onEdits != nil {
+		p.onEdits(rep)
 	}
-	if placed, err := p.mover.place(worktree.Staged{Tmp: tmp, Info: info}, path, expect, gitver.BlobHash(merged)); err != nil || !placed {
-		return false, err
-	}
-	if err := p.files.SyncDir(pathpkg.Dir(path)); err != nil {
-		return false, err
-	}
-	p.edits.add([]string{path}, false)
-	p.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", path)
 	return true, nil
 }
 

@@ -103,6 +103,67 @@ func TestFileHeldForWritingIsNotReplaced(t *testing.T) {
 	assertClean(t, w)
 }
 
+// A person appends through a handle opened before a write replaced the
+// note's file, and meanwhile reads the note into an editor: the buffer
+// lacks their appended line, which is in the kept file only. While the
+// program puts that line into the note, they save the buffer by rename.
+// The save is merged with a version that holds the line: taken for an
+// edit of the branch's version, it would drop the line from every version.
+func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	var held *os.File
+	defer func() {
+		if held != nil {
+			held.Close()
+		}
+	}()
+	stop := onSteps(t, func(step string) {
+		if step == "unheld" && held == nil {
+			var err error
+			if held, err = os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	appendLine(t, w, "t/log", "the agent's")
+	stop()
+	if held == nil {
+		t.Fatal("the person's handle was not opened during the write")
+	}
+	if _, err := held.WriteString("through the old handle\n"); err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	buffer := readFile(t, w, "t/log.md") // the agent's version, without the person's line
+	time.Sleep(displacedQuiet + 100*time.Millisecond)
+	saved := false
+	stop = onSteps(t, func(step string) {
+		if step != "exchanged" || saved {
+			return
+		}
+		saved = true
+		writeFile(t, w, "t/log.md.swp", buffer+"saved from the buffer\n")
+		if err := w.b.root.Rename("t/log.md.swp", "t/log.md"); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := w.Repair(); err != nil { // the kept file is looked at
+		t.Fatal(err)
+	}
+	stop()
+	if !saved {
+		t.Fatal("the kept file's text was not put into the note")
+	}
+	commitEdits(t, w)
+	want := "start\nthe agent's\nthrough the old handle\nsaved from the buffer\n"
+	if n := get(t, w, "t/log"); n.Content != want {
+		t.Errorf("note = v%d %q; want %q", n.Version, n.Content, want)
+	}
+	assertClean(t, w)
+}
+
 func mustOpen(t *testing.T, file string) *os.File {
 	t.Helper()
 	f, err := os.Open(file)

@@ -15,6 +15,9 @@ import (
 type Caller struct {
 	Name        string
 	read, write access.Scope
+	// sources are the files source_path may read, when the caller's
+	// process is not the engine's (ReadingFrom); nil for the workspace's.
+	sources *sourceFiles
 	// person: a person writes, from the page, not an agent. Their commits
 	// say so (note.Message.Person), and they may release, finish or hand
 	// on a claim that an agent holds (setClaim).
@@ -34,6 +37,15 @@ func NoCaller() *Caller { return &Caller{Name: "nobody"} }
 func AgentCaller(a *access.Agent) *Caller {
 	readable := append(append([]string{}, a.Read...), a.Write...)
 	return &Caller{Name: a.Name, read: access.NewScope(readable), write: access.NewScope(a.Write)}
+}
+
+// ReadingFrom is the caller whose source_path is read as its own process
+// would: relative to its directory dir, from the workspace's parent and
+// roots. A relay's agent runs in a process other than the engine's.
+func (c *Caller) ReadingFrom(board, dir string, roots []string) *Caller {
+	r := *c
+	r.sources = &sourceFiles{dir: dir, roots: resolveRoots(append(defaultSourceRoots(board), roots...))}
+	return &r
 }
 
 // AsPerson is the caller as a person acting through the page: the same
@@ -70,6 +82,10 @@ type View struct {
 	// fromGitUntil ends the time this view's reads spend counting notes'
 	// versions from git while the index is being built (noteFromGit).
 	fromGitUntil time.Time
+	// writeID is the id a relay gave this call's write (retry.go), and
+	// retried says the relay sent it again.
+	writeID string
+	retried bool
 }
 
 // readable keeps the addresses (canonical or short) the caller may read.

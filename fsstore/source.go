@@ -22,14 +22,21 @@ import (
 // lie under one of the source roots once every symbolic link is resolved; it
 // must be a regular file (a FIFO would block, a device never ends) and at most
 // note.MaxContentBytes, checked before and while reading.
-func (b *board) readSource(op, uri, p string) (content []byte, summary string, err error) {
+func (b *board) readSource(op, uri, p string, from *sourceFiles) (content []byte, summary string, err error) {
 	bad := func(kind error, format string, args ...any) ([]byte, string, error) {
 		return nil, "", errorf(op, uri, kind, format, args...)
 	}
 	if p == "" || strings.ContainsRune(p, 0) {
 		return bad(ErrInvalid, "source_path is empty or not a path")
 	}
-	abs, err := filepath.Abs(p)
+	roots, abs := b.sourceRoots, p
+	if from != nil {
+		roots = from.roots
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(from.dir, abs)
+		}
+	}
+	abs, err = filepath.Abs(abs)
 	if err != nil {
 		return bad(ErrInvalid, "source_path %q is not a usable path", p)
 	}
@@ -45,7 +52,7 @@ func (b *board) readSource(op, uri, p string) (content []byte, summary string, e
 		return bad(ErrForbidden, "source_path %s lies inside the board itself; read notes with get_state", p)
 	}
 	root := ""
-	for _, r := range b.sourceRoots {
+	for _, r := range roots {
 		if rel, err := filepath.Rel(r, real); err == nil && filepath.IsLocal(rel) {
 			root = r
 			break
@@ -154,6 +161,14 @@ func summarize(name string, content []byte) string {
 // agent works in usually holds the board beside its files.
 func defaultSourceRoots(dir string) []string {
 	return []string{filepath.Dir(dir)}
+}
+
+// sourceFiles are the files a caller's source_path may name: relative to
+// dir, under roots (absolute, links resolved). A relay's caller names files
+// of its own process, which the engine does not share a directory with.
+type sourceFiles struct {
+	dir   string
+	roots []string
 }
 
 func resolveRoots(roots []string) []string {

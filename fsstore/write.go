@@ -155,7 +155,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	summary := ""
 	if req.SourcePath != "" {
-		content, sum, err := w.b.readSource(op, uri, req.SourcePath)
+		content, sum, err := w.b.readSource(op, uri, req.SourcePath, v.c.sources)
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +164,10 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var res *UpdateResult
 	attempt := func(tx *writeTx) error {
+		if version, done, err := v.writtenAs(tx); err != nil || done {
+			res = &UpdateResult{URI: uri, Version: version, Digest: digest}
+			return err
+		}
 		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
@@ -411,7 +415,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	}
 	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
-	msg.Person = v.c.person
+	msg.Person, msg.WriteID = v.c.person, v.writeID
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
@@ -622,6 +626,10 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 	}
 	var res *UpdateResult
 	attempt := func(tx *writeTx) error {
+		if version, done, err := v.writtenAs(tx); err != nil || done {
+			res = &UpdateResult{URI: uri, Version: version}
+			return err
+		}
 		res, err = v.linkLocked(tx, addr, rel, targets, expect)
 		return err
 	}
@@ -684,7 +692,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	}
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
-	msg.Person = v.c.person
+	msg.Person, msg.WriteID = v.c.person, v.writeID
 	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err

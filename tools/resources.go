@@ -16,6 +16,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // Notes are MCP resources too: a host lists them, shows them and attaches
@@ -281,9 +282,14 @@ type watchers struct {
 
 type watcher struct {
 	caller *fsstore.Caller
-	lists  bool            // it listed resources
-	logs   bool            // it asked for log lines (logging/setLevel)
-	uris   map[string]bool // canonical addresses it subscribed to
+	// since is the branch when the session began to watch, until it first
+	// hears of changes: it hears of those made after it, not of those the
+	// board's watch had yet to look at (a session of a shared engine may
+	// come a moment after another made changes).
+	since gitver.Hash
+	lists bool            // it listed resources
+	logs  bool            // it asked for log lines (logging/setLevel)
+	uris  map[string]bool // canonical addresses it subscribed to
 }
 
 func (w *watchers) get(ctx context.Context, s *Server) *watcher {
@@ -297,6 +303,7 @@ func (w *watchers) get(ctx context.Context, s *Server) *watcher {
 	x := w.sessions[session.SessionID()]
 	if x == nil {
 		x = &watcher{caller: s.callerOf(ctx), uris: map[string]bool{}}
+		x.since, _ = s.ws.BranchHead()
 		w.sessions[session.SessionID()] = x
 	}
 	return x
@@ -355,12 +362,20 @@ type notice struct {
 
 // notices decides who hears of changes: a subscriber of a note it may read
 // that changed, a lister when a note it may read appeared or went.
-func (w *watchers) notices(s *Server, ch fsstore.NoteChanges) []notice {
+func (w *watchers) notices(s *Server, ch fsstore.NoteChanges, last, head gitver.Hash) []notice {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []notice
 	for id, x := range w.sessions {
 		n := notice{session: id}
+		ch := ch
+		if !x.since.IsZero() && x.since != last {
+			if ch, _ = s.ws.ChangesBetween(x.since, head); ch.Empty() {
+				x.since = gitver.ZeroHash
+				continue
+			}
+		}
+		x.since = gitver.ZeroHash
 		for _, list := range [][]string{ch.Updated, ch.Added, ch.Removed} {
 			for _, key := range list {
 				uri := s.ws.URI(key)
@@ -429,11 +444,9 @@ func (s *Server) WatchBoard(ctx context.Context) {
 			last = head
 			continue
 		}
+		from := last
 		last = head
-		if ch.Empty() {
-			continue
-		}
-		for _, n := range s.watchers.notices(s, ch) {
+		for _, n := range s.watchers.notices(s, ch, from, head) {
 			for _, uri := range n.updated {
 				s.notify(n.session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
 			}

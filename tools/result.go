@@ -113,6 +113,7 @@ func handler[T any](log *slog.Logger, build func() (fsstore.BuildProgress, bool)
 		if err := dec.Decode(&in); err != nil {
 			return errorResult(ctx, log, name, invalid("%s", argumentError(err))), nil
 		}
+		ctx = withWriteID(ctx, req.Params.Meta)
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
 			defer tellBuild(ctx, token, build)

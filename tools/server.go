@@ -26,8 +26,48 @@ type Server struct {
 // workspace's agent, with every topic (open mode).
 func (s *Server) SetCaller(fn func(ctx context.Context) *fsstore.Caller) { s.caller = fn }
 
-// view is the board as the call's caller sees it.
-func (s *Server) view(ctx context.Context) *fsstore.View { return s.ws.As(s.callerOf(ctx)) }
+// view is the board as the call's caller sees it, its write carrying the
+// id its relay gave it.
+func (s *Server) view(ctx context.Context) *fsstore.View {
+	v := s.ws.As(s.callerOf(ctx))
+	if w, ok := ctx.Value(writeIDKey{}).(writeID); ok {
+		v = v.WithWriteID(w.id, w.retried)
+	}
+	return v
+}
+
+// The _meta members a relay adds to a tools/call of a write it passes on
+// to the engine.
+const (
+	// MetaWriteID is the write's id, given by the relay: the commit of the
+	// write carries it, so that a write sent again to a new engine after
+	// the last one died is recognised as done, not applied twice.
+	MetaWriteID = "blackboard-mcp/write"
+	// MetaRetried marks a write the relay sends again: only then does the
+	// engine look for the write's id among the commits.
+	MetaRetried = "blackboard-mcp/retry"
+)
+
+// writeID is a call's MetaWriteID and MetaRetried.
+type writeID struct {
+	id      string
+	retried bool
+}
+
+type writeIDKey struct{}
+
+// withWriteID keeps the write id of a call's _meta in its context.
+func withWriteID(ctx context.Context, meta *mcp.Meta) context.Context {
+	if meta == nil {
+		return ctx
+	}
+	id, ok := meta.AdditionalFields[MetaWriteID].(string)
+	if !ok {
+		return ctx
+	}
+	retried, _ := meta.AdditionalFields[MetaRetried].(bool)
+	return context.WithValue(ctx, writeIDKey{}, writeID{id: id, retried: retried})
+}
 
 // callerOf is who makes the call of ctx: the caller SetCaller names, no
 // one for a call that reached the server without one (see nothing, write

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/health"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
@@ -56,6 +57,7 @@ func runHealth(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		checkSurface(w, rep)
 		w.Close()
 	}
+	rep.Info = append(rep.Info, engineInfo(dir))
 	if *asJSON {
 		out := healthJSON{OK: rep.OK(), Findings: []findingJSON{}, Info: rep.Info}
 		if out.Info == nil {
@@ -138,4 +140,18 @@ func surfaceFindings(costs []tools.ToolTokens, budget int, r *health.Report) {
 	r.Add(health.Finding{Check: "tool_surface", Severity: health.SeverityError,
 		Message: fmt.Sprintf("the tool surface costs %d tokens on every turn, over the budget of %d (%s)", total, budget, strings.Join(parts, ", ")),
 		Fix:     "shorten the dearest tools' descriptions and parameter descriptions (tools/*.go), then go test ./tools -run Snapshots -update"})
+}
+
+// engineInfo names the board's engine, where it listens and logs, and how
+// to stop it; or says that none runs.
+func engineInfo(dir string) string {
+	place, err := engine.Locate(dir)
+	if err != nil {
+		return "engine: none can run for this board: " + err.Error()
+	}
+	pid := place.Engine()
+	if pid == 0 {
+		return fmt.Sprintf("engine: none runs; the next agent's serve starts one (socket %s, log %s)", place.Socket, place.Log)
+	}
+	return fmt.Sprintf("engine: pid %d serves the board on %s (log %s; it stops once idle, or: kill %d)", pid, place.Socket, place.Log, pid)
 }

@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -62,7 +64,42 @@ func mcpEnv(agent string) []string {
 	if agent != "" {
 		env = append(env, "BLACKBOARD_AGENT="+agent)
 	}
-	return env
+	// The board's engine leaves soon after a test's last agent, so that
+	// the test ends with no process of its own left (engineStopped).
+	return append(env, "BLACKBOARD_ENGINE_IDLE="+testEngineIdle.String())
+}
+
+// testEngineIdle is how long a test's engine stays once its last agent
+// left.
+const testEngineIdle = 100 * time.Millisecond
+
+// engineStopped waits until the engine of the board at dir has stopped,
+// as it does once its last agent left; one still running after 20 s is an
+// error, and is killed.
+func engineStopped(t testing.TB, dir string) {
+	t.Helper()
+	place, err := engine.Locate(dir)
+	if err != nil {
+		t.Errorf("locate the board's engine: %v", err)
+		return
+	}
+	for deadline := time.Now().Add(20 * time.Second); place.Running(); {
+		if time.Now().After(deadline) {
+			pid := place.Engine()
+			t.Errorf("the engine of %s (pid %d) still runs 20 s after its last agent left; its log:\n%s", dir, pid, tail(readFileString(place.Log)))
+			if pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readFileString is the file at p, "" when it cannot be read.
+func readFileString(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
 }
 
 // newWorkspaceDir returns a path for a workspace named acme that does not
@@ -680,9 +717,10 @@ func checkWorkspace(t testing.TB, dir string) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if strings.HasSuffix(d.Name(), ".lock") && rel != ".blackboard/write.lock" {
-			// .blackboard/write.lock is the permanent flock file (git-ignored);
-			// any other .lock is a git or program lock left behind.
+		if strings.HasSuffix(d.Name(), ".lock") && rel != ".blackboard/write.lock" && rel != ".git/blackboard-engine.lock" {
+			// .blackboard/write.lock and the engine's lock are permanent
+			// flock files (git-ignored); any other .lock is a git or
+			// program lock left behind.
 			t.Errorf("lock file left behind: %s", rel)
 		}
 		if d.IsDir() && (rel == ".git" || rel == ".blackboard") {

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	verbs["reindex"] = runReindex
 	verbs["serve"] = runServe
+	verbs["engine"] = runEngine
 	verbs["view"] = runView
 	return cli.Program{Usage: usage, Verbs: verbs}.Run(ctx, args, stdin, stdout, stderr)
 }

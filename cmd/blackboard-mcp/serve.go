@@ -15,9 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
-	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
 // version is reported to MCP clients at initialize.
@@ -30,11 +30,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hf.define(fs)
 	var roots stringList
 	fs.Var(&roots, "source-root", "a directory source_path may read from (repeatable; default: the workspace's parent)")
+	alone := fs.Bool("no-engine", false, "serve the board in this process, not through the board's shared engine")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: blackboard-mcp serve [--dir DIR] [--source-root DIR]... [--http ADDR [HTTP flags]]
 
 Serves the board to agents over MCP: stdio by default (what MCP clients start),
 or streamable HTTP at /mcp. A missing or empty DIR is made a workspace first.
+Over stdio it relays to the board's one engine, starting it if none runs
+(--no-engine serves the board in this process instead).
 Over HTTP on an address other machines reach, a board needs an access file
 (or --open-to-network) and tokens need TLS (--tls-cert and --tls-key, or
 --behind-tls-proxy).`)
@@ -52,32 +55,29 @@ Over HTTP on an address other machines reach, a board needs an access file
 	if err := initIfEmpty(dir); err != nil {
 		return err
 	}
-	collectSooner()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: c.NoSync, Agent: agentName(), SourceRoots: roots, IndexInBackground: true,
-		OnEdits: func(r *fsstore.EditReport) {
-			for _, line := range r.Lines() {
-				log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
-			}
-		},
-		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
+	if httpCfg == nil && isTerminal(stdin) {
+		abs, _ := filepath.Abs(dir)
+		fmt.Fprintf(stderr, `blackboard-mcp serves the workspace %s (%s) over MCP on stdio.
+It is waiting for an MCP client on stdin; this is how clients start it. To connect one, e.g. Claude Code:
+  claude mcp add blackboard -- blackboard-mcp serve --dir %s
+Press Ctrl-C to stop.
+`, filepath.Base(abs), abs, abs)
+	}
+	if httpCfg == nil && !*alone {
+		// The board's engine serves this agent; this process relays.
+		err := relayToEngine(ctx, dir, c.NoSync, roots, stdin, stdout, stderr, log)
+		if !errors.Is(err, engine.ErrUnavailable) {
+			return err
+		}
+		log.Warn("this process serves the board itself", "why", err)
+	}
+	b, err := openBoard(dir, c.NoSync, roots, log)
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	// People's edits become versions while the server runs; those made
-	// while none ran are found in the background as it starts.
-	watching := ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) {
-		log.Warn(fmt.Sprintf(format, args...))
-	}})
-	defer watching.Stop()
-	srv := tools.NewServer(ws, log, version)
-	// From here the board's log also reaches the sessions that ask for it
-	// (logging/setLevel); the callbacks above log through this variable.
-	// The transports keep the plain log: what the MCP library logs of its
-	// own sessions must not loop back into them.
-	transportLog := log
-	log = srv.ForwardLogs(log.Handler())
+	defer b.close()
+	ws, srv, transportLog, log := b.ws, b.srv, b.transportLog, b.log
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first signal stops the server gracefully; a second one, should
@@ -95,23 +95,14 @@ Over HTTP on an address other machines reach, a board needs an access file
 	}
 
 	if restricted {
-		agent, ok := af.Authenticate(os.Getenv("BLACKBOARD_TOKEN"))
-		if !ok {
-			return errors.New("this board has access control: set BLACKBOARD_TOKEN to the token `blackboard-mcp token add` printed for this agent (the token given is missing, unknown or revoked)")
+		caller, err := admit(af, restricted, agentName(), os.Getenv("BLACKBOARD_TOKEN"))
+		if err != nil {
+			return err
 		}
-		caller := fsstore.AgentCaller(agent)
 		srv.SetCaller(func(context.Context) *fsstore.Caller { return caller })
-		log.Info("access control on", "agent", agent.Name)
+		log.Info("access control on", "agent", caller.Name)
 	}
 
-	if isTerminal(stdin) {
-		abs, _ := filepath.Abs(dir)
-		fmt.Fprintf(stderr, `blackboard-mcp serves the workspace %s (%s) over MCP on stdio.
-It is waiting for an MCP client on stdin; this is how clients start it. To connect one, e.g. Claude Code:
-  claude mcp add blackboard -- blackboard-mcp serve --dir %s
-Press Ctrl-C to stop.
-`, ws.Name(), abs, abs)
-	}
 	// A client that dies closes our stdout: the next response must fail
 	// with EPIPE, not kill the process in the middle of another call's write.
 	signal.Ignore(syscall.SIGPIPE)

@@ -90,6 +90,7 @@ func checkVersionsAtEnd(t testing.TB, dir string) *board {
 		boards.Lock()
 		delete(boards.byDir, key)
 		boards.Unlock()
+		engineStopped(t, dir)
 		b.check(t)
 	})
 	return b

@@ -21,6 +21,10 @@ const (
 	// TrailerMerged names, on the merge of a save a person committed with
 	// git, that commit: it is merged once.
 	TrailerMerged = "Blackboard-Merged"
+	// TrailerWrite is the id a relay gave the tool write: a write sent
+	// again to a new engine, after the last died, finds its commit by it
+	// and is answered as done, never applied twice.
+	TrailerWrite = "Blackboard-Write"
 )
 
 // maxSubjectRunes bounds the text after a subject's head (a digest, a
@@ -47,6 +51,8 @@ type Message struct {
 	Saved []string
 	// Merged are the TrailerMerged values: commits.
 	Merged []string
+	// WriteID is the TrailerWrite value, "" for none.
+	WriteID string
 }
 
 // String is the message as git stores it.
@@ -75,11 +81,20 @@ func (m Message) String() string {
 	for _, merged := range m.Merged {
 		b.WriteString(TrailerMerged + ": " + merged + "\n")
 	}
+	if m.WriteID != "" {
+		b.WriteString(TrailerWrite + ": " + m.WriteID + "\n")
+	}
 	return b.String()
 }
 
 // MergedIn reads the TrailerMerged values of a message.
 func MergedIn(message string) []string { return trailers(message, TrailerMerged) }
+
+// WriteIDOf reads the TrailerWrite value of a message, "" for none.
+func WriteIDOf(message string) string {
+	id, _ := trailer(message, TrailerWrite)
+	return id
+}
 
 // SavedAt reads the TrailerSaved values of a message that name path: the
 // blobs of a person's saves of it, as they made them.

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/tools"
+)
+
+// servedBoard is an open board with its MCP server: what a standalone server
+// and the engine both hold.
+type servedBoard struct {
+	ws       *fsstore.Workspace
+	watching *fsstore.Watching
+	srv      *tools.Server
+	// log reaches the sessions that ask for it too (logging/setLevel);
+	// transportLog is the plain one, for the transports: what the MCP
+	// library logs of its own sessions must not loop back into them.
+	log, transportLog *slog.Logger
+}
+
+// openBoard opens the workspace in dir, watches people's edits and builds
+// the MCP server on it.
+func openBoard(dir string, noSync bool, roots []string, log *slog.Logger) (*servedBoard, error) {
+	collectSooner()
+	b := &servedBoard{transportLog: log}
+	// The callbacks log through b.log, which reaches the sessions once the
+	// server is built.
+	b.log = log
+	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: noSync, Agent: agentName(), SourceRoots: roots, IndexInBackground: true,
+		OnEdits: func(r *fsstore.EditReport) {
+			for _, line := range r.Lines() {
+				b.log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
+			}
+		},
+		Logf: func(format string, args ...any) { b.log.Warn(fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		return nil, err
+	}
+	b.ws = ws
+	// People's edits become versions while the board is served; those
+	// made while no server ran are found in the background as it starts.
+	b.watching = ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) {
+		b.log.Warn(fmt.Sprintf(format, args...))
+	}})
+	b.srv = tools.NewServer(ws, log, version)
+	b.log = b.srv.ForwardLogs(log.Handler())
+	return b, nil
+}
+
+func (b *servedBoard) close() {
+	b.watching.Stop()
+	b.ws.Close()
+}
+
+// admit is who a stdio agent is: with an access file, the agent of its
+// token, else the agent it names, with every topic.
+func admit(af *access.File, restricted bool, agent, token string) (*fsstore.Caller, error) {
+	if !restricted {
+		return fsstore.OpenCaller(agent), nil
+	}
+	a, ok := af.Authenticate(token)
+	if !ok {
+		return nil, errors.New("this board has access control: set BLACKBOARD_TOKEN to the token `blackboard-mcp token add` printed for this agent (the token given is missing, unknown or revoked)")
+	}
+	return fsstore.AgentCaller(a), nil
+}
+
+// relayToEngine serves one MCP client over stdio through the board's
+// engine, starting it when none runs. It returns engine.ErrUnavailable
+// (wrapped) when no engine can serve the board, before reading stdin.
+func relayToEngine(ctx context.Context, dir string, noSync bool, roots []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
+	place, err := engine.Locate(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+	}
+	cwd, _ := os.Getwd()
+	var absRoots []string
+	for _, r := range roots {
+		if abs, err := filepath.Abs(r); err == nil {
+			absRoots = append(absRoots, abs)
+		}
+	}
+	r := &engine.Relay{
+		Place: place,
+		Hello: engine.Hello{Version: version, Agent: agentName(), Token: os.Getenv("BLACKBOARD_TOKEN"),
+			Dir: cwd, SourceRoots: absRoots, PID: os.Getpid()},
+		Start:    func() error { return startEngine(place, noSync) },
+		Log:      log,
+		Tail:     stderr,
+		Patience: 15 * time.Second,
+	}
+	// A relay holds nothing of the board: what the program's start-up
+	// allocated for the engine's packages goes back to the system.
+	debug.SetGCPercent(25)
+	debug.FreeOSMemory()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A client that dies closes our stdout: the next answer must fail
+	// with EPIPE, not kill the relay.
+	signal.Ignore(syscall.SIGPIPE)
+	return r.Run(ctx, stdin, stdout)
+}
+
+// startEngine starts `blackboard-mcp engine` for the board at place, in a
+// session of its own (a signal to the relay's process group does not
+// reach it), its output appended to the engine's log.
+func startEngine(place engine.Place, noSync bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(place.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	args := []string{"engine", "--dir", place.Board}
+	if noSync {
+		args = append(args, "--no-sync")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Dir = place.Board
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }() // reaped when it exits before the relay
+	return nil
+}
+
+// engineIdle is how long an engine stays once its last agent left:
+// $BLACKBOARD_ENGINE_IDLE (a Go duration), else half a minute, so that a
+// client restarting finds it warm.
+func engineIdle() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("BLACKBOARD_ENGINE_IDLE")); err == nil && d >= 0 {
+		return d
+	}
+	return 30 * time.Second
+}
+
+// maxEngineLog is the size past which an engine starting empties its log.
+const maxEngineLog = 8 << 20
+
+func runEngine(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) error {
+	var c cli.WorkspaceFlags
+	fs := cli.NewFlagSet("engine", stderr, &c)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `Usage: blackboard-mcp engine [--dir DIR]
+
+The board's engine: the one process that holds the board and serves every
+agent's `+"`serve`"+`, which starts it when none runs. It listens on a Unix socket
+only its user reaches, and exits once no agent has been connected for
+$BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
+		fs.PrintDefaults()
+	}
+	if _, err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	place, err := engine.Locate(c.Dir())
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(place.Log); err == nil && fi.Size() > maxEngineLog {
+		_ = os.Truncate(place.Log, 0)
+	}
+	// An engine on its way out still holds the lock for a moment.
+	var lock *os.File
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var ok bool
+		if lock, ok, err = place.Hold(); err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil // another engine serves the board
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	defer lock.Close()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("engine", os.Getpid())
+	b, err := openBoard(place.Board, c.NoSync, nil, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	signal.Ignore(syscall.SIGPIPE)
+	go b.srv.WatchBoard(ctx)
+	b.srv.SetCaller(func(ctx context.Context) *fsstore.Caller {
+		caller, _ := engine.Admitted(ctx).(*fsstore.Caller)
+		return caller
+	})
+	host := &engine.Host{
+		Place:   place,
+		MCP:     b.srv.MCP(),
+		Version: version,
+		Admit: func(h engine.Hello) (any, error) {
+			// The access file is read at each agent's arrival: a token
+			// added or revoked since the engine started counts.
+			af, restricted, err := b.ws.Access()
+			if err != nil {
+				return nil, fmt.Errorf("the access file %s is unreadable: %w", ".blackboard/access.yaml", err)
+			}
+			agent := h.Agent
+			if agent == "" {
+				agent = "agent"
+			}
+			caller, err := admit(af, restricted, agent, h.Token)
+			if err != nil {
+				return nil, err
+			}
+			return caller.ReadingFrom(b.ws.Dir(), h.Dir, h.SourceRoots), nil
+		},
+		Guard: func(admitted any, conn io.Reader, w io.Writer) (io.Reader, io.Writer) {
+			g := rpcguard.NewStdio(conn, w, func(ctx context.Context, uri string) bool {
+				return b.srv.NoteReadable(engine.WithAdmitted(ctx, admitted), uri)
+			})
+			return g.In(), g.Out()
+		},
+		Busy: b.ws.NeedsRepair,
+		Idle: engineIdle(),
+		Log:  b.transportLog,
+	}
+	b.log.Info("engine serves the board", "workspace", b.ws.Name(), "socket", place.Socket)
+	return host.Run(ctx)
+}

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
+	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+)
+
+// The board's engine: every agent's `serve` relays to one process per
+// board, which a relay starts when none runs, and which a kill -9 at any
+// moment costs nothing: the relays start a new one and send again what was
+// not answered, each write once.
+
+// enginePID is the pid of the engine serving the board at dir, 0 for none.
+func enginePID(t testing.TB, dir string) int {
+	t.Helper()
+	place, err := engine.Locate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return place.Engine()
+}
+
+// TestEngineKilledWhileAgentsWrite: four agents, each its own relay, write
+// one board while its engine is killed (kill -9) at random moments, ten
+// times: two append lines to a log, two increment a counter by
+// compare-and-swap. Every call gets exactly one answer, with its true
+// outcome; every acknowledged append is in the note once and no line
+// twice; the counter's acknowledged values are each written once, and the
+// counter ends at the last of them.
+func TestEngineKilledWhileAgentsWrite(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	agents := []*session{startMCPGo(t, dir, "log-a"), startMCPGo(t, dir, "log-b"), startMCPGo(t, dir, "count-a"), startMCPGo(t, dir, "count-b")}
+	agents[0].write(map[string]any{"uri": "run/log", "digest": "Log", "body": "# Log\n", "expect_version": 0})
+	agents[2].write(map[string]any{"uri": "run/counter", "digest": "Counter", "body": "0", "expect_version": 0})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var appended []string
+	counted := map[int]int{} // value -> times acknowledged
+	for i, s := range agents[:2] {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				line := fmt.Sprintf("%s-%d", s.agentName(i), n)
+				res := s.call("update_state", map[string]any{"uri": "run/log", "digest": "Log", "append": line + "\n"})
+				if res.isError {
+					t.Errorf("append %s: %s", line, res.text)
+					return
+				}
+				mu.Lock()
+				appended = append(appended, line)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, s := range agents[2:] {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := s.get([]string{"run/counter"}, "full", 0)
+				value, err := strconv.Atoi(strings.TrimSpace(e.Items[0].Body))
+				if err != nil {
+					t.Errorf("the counter holds %q", e.Items[0].Body)
+					return
+				}
+				res := s.call("update_state", map[string]any{"uri": "run/counter", "digest": "Counter",
+					"body": strconv.Itoa(value + 1), "expect_version": e.Items[0].Version})
+				switch {
+				case !res.isError:
+					mu.Lock()
+					counted[value+1]++
+					mu.Unlock()
+				case !strings.HasPrefix(res.text, "conflict:"):
+					t.Errorf("increment: %s", res.text)
+					return
+				}
+			}
+		})
+	}
+	kills := 0
+	for range 10 {
+		time.Sleep(time.Duration(200+kills*97%400) * time.Millisecond)
+		pid := enginePID(t, dir)
+		if pid == 0 {
+			continue // between engines: the next one is starting
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			kills++
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	t.Logf("%d kills of the engine; %d appends and %d increments acknowledged", kills, len(appended), len(counted))
+	if kills < 5 {
+		t.Errorf("the engine was killed %d times; want at least 5", kills)
+	}
+	_, body := readNote(t, dir, "run/log")
+	seen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n")[1:] {
+		seen[l]++
+	}
+	for _, l := range appended {
+		if seen[l] != 1 {
+			t.Errorf("acknowledged append %s is in the note %d times; want once", l, seen[l])
+		}
+	}
+	for l, n := range seen {
+		if n > 1 {
+			t.Errorf("the line %s is in the note %d times", l, n)
+		}
+	}
+	top := 0
+	for v, n := range counted {
+		if n != 1 {
+			t.Errorf("the counter value %d was acknowledged %d times", v, n)
+		}
+		top = max(top, v)
+	}
+	_, final := readNote(t, dir, "run/counter")
+	if strings.TrimSpace(final) != strconv.Itoa(top) {
+		t.Errorf("the counter ends at %q; the last acknowledged value is %d", final, top)
+	}
+	// Every value up to the last was acknowledged: a write that landed
+	// while its engine died was answered, on the next one, as written.
+	for v := 1; v <= top; v++ {
+		if counted[v] != 1 {
+			t.Errorf("the counter's value %d landed but its writer was not told", v)
+		}
+	}
+}
+
+// agentName is the session's agent for line names.
+func (s *session) agentName(i int) string { return fmt.Sprintf("agent%d", i) }
+
+// TestEngineOutlivesARelayKilled: a relay killed (its client's `serve`,
+// kill -9) costs the other agents nothing: the engine goes on, the same
+// process, and their calls are answered.
+func TestEngineOutlivesARelayKilled(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	a, b, c := startMCPGo(t, dir, "a"), startMCPGo(t, dir, "b"), startMCPGo(t, dir, "c")
+	a.write(map[string]any{"uri": "t/x", "digest": "x", "body": "1", "expect_version": 0})
+	pid := enginePID(t, dir)
+	if pid == 0 {
+		t.Fatal("no engine serves the board")
+	}
+	if err := c.kill(); err != nil {
+		t.Fatal(err)
+	}
+	b.write(map[string]any{"uri": "t/x", "digest": "x", "body": "2", "expect_version": 1})
+	a.write(map[string]any{"uri": "t/y", "digest": "y", "body": "1", "expect_version": 0})
+	if got := enginePID(t, dir); got != pid {
+		t.Errorf("the engine is pid %d after a relay was killed; want %d, the same", got, pid)
+	}
+}
+
+// TestEngineLeavesWhenIdleAndStartsAgain: once its last agent left, the
+// engine exits (after BLACKBOARD_ENGINE_IDLE), and the next agent's first
+// call starts a new one.
+func TestEngineLeavesWhenIdleAndStartsAgain(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "a")
+	s.write(map[string]any{"uri": "t/x", "digest": "x", "body": "1", "expect_version": 0})
+	first := enginePID(t, dir)
+	s.closeClean()
+	engineStopped(t, dir)
+	start := time.Now()
+	s = startMCPGo(t, dir, "b")
+	e := s.get([]string{"t/x"}, "full", 0)
+	t.Logf("a new agent's first answer with no engine running: %s", time.Since(start))
+	if len(e.Items) != 1 || e.Items[0].Body != "1" {
+		t.Errorf("t/x on the new engine: %+v", e.Items)
+	}
+	if again := enginePID(t, dir); again == 0 || again == first {
+		t.Errorf("the engine after a restart is pid %d; want a new one (the first was %d)", again, first)
+	}
+	start = time.Now()
+	s2 := startMCPGo(t, dir, "c")
+	s2.get([]string{"t/x"}, "digest", 0)
+	t.Logf("a new agent's first answer with the engine running: %s", time.Since(start))
+}
+
+// TestEngineOnePerBoard: engines started for one board by two binaries at
+// once: one serves it, the other leaves; and relays of both binaries are
+// served by that one.
+func TestEngineOnePerBoard(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runBinaryEnv(t, "init", dir)
+	other := filepath.Join(t.TempDir(), "blackboard-mcp-other")
+	raw, err := os.ReadFile(testBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var engines []*exec.Cmd
+	for _, bin := range []string{testBinary, other, testBinary, other} {
+		cmd := exec.Command(bin, "engine", "--dir", dir, "--no-sync")
+		cmd.Env = append(mcpEnv(""), "BLACKBOARD_ENGINE_IDLE=2s")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, cmd)
+	}
+	checkVersionsAtEnd(t, dir)
+	s := startMCPGo(t, dir, "a")
+	s.write(map[string]any{"uri": "t/x", "digest": "x", "body": "1", "expect_version": 0})
+	pid := enginePID(t, dir)
+	running := 0
+	for _, cmd := range engines {
+		if cmd.Process.Signal(syscall.Signal(0)) == nil && cmd.ProcessState == nil && cmd.Process.Pid == pid {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Errorf("%d of the four engines started serve the board (pid %d); want exactly one", running, pid)
+	}
+	// A relay of the other binary uses the same engine.
+	cmd := exec.Command(other, "serve", "--dir", dir, "--no-sync")
+	cmd.Env = mcpEnv("b")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_state","arguments":{"uris":["t/x"]},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("a relay of the other binary: %v", err)
+	}
+	if !strings.Contains(string(out), `bb://acme/t/x`) {
+		t.Errorf("a relay of the other binary answered %s", out)
+	}
+	if got := enginePID(t, dir); got != pid {
+		t.Errorf("the other binary's relay left the engine pid %d; want %d", got, pid)
+	}
+	s.closeClean()
+	for _, cmd := range engines {
+		_ = cmd.Wait() // each leaves: at once, or once idle
+	}
+}
+
+// TestEngineRefusesAnotherUser: the engine's socket lives in a directory
+// only its user may enter; another user's process cannot connect.
+func TestEngineRefusesAnotherUser(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	perl, err := exec.LookPath("perl")
+	if err != nil {
+		t.Skip("needs perl, to connect as another user")
+	}
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "a")
+	s.write(map[string]any{"uri": "t/x", "digest": "x", "body": "1", "expect_version": 0})
+	place, err := engine.Locate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Dir(place.Socket))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the sockets' directory: %v, mode %v; want 0700", err, fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(place.Socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the socket: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	cmd := exec.Command(perl, "-MSocket", "-e",
+		`socket(S, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect(S, pack_sockaddr_un($ARGV[0])) or die "connect: $!\n"; print "connected\n"`,
+		place.Socket)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Permission denied") {
+		t.Errorf("another user's connect: %v, %s; want permission denied", err, out)
+	}
+}
+
+// writeAnswer is a write's JSON answer.
+type writeAnswer struct {
+	Version int `json:"version"`
+}
+
+// TestEngineAnswersAWriteSentAgainAsDone: a write that a relay sends again
+// (its engine died after the commit, before the answer) carries the id
+// its first sending had, and is answered as done, at its version: it is
+// not applied again, and a compare-and-swap is not refused against its own
+// version.
+func TestEngineAnswersAWriteSentAgainAsDone(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	// The server itself (a relay gives every write its own id).
+	r := startRaw(t, serverOpts{dir: dir, agent: "raw", flags: []string{"--no-engine"}})
+	r.initialize()
+	call := func(id string, retried bool, args map[string]any) string {
+		meta := map[string]any{"blackboard-mcp/write": "relay1-7"}
+		if retried {
+			meta["blackboard-mcp/retry"] = true
+		}
+		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
+			"params": map[string]any{"name": "update_state", "arguments": args, "_meta": meta}})
+		r.send(json.RawMessage(line))
+		got := r.await(`"` + id + `"`)
+		text, _ := toolText(t, got[`"`+id+`"`])
+		return text
+	}
+	args := map[string]any{"uri": "t/log", "digest": "log", "body": "one\n", "expect_version": 0}
+	first := call("w1", false, args)
+	again := call("w2", true, args)
+	var a, b writeAnswer
+	if json.Unmarshal([]byte(first), &a) != nil || json.Unmarshal([]byte(again), &b) != nil || a.Version != 1 || b.Version != 1 {
+		t.Errorf("a write, then the same sent again: %s, %s; want version 1 both times", first, again)
+	}
+	if n := len(gitLog(t, dir, "t/log.md")); n != 1 {
+		t.Errorf("%d commits of t/log; want 1", n)
+	}
+	if !regexp.MustCompile(`(?m)^Blackboard-Write: relay1-7$`).MatchString(fixtures.GitOutput(t, dir, "log", "-1", "--format=%B")) {
+		t.Errorf("the commit does not carry the write's id:\n%s", fixtures.GitOutput(t, dir, "log", "-1", "--format=%B"))
+	}
+}

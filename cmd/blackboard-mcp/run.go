@@ -14,6 +14,7 @@ const usage = `blackboard-mcp: a shared blackboard for teams of LLM agents, in f
 
 Usage:
   blackboard-mcp serve [--dir DIR] [--http ADDR]  serve the board to agents over MCP (stdio by default)
+  blackboard-mcp engine [--dir DIR]               the board's shared engine, which serve starts
   blackboard-mcp init [DIR]                       make DIR a workspace (idempotent)
   blackboard-mcp clone URL DIR                    make DIR a workspace from a board on a git remote
   blackboard-mcp remote [set URL]                 the board's remote; attach one

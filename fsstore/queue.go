@@ -118,6 +118,9 @@ type queuedWrite struct {
 
 	mine             *builtWrite // its commit, once built
 	blockedByPending bool        // its conflict may be with pending writes
+	// inChain says the pending writes hold it, rebased on what another
+	// clone pushed: it is published with them, not built again.
+	inChain bool
 }
 
 // writeQueue is this process's queue of tool writes.
@@ -229,6 +232,9 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 			var built builtTip
 			defer q.repo.DropStaged()
 			for _, it := range open {
+				if it.inChain {
+					continue
+				}
 				it.mine, it.blockedByPending, it.err = q.buildPending(it.op, it.uri, it.attempt, &built)
 			}
 			if built.tip.IsZero() {
@@ -325,7 +331,16 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 				}
 				continue
 			}
-			next = append(next, it) // dropped: built again on what holds now
+			// Not on the branch, but maybe still pending: a repair that
+			// followed the remote (the watcher's, between this round's
+			// publish and its look) rebased the chain on another clone's
+			// push. Built again, the write would be answered conflict
+			// against its own pending commit.
+			if it.inChain, err = q.pendingHolds(it.mine); err != nil {
+				it.err = err
+				continue
+			}
+			next = append(next, it) // dropped, or pending: built again, or published, on what holds now
 		}
 		if len(next) > len(blocked) {
 			race.lose()
@@ -336,6 +351,24 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 		}
 		open = next
 	}
+}
+
+// pendingHolds reports whether the pending writes hold the write, as
+// built or rebased.
+func (q *pipeline) pendingHolds(mine *builtWrite) (held bool, err error) {
+	err = q.lock.with(func() error {
+		head, err := q.repo.Head()
+		if err != nil {
+			return err
+		}
+		tip, chain, _, err := q.readPending(head)
+		if err != nil || len(chain) == 0 {
+			return err
+		}
+		held, err = q.findWrite(tip, head, mine)
+		return err
+	})
+	return held, err
 }
 
 // settleRefused answers the built writes of items whose publish failed

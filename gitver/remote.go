@@ -163,26 +163,6 @@ func (r *Repo) Upstream() string {
 	return ""
 }
 
-// UpstreamOf is Upstream of the repository at dir, for the branch checked
-// out, read from its files without opening it: "" when there is none or it
-// cannot be read.
-func UpstreamOf(dir string) string {
-	head, err := os.ReadFile(filepath.Join(dir, ".git", "HEAD"))
-	if err != nil {
-		return ""
-	}
-	branch, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/")
-	if !ok {
-		return ""
-	}
-	r := &Repo{gitDir: filepath.Join(dir, ".git")}
-	c := r.config()
-	if c == nil || c.Branches[branch] == nil {
-		return ""
-	}
-	return c.Branches[branch].Remote
-}
-
 // RemoteURL returns the URL of a remote, "" when there is none.
 func (r *Repo) RemoteURL(remote string) string {
 	c := r.config()

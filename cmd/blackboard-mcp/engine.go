@@ -19,7 +19,6 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
-	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
 
@@ -86,13 +85,6 @@ func admit(af *access.File, restricted bool, agent, token string) (*fsstore.Call
 // engine, starting it when none runs. It returns engine.ErrUnavailable
 // (wrapped) when no engine can serve the board, before reading stdin.
 func relayToEngine(ctx context.Context, dir string, noSync bool, roots []string, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) error {
-	if remote := gitver.UpstreamOf(dir); remote != "" {
-		// Two agents' writes in one batch of one engine, racing other
-		// clones for the remote, were found answered as conflicts with
-		// themselves: until that path is made sound, a board with a remote
-		// keeps a server per agent, as its guarantees are checked.
-		return fmt.Errorf("%w: the board follows the remote %s, whose writes its engine does not serve yet", engine.ErrUnavailable, remote)
-	}
 	place, err := engine.Locate(dir)
 	if err != nil {
 		return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)

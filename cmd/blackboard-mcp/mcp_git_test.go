@@ -837,12 +837,20 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 		// be told from what a reset that read the branch before the write
 		// leaves, so version 3 stays and its text is kept as a sibling note
 		// that contradicts the counter.
-		writeByServer(t, dir, "team/other")
-		wantVersion(t, dir, 3)
-		siblings, _ := filepath.Glob(filepath.Join(dir, "team", "counter-*.md"))
-		if len(siblings) != 1 || !strings.HasSuffix(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "---\n2") ||
-			!strings.Contains(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "contradicts: [team/counter]") {
-			t.Errorf("the restore within the window is not kept as one sibling note holding version 2's text: %q", siblings)
+		// The window is five seconds from the write (fsstore's
+		// staleWindow); a machine that took most of them to get here (a
+		// disk that syncs slowly, a loaded machine) cannot show what
+		// happens within it, only what happens after.
+		if late := time.Since(written); late < 4*time.Second {
+			writeByServer(t, dir, "team/other")
+			wantVersion(t, dir, 3)
+			siblings, _ := filepath.Glob(filepath.Join(dir, "team", "counter-*.md"))
+			if len(siblings) != 1 || !strings.HasSuffix(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "---\n2") ||
+				!strings.Contains(readTree(t, dir, "team/"+filepath.Base(siblings[0])), "contradicts: [team/counter]") {
+				t.Errorf("the restore within the window is not kept as one sibling note holding version 2's text: %q", siblings)
+			}
+		} else {
+			t.Logf("the restore came %s after the write, too near the window's end to check it within", late.Round(time.Millisecond))
 		}
 		// Past the window (and a second for reflog times), the person's
 		// restore is theirs.

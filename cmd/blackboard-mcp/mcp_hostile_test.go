@@ -500,7 +500,6 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if files[p] == "" {
-			fixtures.Git(t, dir, "rm", "-q", "--", p)
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -509,9 +508,18 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 		if err := os.WriteFile(full, []byte(files[p]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fixtures.Git(t, dir, "add", "--", p)
 	}
-	out, err := fixtures.GitCmd(dir, "commit", "-q", "-m", msg).CombinedOutput()
+	// The person's git waits its turn as a person would: the server may
+	// hold git's index lock a moment (longer on a disk that syncs slowly),
+	// and git then refuses ("index.lock: File exists") until it is free.
+	var out []byte
+	var err error
+	for try := 0; try < 50; try++ {
+		if out, err = stageAndCommit(dir, msg, files); err == nil || !strings.Contains(string(out), "index.lock") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err == nil {
 		return
 	}
@@ -528,6 +536,21 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 			t.Fatalf("git commit -m %q had nothing to commit, yet HEAD does not hold %s as the person left it", msg, p)
 		}
 	}
+}
+
+// stageAndCommit runs the person's git add (git rm for "") of files and
+// git commit, and returns the output of the first that fails.
+func stageAndCommit(dir, msg string, files map[string]string) ([]byte, error) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		args := []string{"add", "--", p}
+		if files[p] == "" {
+			args = []string{"rm", "-q", "--ignore-unmatch", "--", p}
+		}
+		if out, err := fixtures.GitCmd(dir, args...).CombinedOutput(); err != nil {
+			return out, err
+		}
+	}
+	return fixtures.GitCmd(dir, "commit", "-q", "-m", msg).CombinedOutput()
 }
 
 // symlinkCases: links planted in the workspace. The board never follows a

@@ -32,13 +32,18 @@ type Host struct {
 	// (rpcguard): the server reads in and writes out. admitted is the
 	// session's (WithAdmitted gives it to a check of the guard's).
 	Guard func(admitted any, conn io.Reader, w io.Writer) (in io.Reader, out io.Writer)
-	// Busy reports work that still waits (a push to the remote, a
-	// person's edit to commit): the engine does not leave it undone.
+	// Busy reports work that still waits (a person's edit to commit):
+	// the engine leaves it undone only once it has waited busyGrace past
+	// its idle time (a merge a person left unfinished keeps the work tree
+	// busy for as long as they like; the next engine commits what waits).
 	Busy func() bool
 	// Idle is how long the engine waits once its last relay left.
 	Idle time.Duration
 	Log  *slog.Logger
 }
+
+// busyGrace is how long past its idle time an engine waits for Busy work.
+const busyGrace = 10 * time.Second
 
 // helloTimeout bounds a connection's hello: a process that connects and
 // says nothing is not a relay.
@@ -102,12 +107,15 @@ func (h *Host) Run(ctx context.Context) error {
 		case <-tick.C:
 			now, err := os.Stat(filepath.Join(h.Place.Board, ".git"))
 			mu.Lock()
-			idle := relays == 0 && time.Since(left) >= h.Idle
+			quiet := time.Duration(-1)
+			if relays == 0 {
+				quiet = time.Since(left)
+			}
 			mu.Unlock()
 			switch {
 			case err != nil || !os.SameFile(board, now):
 				why = "the board's directory is gone"
-			case idle && (h.Busy == nil || !h.Busy()):
+			case quiet >= h.Idle+busyGrace || quiet >= h.Idle && (h.Busy == nil || !h.Busy()):
 				why = "idle"
 			}
 		}

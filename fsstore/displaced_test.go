@@ -30,22 +30,9 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 	// The person opens the note in the instant after the write looked
 	// whether anyone holds it open for writing: the write swaps its file in,
 	// and the person's is the one displaced.
-	var held *os.File
-	defer func() {
-		if held != nil {
-			held.Close()
-		}
-	}()
-	stop := onSteps(t, func(step string) {
-		if step == "unheld" && held == nil {
-			var err error
-			if held, err = os.OpenFile(filepath.Join(w.Dir(), "t", "held.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	opened := openAtUnheld(t, w, "t/held.md")
 	put(t, w, "t/held", 1, "held, v2", "two\n")
-	stop()
+	opened()
 	for v := range 10 {
 		put(t, w, "t/busy", v, fmt.Sprintf("busy v%d", v+1), fmt.Sprintf("%d\n", v))
 	}
@@ -113,25 +100,9 @@ func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
 	put(t, w, "t/log", 0, "the log", "start\n")
-	var held *os.File
-	defer func() {
-		if held != nil {
-			held.Close()
-		}
-	}()
-	stop := onSteps(t, func(step string) {
-		if step == "unheld" && held == nil {
-			var err error
-			if held, err = os.OpenFile(filepath.Join(w.Dir(), "t", "log.md"), os.O_WRONLY|os.O_APPEND, 0); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	opened := openAtUnheld(t, w, "t/log.md")
 	appendLine(t, w, "t/log", "the agent's")
-	stop()
-	if held == nil {
-		t.Fatal("the person's handle was not opened during the write")
-	}
+	held := opened()
 	if _, err := held.WriteString("through the old handle\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +110,7 @@ func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
 	buffer := readFile(t, w, "t/log.md") // the agent's version, without the person's line
 	time.Sleep(displacedQuiet + 100*time.Millisecond)
 	saved := false
-	stop = onSteps(t, func(step string) {
+	stop := onSteps(t, func(step string) {
 		if step != "exchanged" || saved {
 			return
 		}
@@ -162,6 +133,37 @@ func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
 		t.Errorf("note = v%d %q; want %q", n.Version, n.Content, want)
 	}
 	assertClean(t, w)
+}
+
+// openAtUnheld has a person open the file at p (workspace-relative) for
+// appending in the instant after the next write looked whether anyone holds
+// it open for writing, so that the write displaces the person's file. The
+// returned function ends the watch and returns the person's handle, closed
+// at the test's end; it fails the test when the write never got there.
+func openAtUnheld(t *testing.T, w *Workspace, p string) (opened func() *os.File) {
+	t.Helper()
+	var held *os.File
+	t.Cleanup(func() {
+		if held != nil {
+			held.Close()
+		}
+	})
+	stop := onSteps(t, func(step string) {
+		if step == "unheld" && held == nil {
+			var err error
+			if held, err = os.OpenFile(filepath.Join(w.Dir(), filepath.FromSlash(p)), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	return func() *os.File {
+		t.Helper()
+		stop()
+		if held == nil {
+			t.Fatalf("the person's handle on %s was not opened during the write", p)
+		}
+		return held
+	}
 }
 
 func mustOpen(t *testing.T, file string) *os.File {

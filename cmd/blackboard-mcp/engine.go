@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,27 +29,31 @@ type servedBoard struct {
 	ws       *fsstore.Workspace
 	watching *fsstore.Watching
 	srv      *tools.Server
-	// log reaches the sessions that ask for it too (logging/setLevel);
-	// transportLog is the plain one, for the transports: what the MCP
-	// library logs of its own sessions must not loop back into them.
-	log, transportLog *slog.Logger
+	// log reaches the sessions that ask for it too (logging/setLevel),
+	// once the server is built: the workspace's callbacks, which may run
+	// from its start, read it as it is then. transportLog is the plain
+	// one, for the transports: what the MCP library logs of its own
+	// sessions must not loop back into them.
+	log          atomic.Pointer[slog.Logger]
+	transportLog *slog.Logger
 }
+
+// logger is the board's log as it is now.
+func (b *servedBoard) logger() *slog.Logger { return b.log.Load() }
 
 // openBoard opens the workspace in dir, watches people's edits and builds
 // the MCP server on it.
 func openBoard(dir string, noSync bool, roots []string, log *slog.Logger) (*servedBoard, error) {
 	collectSooner()
 	b := &servedBoard{transportLog: log}
-	// The callbacks log through b.log, which reaches the sessions once the
-	// server is built.
-	b.log = log
+	b.log.Store(log)
 	ws, err := fsstore.Open(dir, fsstore.Options{NoSync: noSync, Agent: agentName(), SourceRoots: roots, IndexInBackground: true,
 		OnEdits: func(r *fsstore.EditReport) {
 			for _, line := range r.Lines() {
-				b.log.Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
+				b.logger().Info("committed a person's edit", "edit", line, "commit", r.Commit[:7])
 			}
 		},
-		Logf: func(format string, args ...any) { b.log.Warn(fmt.Sprintf(format, args...)) }})
+		Logf: func(format string, args ...any) { b.logger().Warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +61,10 @@ func openBoard(dir string, noSync bool, roots []string, log *slog.Logger) (*serv
 	// People's edits become versions while the board is served; those
 	// made while no server ran are found in the background as it starts.
 	b.watching = ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) {
-		b.log.Warn(fmt.Sprintf(format, args...))
+		b.logger().Warn(fmt.Sprintf(format, args...))
 	}})
 	b.srv = tools.NewServer(ws, log, version)
-	b.log = b.srv.ForwardLogs(log.Handler())
+	b.log.Store(b.srv.ForwardLogs(log.Handler()))
 	return b, nil
 }
 
@@ -241,6 +246,6 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 		Idle: engineIdle(),
 		Log:  b.transportLog,
 	}
-	b.log.Info("engine serves the board", "workspace", b.ws.Name(), "socket", place.Socket)
+	b.logger().Info("engine serves the board", "workspace", b.ws.Name(), "socket", place.Socket)
 	return host.Run(ctx)
 }

@@ -77,7 +77,7 @@ Press Ctrl-C to stop.
 		return err
 	}
 	defer b.close()
-	ws, srv, transportLog, log := b.ws, b.srv, b.transportLog, b.log
+	ws, srv, transportLog, log := b.ws, b.srv, b.transportLog, b.logger()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first signal stops the server gracefully; a second one, should

@@ -72,9 +72,9 @@ func (h *Host) Run(ctx context.Context) error {
 	defer cancel()
 
 	var mu sync.Mutex
-	relays, left := 0, time.Now()
+	left := time.Now() // when the last relay left
 	var serving sync.WaitGroup
-	conns := map[net.Conn]bool{}
+	conns := map[net.Conn]bool{} // the relays connected
 	go func() {
 		for seq := 1; ; seq++ {
 			c, err := l.Accept()
@@ -82,14 +82,12 @@ func (h *Host) Run(ctx context.Context) error {
 				return
 			}
 			mu.Lock()
-			relays++
 			conns[c] = true
 			mu.Unlock()
 			serving.Go(func() {
 				h.serveRelay(ctx, c, seq)
 				c.Close()
 				mu.Lock()
-				relays--
 				delete(conns, c)
 				left = time.Now()
 				mu.Unlock()
@@ -108,7 +106,7 @@ func (h *Host) Run(ctx context.Context) error {
 			now, err := os.Stat(filepath.Join(h.Place.Board, ".git"))
 			mu.Lock()
 			quiet := time.Duration(-1)
-			if relays == 0 {
+			if len(conns) == 0 {
 				quiet = time.Since(left)
 			}
 			mu.Unlock()

@@ -191,13 +191,13 @@ func (r *Relay) take(line []byte) {
 		delete(r.subscribed, m.Params.URI)
 	case string(mcp.MethodNotificationCancelled):
 		// A cancelled call may get no answer: it is not waited for.
-		r.forget(string(m.Params.RequestID))
-	case string(mcp.MethodToolsCall):
-		if m.Params.Name == "update_state" || m.Params.Name == "link_state" {
-			r.seq++
-			if marked, err := withMeta(line, map[string]any{tools.MetaWriteID: r.writeIDs + "-" + strconv.Itoa(r.seq)}); err == nil {
-				line = marked
-			}
+		delete(r.pending, string(m.Params.RequestID))
+	}
+	write := false
+	if m.Method == string(mcp.MethodToolsCall) && (m.Params.Name == "update_state" || m.Params.Name == "link_state") {
+		r.seq++
+		if marked, err := withMeta(line, map[string]any{tools.MetaWriteID: r.writeIDs + "-" + strconv.Itoa(r.seq)}); err == nil {
+			line, write = marked, true
 		}
 	}
 	if m.ID != nil && m.Method != "" {
@@ -205,14 +205,9 @@ func (r *Relay) take(line []byte) {
 		if _, dup := r.pending[id]; !dup {
 			r.order = append(r.order, id)
 		}
-		r.pending[id] = &call{line: line, write: bytes.Contains(line, []byte(tools.MetaWriteID))}
+		r.pending[id] = &call{line: line, write: write}
 	}
 	r.send(line)
-}
-
-// forget drops a pending call.
-func (r *Relay) forget(id string) {
-	delete(r.pending, id)
 }
 
 // send writes line to the engine, if one is connected: a line that does
@@ -269,7 +264,7 @@ func (r *Relay) answer(line []byte) {
 			r.mu.Unlock()
 			return
 		}
-		r.forget(string(id))
+		delete(r.pending, string(id))
 	}
 	r.mu.Unlock()
 	r.outMu.Lock()
@@ -463,15 +458,25 @@ func (r *Relay) greet(c net.Conn) (net.Conn, *bufio.Reader, error) {
 }
 
 // tail copies the engine's log to r.Tail from offset on, a whole line at
-// a time, until ctx ends.
+// a time, until ctx ends. The file stays open: an engine starting empties
+// it in place, and the tail starts over.
 func (r *Relay) tail(ctx context.Context, offset int64) {
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
 	buf := make([]byte, 64<<10)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if f, err := os.Open(r.Place.Log); err == nil {
+		if f == nil {
+			f, _ = os.Open(r.Place.Log)
+		}
+		if f != nil {
 			if fi, err := f.Stat(); err == nil && fi.Size() < offset {
-				offset = 0 // emptied by an engine starting
+				offset = 0
 			}
 			for {
 				n, _ := f.ReadAt(buf, offset)
@@ -482,7 +487,6 @@ func (r *Relay) tail(ctx context.Context, offset int64) {
 				_, _ = r.Tail.Write(buf[:end+1])
 				offset += int64(end + 1)
 			}
-			f.Close()
 		}
 		select {
 		case <-ctx.Done():

@@ -84,7 +84,11 @@ func (r *gitRemote) push(tip gitver.Hash, packs []string) (published []string, e
 	if !holds {
 		return published, gitver.ErrRemoteMoved
 	}
-	return published, r.turns.push(r.repo, r.remote, tip)
+	if err := r.turns.push(r.repo, r.remote, tip); err != nil {
+		return published, err
+	}
+	reach("pushed")
+	return published, nil
 }
 
 func (r *gitRemote) awaitTurn(first bool) (yielded bool) {

@@ -33,17 +33,100 @@ func enginePID(t testing.TB, dir string) int {
 	return place.Engine()
 }
 
-// TestEngineKilledWhileAgentsWrite: four agents, each its own relay, write
-// one board while its engine is killed (kill -9) at random moments, ten
-// times: two append lines to a log, two increment a counter by
-// compare-and-swap. Every call gets exactly one answer, with its true
-// outcome; every acknowledged append is in the note once and no line
-// twice; the counter's acknowledged values are each written once, and the
-// counter ends at the last of them.
+// TestEngineKilledWhileAgentsWrite: the board's engine is killed (kill -9)
+// at random moments, ten times, while four agents write (agentsWriteWhile).
 func TestEngineKilledWhileAgentsWrite(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
 	agents := []*session{startMCPGo(t, dir, "log-a"), startMCPGo(t, dir, "log-b"), startMCPGo(t, dir, "count-a"), startMCPGo(t, dir, "count-b")}
+	agentsWriteWhile(t, dir, agents, func() {
+		// Ten kills, each of the engine the last one's relays started: a
+		// slow machine takes longer to start one, never fewer kills.
+		last := 0
+		for kills := range 10 {
+			time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond) // a different moment of a write each time
+			pid := newEngine(t, dir, last)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill the engine %d: %v", pid, err)
+			}
+			last = pid
+		}
+	})
+}
+
+// engineSteps are the steps of a write the engine is killed at: the
+// write's commit built, the journal written, the objects written, the
+// branch moved, a file placed, all files placed, git's index written, the
+// board's index caught up (the last step before the acknowledgement).
+var engineSteps = []string{"built", "journal", "objects", "branch", "placed", "files", "gitindex", "index"}
+
+// TestEngineKilledAtEveryStep: the engine of a board kills itself once at
+// a named step of a write (a binary built with the crashpoints tag, the
+// one the tests drive), while four agents write (agentsWriteWhile); on a
+// board with a remote, also once the remote took a write and before the
+// clone's branch moved ("pushed").
+func TestEngineKilledAtEveryStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an engine killed at each step of a write, with four agents writing")
+	}
+	t.Parallel()
+	steps := append(slices.Clone(engineSteps), "pushed")
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			var dir string
+			if step == "pushed" {
+				_, _, dir = boardWithRemote(t)
+			} else {
+				dir = newWorkspaceDir(t)
+			}
+			marker := filepath.Join(t.TempDir(), "crashed")
+			// The fifth time the step is reached: the agents' own writes,
+			// not the two that set the notes up.
+			crash := []string{"BLACKBOARD_CRASH_AT=" + step, "BLACKBOARD_CRASH_AFTER=5", "BLACKBOARD_CRASH_ONCE=" + marker}
+			var agents []*session
+			for _, name := range []string{"log-a", "log-b", "count-a", "count-b"} {
+				agents = append(agents, startServer(t, serverOpts{dir: dir, agent: name, env: crash}))
+			}
+			first := newEngine(t, dir, 0)
+			agentsWriteWhile(t, dir, agents, func() {
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+					if _, err := os.Stat(marker); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no write reached %q in a minute", step)
+					}
+				}
+				newEngine(t, dir, first)
+				time.Sleep(500 * time.Millisecond) // writes on the new engine
+			})
+		})
+	}
+}
+
+// newEngine waits for an engine other than the one of pid last to serve
+// the board at dir, and returns its pid.
+func newEngine(t *testing.T, dir string, last int) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if pid := enginePID(t, dir); pid != 0 && pid != last {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new engine serves the board 30 s after engine %d", last)
+		}
+	}
+}
+
+// agentsWriteWhile has four agents, each its own relay, write the board at
+// dir while meanwhile runs (which kills its engine): two append lines to a
+// log, two increment a counter by compare-and-swap. Every call gets
+// exactly one answer, with its true outcome; every acknowledged append is
+// in the note once and no line twice; the counter's acknowledged values
+// are each written once, and the counter ends at the last of them.
+func agentsWriteWhile(t *testing.T, dir string, agents []*session, meanwhile func()) {
+	t.Helper()
 	agents[0].write(map[string]any{"uri": "run/log", "digest": "Log", "body": "# Log\n", "expect_version": 0})
 	agents[2].write(map[string]any{"uri": "run/counter", "digest": "Counter", "body": "0", "expect_version": 0})
 
@@ -80,31 +163,13 @@ func TestEngineKilledWhileAgentsWrite(t *testing.T) {
 			}
 		})
 	}
-	// Ten kills, each of the engine the last one's relays started: a slow
-	// machine takes longer to start one, never fewer kills.
-	kills, last := 0, 0
-	for kills < 10 {
-		time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond) // a different moment of a write each time
-		var pid int
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if pid = enginePID(t, dir); pid != 0 && pid != last {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no new engine serves the board 30 s after kill %d", kills)
-			}
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill the engine %d: %v", pid, err)
-		}
-		kills, last = kills+1, pid
-	}
+	meanwhile()
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	appended := acks.lines()
 
-	t.Logf("%d kills of the engine; %d appends and %d increments acknowledged", kills, len(appended), len(counted))
+	t.Logf("%d appends and %d increments acknowledged", len(appended), len(counted))
 	_, body := readNote(t, dir, "run/log")
 	seen := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n")[1:] {

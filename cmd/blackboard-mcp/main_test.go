@@ -9,7 +9,9 @@ import (
 )
 
 // testBinary is the real blackboard-mcp binary, built once for the package's
-// tests: they drive it as users do, in separate processes.
+// tests: they drive it as users do, in separate processes. It is built with
+// the crashpoints tag, which adds only what kills it at a step of a write
+// when its environment names one (fsstore/crashpoints.go).
 var testBinary string
 
 func TestMain(m *testing.M) {
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 		// Another build under the same tests: an earlier one, to compare.
 		testBinary = other
 	} else {
-		build := exec.Command("go", "build", "-o", testBinary, ".")
+		build := exec.Command("go", "build", "-tags", "crashpoints", "-o", testBinary, ".")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build blackboard-mcp:", err)

@@ -197,6 +197,7 @@ type serverOpts struct {
 	agent   string     // BLACKBOARD_AGENT; "" leaves it unset
 	token   string     // BLACKBOARD_TOKEN; "" leaves it unset
 	flags   []string   // serve's flags, after --dir and --no-sync
+	env     []string   // more of serve's environment
 	durable bool       // leave out --no-sync: the server fsyncs, as a benchmark measures it
 	client  clientKind // startServer's client: mcp-go's (the zero value) or the Go SDK's
 }
@@ -221,7 +222,7 @@ func (o serverOpts) launch(t testing.TB) (args, env []string) {
 		args = append(args, "--no-sync")
 	}
 	args = append(args, o.flags...)
-	env = mcpEnv(o.agent)
+	env = append(mcpEnv(o.agent), o.env...)
 	if o.token != "" {
 		env = append(env, "BLACKBOARD_TOKEN="+o.token)
 	}

@@ -555,10 +555,17 @@ func treeLess(a, b object.TreeEntry) bool {
 // treeCache keeps recently decoded trees. Trees are immutable, and walking
 // history reads the same subtrees again and again (each commit's tree is the
 // next one's parent tree). Callers must not modify a cached tree.
+//
+// It is bounded by the entries it holds, not by trees: a board's trees
+// range from a handful of entries to thousands, and the memory is the
+// entries'. treeCacheEntries keep the trees a walk of history or a write
+// comes back to; a board's whole tree at 100,000 notes (about 80 bytes an
+// entry, name included) is not kept, which held 20 MB of a server's heap.
 type treeCache struct {
-	mu    sync.Mutex
-	items map[Hash]*list.Element
-	order *list.List // front: most recently used
+	mu      sync.Mutex
+	items   map[Hash]*list.Element
+	order   *list.List // front: most recently used
+	entries int        // of the trees held
 }
 
 type cachedTree struct {
@@ -566,7 +573,7 @@ type cachedTree struct {
 	tree *object.Tree
 }
 
-const treeCacheSize = 8192
+const treeCacheEntries = 32 << 10
 
 func (c *treeCache) get(h Hash) *object.Tree {
 	c.mu.Lock()
@@ -588,10 +595,13 @@ func (c *treeCache) put(h Hash, t *object.Tree) {
 		return
 	}
 	c.items[h] = c.order.PushFront(&cachedTree{hash: h, tree: t})
-	if c.order.Len() > treeCacheSize {
+	c.entries += len(t.Entries)
+	for c.entries > treeCacheEntries && c.order.Len() > 1 {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.items, last.Value.(*cachedTree).hash)
+		gone := last.Value.(*cachedTree)
+		delete(c.items, gone.hash)
+		c.entries -= len(gone.tree.Entries)
 	}
 }
 

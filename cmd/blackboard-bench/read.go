@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
@@ -187,7 +190,26 @@ func measureInProcess(ctx context.Context, dir string, rounds, writes int) (meas
 	}
 	srv := tools.NewServer(ws, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench")
 	m.calls, m.writes, err = measureCalls(ctx, srv.CallTool, plan, rounds, writes, "in-process")
-	return m, plan, err
+	if err != nil {
+		return m, plan, err
+	}
+	return m, plan, writeHeapProfile()
+}
+
+// writeHeapProfile writes what the heap holds once the calls are made, to
+// $BLACKBOARD_BENCH_MEMPROFILE if set (go tool pprof it): the memory a
+// server keeps for the same calls on the same board.
+func writeHeapProfile() error {
+	path := os.Getenv("BLACKBOARD_BENCH_MEMPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
 }
 
 // planOn picks what to measure on the board: its largest topic, twenty of
@@ -278,6 +300,7 @@ func measureCalls(ctx context.Context, call caller, plan readPlan, rounds, write
 
 // stdioServer is blackboard-mcp serve started by an MCP client over stdio.
 type stdioServer struct {
+	dir    string
 	client *client.Client
 	proc   *exec.Cmd
 	stderr strings.Builder
@@ -285,7 +308,7 @@ type stdioServer struct {
 
 // startServer starts binary on dir and initializes a session.
 func startServer(ctx context.Context, binary, dir string) (*stdioServer, error) {
-	s := &stdioServer{}
+	s := &stdioServer{dir: dir}
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--dir", dir},
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
@@ -319,10 +342,30 @@ func (s *stdioServer) call(ctx context.Context, tool string, args map[string]any
 	return tools.ResultText(res)
 }
 
-// memory reads the server's resident set.
+// memory reads the server's resident set: the process the client started
+// and, when that relays to the board's engine, the engine's too (the
+// memory the agent's server costs is both).
 func (s *stdioServer) memory() (memory, error) {
+	m, err := processMemory(s.proc.Process.Pid)
+	if err != nil {
+		return m, err
+	}
+	if place, err := engine.Locate(s.dir); err == nil {
+		if pid := place.Engine(); pid != 0 && pid != s.proc.Process.Pid {
+			e, err := processMemory(pid)
+			if err != nil {
+				return m, err
+			}
+			m = memory{rss: m.rss + e.rss, peak: m.peak + e.peak, anon: m.anon + e.anon, file: m.file + e.file}
+		}
+	}
+	return m, nil
+}
+
+// processMemory reads the resident set of process pid.
+func processMemory(pid int) (memory, error) {
 	var m memory
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.proc.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return m, err
 	}

@@ -47,6 +47,7 @@ func TestEngineAgentsBench(t *testing.T) {
 		t.Fatalf("reindex: %v\n%s", err, out)
 	}
 	const agents = 8
+	run := time.Now().Format("150405") // the notes written are new on a board kept from an earlier run
 	for round := 1; round <= 2; round++ {
 		for _, mode := range []struct {
 			name  string
@@ -62,8 +63,8 @@ func TestEngineAgentsBench(t *testing.T) {
 			}
 			time.Sleep(3 * time.Second)
 			rss, pss, relay := boardMemory(t, dir)
-			one := writeRate(sessions[:1], fmt.Sprintf("%s-r%d-one", mode.name, round))
-			all := writeRate(sessions, fmt.Sprintf("%s-r%d-all", mode.name, round))
+			one := writeRate(sessions[:1], fmt.Sprintf("%s-%s-r%d-one", run, mode.name, round))
+			all := writeRate(sessions, fmt.Sprintf("%s-%s-r%d-all", run, mode.name, round))
 			report(t, "round %d, %s: %d agents' processes together RSS %d MB, PSS %d MB (smallest RSS %d MB); writes/s one agent %.0f, eight %.0f (%.2fx)",
 				round, mode.name, agents, rss>>10, pss>>10, relay>>10, one, all, all/one)
 			for _, s := range sessions {

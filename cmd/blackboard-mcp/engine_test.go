@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -383,5 +385,58 @@ func TestEngineAnswersAWriteSentAgainAsDone(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^Blackboard-Write: relay1-7$`).MatchString(fixtures.GitOutput(t, dir, "log", "-1", "--format=%B")) {
 		t.Errorf("the commit does not carry the write's id:\n%s", fixtures.GitOutput(t, dir, "log", "-1", "--format=%B"))
+	}
+}
+
+// TestEngineOfAnotherProtocolIsWaitedFor: an agent whose relay finds the
+// board served by an engine of another protocol (another build of the
+// program, from before an upgrade) waits for it to leave, then starts an
+// engine of its own build and is served by it: two engines never hold the
+// board at once.
+func TestEngineOfAnotherProtocolIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runBinaryEnv(t, "init", dir)
+	place, err := engine.Locate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old engine: this test process holds the board's lock and
+	// answers every hello in a protocol the relay does not speak.
+	lock, ok, err := place.Hold()
+	if err != nil || !ok {
+		t.Fatalf("hold the engine lock: %v %v", ok, err)
+	}
+	l, err := net.Listen("unix", place.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greeted := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = bufio.NewReader(c).ReadBytes('\n')
+			b, _ := json.Marshal(engine.Welcome{Protocol: engine.Protocol + 1, Version: "an older build", PID: os.Getpid()})
+			_, _ = c.Write(append(b, '\n'))
+			c.Close()
+			greeted <- struct{}{}
+		}
+	}()
+	go func() {
+		<-greeted
+		time.Sleep(time.Second) // the old engine's last relays leave
+		l.Close()
+		lock.Close()
+	}()
+	s := startMCPGo(t, dir, "a")
+	s.write(map[string]any{"uri": "t/x", "digest": "x", "body": "1", "expect_version": 0})
+	if pid := enginePID(t, dir); pid == 0 || pid == os.Getpid() {
+		t.Errorf("the board's engine is pid %d; want a new one of this build", pid)
+	}
+	if log := s.stderr.String(); !strings.Contains(log, "waiting for it to leave") || !strings.Contains(log, "through the board's engine") {
+		t.Errorf("the relay's log does not say it waited, then used an engine:\n%s", log)
 	}
 }

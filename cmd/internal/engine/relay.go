@@ -386,27 +386,43 @@ func (r *Relay) answerPending(err error) {
 }
 
 // connect reaches the board's engine, starting one when none listens, and
-// says hello.
+// says hello. An engine of another protocol (another build of the program)
+// is waited for: once it leaves (it does once its relays are gone), an
+// engine of this build starts; while it stays, at most r.Patience, after
+// which the relay's caller serves the board itself (ErrUnavailable).
 func (r *Relay) connect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	deadline := time.Now().Add(r.Patience)
 	var started time.Time
 	pause := 10 * time.Millisecond
+	other := false // an engine of another protocol holds the board
 	for {
 		c, err := net.Dial("unix", r.Place.Socket)
 		if err == nil {
 			conn, reader, err := r.greet(c)
-			if err == nil || !errors.Is(err, errEngineLeft) {
+			switch {
+			case errors.Is(err, errOtherProtocol):
+				if time.Now().After(deadline) {
+					return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+				}
+				if !other {
+					r.Log.Info(err.Error() + "; waiting for it to leave, to start an engine of this build")
+				}
+				other = true
+			case !errors.Is(err, errEngineLeft):
 				return conn, reader, err
 			}
 		} else if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		} else {
+			other = false // no engine listens: the other has left
 		}
 		if time.Now().After(deadline) {
 			return nil, nil, fmt.Errorf("no engine answered on %s within %s (its log: %s)", r.Place.Socket, r.Patience, r.Place.Log)
 		}
 		// An engine started a moment ago may still be opening the board;
-		// one that found another's lock has left again.
-		if started.IsZero() || time.Since(started) > 2*time.Second {
+		// one that found another's lock has left again. None is started
+		// while one of another protocol serves: it would wait for its lock.
+		if !other && (started.IsZero() || time.Since(started) > 2*time.Second) {
 			if err := r.Start(); err != nil {
 				return nil, nil, fmt.Errorf("%w: start an engine: %w", ErrUnavailable, err)
 			}
@@ -424,6 +440,10 @@ func (r *Relay) connect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 // errEngineLeft is a connection that ended before the engine welcomed the
 // relay: an engine on its way out.
 var errEngineLeft = errors.New("the engine closed the connection")
+
+// errOtherProtocol is an engine that speaks another protocol than the
+// relay's.
+var errOtherProtocol = errors.New("the board's engine speaks another protocol")
 
 // greet says hello on c and reads the engine's welcome.
 func (r *Relay) greet(c net.Conn) (net.Conn, *bufio.Reader, error) {
@@ -444,8 +464,8 @@ func (r *Relay) greet(c net.Conn) (net.Conn, *bufio.Reader, error) {
 	switch {
 	case w.Protocol != Protocol:
 		c.Close()
-		return nil, nil, fmt.Errorf("%w: it speaks protocol %d (build %s), this relay %d (build %s)",
-			ErrUnavailable, w.Protocol, w.Version, Protocol, hello.Version)
+		return nil, nil, fmt.Errorf("%w: %d (build %s), this relay %d (build %s)",
+			errOtherProtocol, w.Protocol, w.Version, Protocol, hello.Version)
 	case w.Error != "":
 		c.Close()
 		return nil, nil, errors.New(w.Error)

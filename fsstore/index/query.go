@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -185,12 +186,7 @@ func (s *Snapshot) Notes(keys []string) (map[string]Note, error) {
 	if len(keys) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(keys))
-	marks := make([]string, len(keys))
-	for i, k := range keys {
-		args[i], marks[i] = k, "?"
-	}
-	rows, err := s.t.Query("SELECT "+noteColumns+" FROM notes WHERE key IN ("+strings.Join(marks, ",")+")", args...)
+	rows, err := s.q.Query(notesQuery, jsonArray(keys))
 	if err != nil {
 		return nil, err
 	}
@@ -212,17 +208,7 @@ func (s *Snapshot) BacklinksTo(keys []string, rels ...string) (map[string][]Back
 	if len(keys) == 0 {
 		return out, nil
 	}
-	var args []any
-	km := make([]string, len(keys))
-	for i, k := range keys {
-		args, km[i] = append(args, k), "?"
-	}
-	rm := make([]string, len(rels))
-	for i, r := range rels {
-		args, rm[i] = append(args, r), "?"
-	}
-	rows, err := s.t.Query(`SELECT l.dst, l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
-		WHERE l.dst IN (`+strings.Join(km, ",")+`) AND l.rel IN (`+strings.Join(rm, ",")+`) ORDER BY l.rel, l.src`, args...)
+	rows, err := s.q.Query(backlinksToQuery, jsonArray(keys), jsonArray(rels))
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +235,7 @@ func (s *Snapshot) LinksFrom(keys []string) (map[string][]OutLink, error) {
 	if len(keys) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(keys))
-	for i, k := range keys {
-		args[i] = k
-	}
-	rows, err := s.t.Query(`SELECT src, rel, dst FROM links WHERE src IN (`+
-		strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",")+`) ORDER BY src, rel, dst`, args...)
+	rows, err := s.q.Query(linksFromQuery, jsonArray(keys))
 	if err != nil {
 		return nil, err
 	}
@@ -355,4 +336,10 @@ func (s *Snapshot) TopicCounts(scope Scope) ([]TopicCount, error) {
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// jsonArray is strs as a JSON array: the one parameter json_each reads.
+func jsonArray(strs []string) string {
+	b, _ := json.Marshal(strs) // strings always marshal
+	return string(b)
 }

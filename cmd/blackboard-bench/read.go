@@ -189,6 +189,19 @@ func measureInProcess(ctx context.Context, dir string, rounds, writes int) (meas
 		return m, readPlan{}, err
 	}
 	srv := tools.NewServer(ws, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench")
+	if prefix := os.Getenv("BLACKBOARD_BENCH_CPUPROFILE"); prefix != "" {
+		// Where the calls' time goes in the tool code and the engine,
+		// without a process or a pipe: go tool pprof PREFIX.read.
+		f, err := os.Create(prefix + ".read")
+		if err != nil {
+			return m, plan, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return m, plan, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	m.calls, m.writes, err = measureCalls(ctx, srv.CallTool, plan, rounds, writes, "in-process")
 	if err != nil {
 		return m, plan, err

@@ -31,7 +31,9 @@ Usage:
       client over stdio against blackboard-mcp serve, beside the same calls
       made in this process through the same tool code; then a new server's
       first answer and its memory, settled and at its peak, on the board and
-      on a copy of it (cp -a).
+      on a copy of it (cp -a). With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, the
+      in-process calls' CPU profile goes to PREFIX.read; with
+      BLACKBOARD_BENCH_MEMPROFILE=FILE, the heap once they are made to FILE.
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.

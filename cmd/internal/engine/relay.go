@@ -393,7 +393,7 @@ func (r *Relay) answerPending(err error) {
 func (r *Relay) connect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	deadline := time.Now().Add(r.Patience)
 	var started time.Time
-	pause := 10 * time.Millisecond
+	pause := 5 * time.Millisecond
 	other := false // an engine of another protocol holds the board
 	for {
 		c, err := net.Dial("unix", r.Place.Socket)
@@ -428,12 +428,19 @@ func (r *Relay) connect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 			}
 			started = time.Now()
 		}
+		// An engine starting on a large board listens after a few hundred
+		// milliseconds: looked for often, it is found as it does (a dial
+		// of a socket no one listens on costs microseconds). One of
+		// another protocol is asked again less often.
+		if other {
+			pause = 200 * time.Millisecond
+		}
 		select {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 200*time.Millisecond)
+		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
 

@@ -83,17 +83,44 @@ func engineStopped(t testing.TB, dir string) {
 		t.Errorf("locate the board's engine: %v", err)
 		return
 	}
-	for deadline := time.Now().Add(20 * time.Second); place.Running(); {
+	// The engine that holds the board, and any other started for it that
+	// still waits for the board's lock (a relay started it as the last one
+	// died): it would take the lock, and write into the board, after the
+	// test.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		others := engineProcesses(place.Board)
+		if !place.Running() && len(others) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
 			pid := place.Engine()
-			t.Errorf("the engine of %s (pid %d) still runs 20 s after its last agent left; its log:\n%s", dir, pid, tail(readFileString(place.Log)))
-			if pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the engine of %s (pid %d; engine processes %v) still runs 20 s after its last agent left; its log:\n%s", dir, pid, others, tail(readFileString(place.Log)))
+			for _, p := range append(others, pid) {
+				if p > 0 {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
 			}
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// engineProcesses are the pids of the engine processes started for the
+// board at dir (`blackboard-mcp engine --dir DIR`).
+func engineProcesses(board string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte("\x00engine\x00--dir\x00"+board+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // readFileString is the file at p, "" when it cannot be read.

@@ -421,8 +421,9 @@ func (r *Relay) connect(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 		}
 		// An engine started a moment ago may still be opening the board;
 		// one that found another's lock has left again. None is started
-		// while one of another protocol serves: it would wait for its lock.
-		if !other && (started.IsZero() || time.Since(started) > 2*time.Second) {
+		// while one holds the board's lock (opening the board, or of
+		// another protocol, or leaving): it would only wait for the lock.
+		if !other && !r.Place.Running() && (started.IsZero() || time.Since(started) > 2*time.Second) {
 			if err := r.Start(); err != nil {
 				return nil, nil, fmt.Errorf("%w: start an engine: %w", ErrUnavailable, err)
 			}

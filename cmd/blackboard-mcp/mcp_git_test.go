@@ -868,14 +868,17 @@ func TestOlderFileFromACheckoutOfTheBranchIsPutRight(t *testing.T) {
 	})
 }
 
-// writeByServer starts a server and makes it write a new note at key: a
-// write before its start-up comparison is done compares the whole work tree
-// first, as a CLI write (which compares only its own note) does not.
+// writeByServer starts a server, makes it write a new note at key, and
+// waits for the board's engine to leave. The engine compares the whole work
+// tree as it starts, as a CLI write (which compares only its own note) does
+// not, and finishes what it found (a file to put right) before it leaves:
+// on a disk that syncs slowly, after the agent's write was answered.
 func writeByServer(t *testing.T, dir, key string) {
 	t.Helper()
 	s := startMCPGo(t, dir, "agent")
 	s.write(map[string]any{"uri": key, "digest": "written by a server", "body": "o", "expect_version": 0})
 	s.closeClean()
+	engineStopped(t, dir)
 }
 
 // A person who steps onto a branch of their own and back

@@ -334,17 +334,8 @@ func TestMCPWritePastItsCommitPointIsAcknowledged(t *testing.T) {
 	if err := os.RemoveAll(index); err != nil {
 		t.Fatal(err)
 	}
-	// The board's own work may hold git's index for a moment (on a disk
-	// that syncs slowly, a long one): the person runs their git again, as
-	// git's message tells them to.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		out, err := fixtures.GitCmd(dir, "reset", "-q").CombinedOutput()
-		if err == nil {
-			break
-		}
-		if !strings.Contains(string(out), "index.lock") || time.Now().After(deadline) {
-			t.Fatalf("git reset -q: %v\n%s", err, out)
-		}
+	if out, err := afterIndexLock(func() ([]byte, error) { return fixtures.GitCmd(dir, "reset", "-q").CombinedOutput() }); err != nil {
+		t.Fatalf("git reset -q: %v\n%s", err, out)
 	}
 	s.write(map[string]any{"uri": key, "digest": "the team's log", "append": "three\n"})
 	if it := s.itemOf(key); it.Version != 3 || it.Body != "one\ntwo\nthree\n" {

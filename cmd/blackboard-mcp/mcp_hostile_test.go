@@ -509,17 +509,7 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	// The person's git waits its turn as a person would: the server may
-	// hold git's index lock a moment (longer on a disk that syncs slowly),
-	// and git then refuses ("index.lock: File exists") until it is free.
-	var out []byte
-	var err error
-	for try := 0; try < 50; try++ {
-		if out, err = stageAndCommit(dir, msg, files); err == nil || !strings.Contains(string(out), "index.lock") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	out, err := afterIndexLock(func() ([]byte, error) { return stageAndCommit(dir, msg, files) })
 	if err == nil {
 		return
 	}
@@ -534,6 +524,19 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 		got, err := fixtures.GitCmd(dir, "show", "HEAD:"+p).Output()
 		if content == "" && err == nil || content != "" && string(got) != content {
 			t.Fatalf("git commit -m %q had nothing to commit, yet HEAD does not hold %s as the person left it", msg, p)
+		}
+	}
+}
+
+// afterIndexLock runs a person's git command (run) again while git refuses
+// it for its index lock, for up to 10 s, as git's message tells a person
+// to: the board may hold the lock a moment (longer on a disk that syncs
+// slowly). It returns the last run's output and error.
+func afterIndexLock(run func() ([]byte, error)) ([]byte, error) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err := run()
+		if err == nil || !strings.Contains(string(out), "index.lock") || time.Now().After(deadline) {
+			return out, err
 		}
 	}
 }

@@ -436,10 +436,13 @@ func (p *people) recordStats(stats map[string]index.DiskStat) error {
 	return nil
 }
 
-// adoptEdits commits people's pending edits and any edit to note key, before
-// a tool write to key is considered: its compare-and-swap then fails against
-// the person's version instead of overwriting it. It returns the branch's
-// commit after. The caller holds the write lock.
+// adoptEdits commits people's pending edits and any edit to the notes keys,
+// before tool writes to them are built: their compare-and-swap then fails
+// against the person's version instead of overwriting it. It is one
+// attempt: when a person's commit moves the branch meanwhile it returns
+// errBranchMoved, and the write's one loop (commitBatch, whileBranchMoves)
+// runs the upkeep again. It returns the branch's commit after. The caller
+// holds the write lock.
 //
 // While a git command holds git's index only for a moment (a person's `git
 // add`, their `git commit`), or a person's command that moves the branch
@@ -454,15 +457,17 @@ func (p *people) recordStats(stats map[string]index.DiskStat) error {
 //
 // While the derived index is being built, no edit is committed: a person's
 // version and the stale-file rule are counted by the index (whileBuilt).
-func (p *people) adoptEdits(key string) (gitver.Hash, error) {
+func (p *people) adoptEdits(keys []string) (gitver.Hash, error) {
 	deadline := time.Now().Add(indexBusyWait)
+	once := func(attempt func() error) error { return attempt() }
 	for {
 		// Looked at each time: the git command waited for (a pull) may
 		// leave the index far behind the branch.
-		if head, building, err := p.whileBuilt(key); building {
+		head, building, err := p.whileBuilt(keys)
+		if building || err != nil {
 			return head, err
 		}
-		head, _, err := p.commitEditsLocked([]string{key})
+		head, _, err = p.commitEditsWith(keys, head, once)
 		var b *catchup.Building
 		if errors.As(err, &b) {
 			continue // the branch went far since whileBuilt looked
@@ -493,16 +498,17 @@ func (p *people) adoptEdits(key string) (gitver.Hash, error) {
 	}
 }
 
-// whileBuilt is adoptEdits while the derived index is being built
-// (building is true then): the write goes on when its note's files on disk
-// are the branch's, and waits for the build, unavailable, when a person
-// changed one; their change stays, to be committed as theirs once the
-// build is done.
-func (p *people) whileBuilt(key string) (head gitver.Hash, building bool, err error) {
-	_, _, err = p.catch.CatchUp(nil, nil)
+// whileBuilt brings the derived index to the branch, and returns the
+// branch's commit. While the index is being built (building is true then)
+// it is adoptEdits' answer: the writes go on when their notes' files on
+// disk are the branch's, and wait for the build, unavailable, when a
+// person changed one; their change stays, to be committed as theirs once
+// the build is done.
+func (p *people) whileBuilt(keys []string) (head gitver.Hash, building bool, err error) {
+	head, _, err = p.catch.CatchUp(nil, nil)
 	var b *catchup.Building
 	if !errors.As(err, &b) {
-		return gitver.ZeroHash, false, nil
+		return head, false, err
 	}
 	if head, err = p.repo.Head(); err != nil {
 		return head, true, err
@@ -510,15 +516,17 @@ func (p *people) whileBuilt(key string) (head gitver.Hash, building bool, err er
 	if wt := p.repo.WorkTree(); wt.Operation != "" || wt.Elsewhere != "" {
 		return head, true, nil // edits wait for git, as they do after the build
 	}
-	for _, rel := range note.Files(key) {
-		committed, err := p.repo.PathBlob(head, rel)
-		if err != nil {
-			return head, true, err
-		}
-		if !p.files.Holds(rel, committed) {
-			return head, true, errorf("write", "", ErrUnavailable,
-				"%s holds a change not committed yet, to be committed as its author's once the index is built (%s); retry",
-				rel, b.Status).because(b)
+	for _, key := range keys {
+		for _, rel := range note.Files(key) {
+			committed, err := p.repo.PathBlob(head, rel)
+			if err != nil {
+				return head, true, err
+			}
+			if !p.files.Holds(rel, committed) {
+				return head, true, errorf("write", "", ErrUnavailable,
+					"%s holds a change not committed yet, to be committed as its author's once the index is built (%s); retry",
+					rel, b.Status).because(b)
+			}
 		}
 	}
 	return head, true, nil
@@ -537,6 +545,18 @@ const (
 // commitEditsLocked commits the pending edits and those to the notes keys.
 // The caller holds the write lock. On failure the edits stay pending.
 func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
+	// A person's git commit landing meanwhile moves the branch: compare
+	// again.
+	return p.commitEditsWith(keys, gitver.ZeroHash, func(attempt func() error) error {
+		return whileBranchMoves("commit people's edits", "", p.repair, p.up, attempt)
+	})
+}
+
+// commitEditsWith is commitEditsLocked, its attempts run by run (once, or
+// again while the branch moves); caughtUp is the branch's commit when the
+// caller has just brought the derived index to it, zero for the first
+// attempt to do so.
+func (p *people) commitEditsWith(keys []string, caughtUp gitver.Hash, run func(attempt func() error) error) (gitver.Hash, *EditReport, error) {
 	paths, all := p.edits.take()
 	if all && len(keys) > 0 && p.edits.isWatched() {
 		// A write adopts the edits to its own notes and to the paths the
@@ -547,11 +567,10 @@ func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, err
 	}
 	var head gitver.Hash
 	var rep *EditReport
-	// A person's git commit landing meanwhile moves the branch: compare
-	// again.
-	err := whileBranchMoves("commit people's edits", "", p.repair, p.up, func() error {
+	err := run(func() error {
 		var err error
-		head, rep, err = p.commitEditsOnce(keys, paths, all)
+		head, rep, err = p.commitEditsOnce(keys, paths, all, caughtUp)
+		caughtUp = gitver.ZeroHash // an attempt again looks again
 		return err
 	})
 	switch {
@@ -578,13 +597,19 @@ type candidate struct {
 	strict bool
 }
 
-func (p *people) commitEditsOnce(keys, paths []string, all bool) (gitver.Hash, *EditReport, error) {
+// commitEditsOnce is one attempt of commitEditsWith: the work tree
+// compared with the derived index at the branch (brought there, unless
+// caughtUp says it is), people's changes committed.
+func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver.Hash) (gitver.Hash, *EditReport, error) {
 	if err := p.stillOpen(); err != nil {
 		return gitver.ZeroHash, nil, err
 	}
-	head, _, err := p.catch.CatchUp(nil, nil)
-	if err != nil {
-		return head, nil, err
+	head := caughtUp
+	var err error
+	if head.IsZero() {
+		if head, _, err = p.catch.CatchUp(nil, nil); err != nil {
+			return head, nil, err
+		}
 	}
 	rep := &EditReport{}
 	if why := p.repo.WorkTree().Busy(); why != "" {

@@ -13,13 +13,21 @@ import (
 // journal, whichever process comes next: before the branch moves again
 // (moveBranch), and before anyone compares the work tree (people.repair).
 // The caller holds the write lock.
+//
+// It reads the journal once a hold: no other process writes one while this
+// one holds the lock, and this process's own moves clear theirs, unless
+// one failed past its commit point (journal.File.Written).
 func (m *mover) recover() error {
 	if err := m.stillOpen(); err != nil {
 		return err
 	}
+	if m.recoveredIn != 0 && m.recoveredIn == m.lock.holds && !m.journal.Written() {
+		return nil
+	}
 	if err := m.finishInterrupted(); err != nil {
 		return fmt.Errorf("finish an interrupted write: %w", err)
 	}
+	m.recoveredIn = m.lock.holds
 	return nil
 }
 

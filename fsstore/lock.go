@@ -19,6 +19,9 @@ import (
 type writeLock struct {
 	mu   sync.Mutex
 	file *os.File
+	// holds counts the holds taken, guarded by mu: a part that did its
+	// upkeep in this hold (mover.recover) knows not to do it again.
+	holds uint64
 }
 
 // with runs fn holding the workspace's write lock: the in-process
@@ -28,34 +31,18 @@ type writeLock struct {
 // left half-done is the mover's to finish (mover.recover), before the next
 // move of the branch and before anyone compares the work tree.
 func (l *writeLock) with(fn func() error) error {
-	_, err := l.hold(unix.LOCK_EX, func() (bool, error) { return true, fn() })
-	return err
-}
-
-// withFree is with when no other process holds the lock: then fn runs and
-// says whether it did the work (took). took is false when the lock was held
-// elsewhere.
-func (l *writeLock) withFree(fn func() (took bool, err error)) (took bool, err error) {
-	return l.hold(unix.LOCK_EX|unix.LOCK_NB, fn)
-}
-
-// hold takes the write lock by flock(how) and runs fn. took is false, and
-// fn not run, when how does not block and another process holds the lock.
-func (l *writeLock) hold(how int, fn func() (took bool, err error)) (took bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
-		err := unix.Flock(int(l.file.Fd()), how)
+		err := unix.Flock(int(l.file.Fd()), unix.LOCK_EX)
 		if err == nil {
 			break
 		}
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return false, nil
-		}
 		if !errors.Is(err, unix.EINTR) {
-			return true, fmt.Errorf("lock %s: %w", note.LockFile, err)
+			return fmt.Errorf("lock %s: %w", note.LockFile, err)
 		}
 	}
 	defer unix.Flock(int(l.file.Fd()), unix.LOCK_UN)
+	l.holds++
 	return fn()
 }

@@ -22,10 +22,14 @@ import (
 // change a move left in place; displaced keeps the files a move replaced.
 type mover struct {
 	*board
-	journal   *journal.File // the intent of the write in progress, for whoever comes next
-	writes    int           // commits made by this process, guarded by the write lock: paces maintenance
-	edits     *pendingEdits
-	displaced *displacedFiles
+	lock    *writeLock    // whose hold every step runs in
+	journal *journal.File // the intent of the write in progress, for whoever comes next
+	// recoveredIn is the hold of the write lock in which recover last
+	// left no journal to finish.
+	recoveredIn uint64
+	writes      int // commits made by this process, guarded by the write lock: paces maintenance
+	edits       *pendingEdits
+	displaced   *displacedFiles
 }
 
 // moveBranchWithFiles is the one branch-move step: every tool write (one
@@ -355,25 +359,6 @@ func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
 // ownMove starts the reflog message of every move of the branch the program
 // makes.
 const ownMove = "blackboard: "
-
-// update is a lone tool write's one pass through the mover, as a
-// transaction of a storage engine runs: a killed writer's journal is
-// finished first, before anything compares the work tree; then build, the
-// caller's (people's edits of the note, the write built on the branch),
-// says what to move, nil for nothing (the write was refused, or changed
-// nothing); then the branch moves (commitChain). moved is false, and
-// nothing changed, when the branch was no longer where build found it.
-// The caller holds the write lock.
-func (m *mover) update(build func() (*branchMove, error)) (moved bool, err error) {
-	if err := m.recover(); err != nil {
-		return false, err
-	}
-	bm, err := build()
-	if err != nil || bm == nil {
-		return false, err
-	}
-	return m.commitChain(*bm, 1)
-}
 
 // commitChain makes m, the commits of n tool writes, through the one
 // branch-move step (moveBranch), with their objects made durable

@@ -670,15 +670,15 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 }
 
-// Writes of several processes that meet a busy workspace join one chain of
-// pending writes and are committed together: each its own commit, by its
-// own writer, the branch moved once for them all. The test holds the write
+// Writes of several processes of a clone with a remote join one chain of
+// pending writes and are pushed together: each its own commit, by its own
+// writer, the branch moved once for them all. The test holds the write
 // lock while the writers start, so that each finds it busy, then holds the
 // publish lock until all four are built on the chain.
 func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 	fixtures.RequireGit(t)
 	const procs = 4
-	w := newWorkspace(t, false)
+	w := withRemote(t, newWorkspace(t, false))
 	_, done, _, releasePublish := pendingWorkers(t, w, 0, 1, 2, 3)
 	releasePublish()
 	for range procs {
@@ -711,7 +711,7 @@ func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
 // writer: its own write commits, and git is never given the damaged pack.
 func TestDamagedPendingWriteIsDropped(t *testing.T) {
 	fixtures.RequireGit(t)
-	w := newWorkspace(t, true)
+	w := withRemote(t, newWorkspace(t, true))
 	cmds, exited, packs, releasePublish := pendingWorkers(t, w, 9)
 	// The power fails: the worker and this process are gone.
 	_ = cmds[0].Process.Kill()
@@ -760,34 +760,17 @@ func holdLock(t *testing.T, name string) (release func()) {
 	return func() { f.Close() }
 }
 
-// Writes left pending by a board without a remote (a killed writer's) are
-// pushed with the next write once the board has one: their pack, pending,
-// is made git's first, or git could not push their objects.
-func TestPendingWritesPushedOnceTheBoardHasARemote(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
+// withRemote gives w a remote, a bare repository of its own, to which it
+// pushes what it holds: its writes are then built on pending writes and
+// published.
+func withRemote(t *testing.T, w *Workspace) *Workspace {
+	t.Helper()
 	bare := filepath.Join(t.TempDir(), "board.git")
 	fixtures.Git(t, filepath.Dir(bare), "init", "--quiet", "--bare", "--initial-branch=main", bare)
-	cmds, exited, _, releasePublish := pendingWorkers(t, w, 5)
-	_ = cmds[0].Process.Kill()
-	if err := <-exited; err == nil {
-		t.Fatal("the worker finished its write before it was killed")
-	}
-	releasePublish()
 	if err := w.SetRemote(context.Background(), "file://"+bare); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agentView(w).Update(UpdateRequest{URI: "t/after", Digest: "after", Body: ptr("after"), ExpectVersion: ptr(0)}); err != nil {
-		t.Fatalf("the write after pending writes of a board without a remote: %v", err)
-	}
-	for _, key := range []string{"t/p5-0", "t/after"} {
-		if n := get(t, w, key); n.Version != 1 {
-			t.Errorf("%s at v%d", key, n.Version)
-		}
-		fixtures.Git(t, bare, "cat-file", "-e", "main:"+key+".md")
-	}
-	fixtures.Git(t, bare, "fsck", "--strict")
-	assertClean(t, w)
+	return w
 }
 
 // pendingWorkers starts a worker process for each id, each writing the

@@ -157,6 +157,11 @@ func (q *pipeline) publishPending(mine *builtWrite) (acked bool, finishErr, err 
 				return false, nil, errorf("write", "", ErrConflict,
 					"the branch kept moving under the write (someone is committing in a loop); try again")
 			}
+		case errors.Is(err, gitver.ErrPackDamaged):
+			// A power failure cut a pending pack before it was pushed: the
+			// chain is dropped, and its writers build their writes again.
+			q.logf("the pending writes are dropped: %v", err)
+			return false, nil, q.lock.with(func() error { return q.pending.save(gitver.ZeroHash) })
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			if err := q.followRemoteWithPending(head, announce); err != nil {
 				return false, nil, err

@@ -10,44 +10,46 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// The write queue: how a tool write reaches the branch. On a board with a
-// remote, a write counts once a push holds it, and a push costs tens of
-// milliseconds (a host's rate limits, seconds). Writes made while a push is
-// in flight, by any process of the clone, go out together in the next
-// push. On a board without one, writes that come while another is being
-// committed, by this process or another (the write lock is held, or writes
-// are pending), are committed together the same way (group commit): each
-// its own commit, checked against its own expect_version, the branch moved
-// once for all, none answered before it moved. A write that comes alone is
-// a group of one: built the same way, and moved onto the branch at once,
-// in the same hold of the write lock (commitAlone). A group's write is
-// made in two steps:
+// The write queue: how a tool write reaches the branch. Writes that come
+// to one process while it commits others wait in its queue, and go
+// together in the next batch (group commit): each its own commit, checked
+// against its own expect_version, none answered before the branch holds
+// it. With one engine per board (cmd/internal/engine), every agent's
+// writes come to one process, and batch there.
 //
-//  1. Under the write lock, it is built (tx.go) as its own commit, checked
-//     against its expect_version, on top of the clone's pending writes
-//     (pending.go): those built and not yet pushed, a chain from the branch
-//     whose tip a file in .git names. Its commit becomes the new tip.
-//     Writes that come to one process together are built in one hold of
-//     the lock.
+// On a board without a remote, a batch runs straight down in one hold of
+// the write lock (commitBatch): the upkeep once, the writes built as a
+// chain in memory, the branch moved once for them all (move.go), then the
+// answers. A write that comes alone is a batch of one.
+//
+// On a board with a remote, a write counts once a push holds it, and a
+// push costs tens of milliseconds (a host's rate limits, seconds). Writes
+// made while a push is in flight, by any process of the clone, go out
+// together in the next push, in two steps:
+//
+//  1. Under the write lock, each is built (tx.go) as its own commit,
+//     checked against its expect_version, on top of the clone's pending
+//     writes (pending.go): those built and not yet pushed, a chain from
+//     the branch whose tip a file in .git names. Its commit becomes the
+//     new tip. Writes that come to one process together are built in one
+//     hold of the lock.
 //  2. Under the publish lock (publish.go), one writer at a time pushes the
-//     whole chain (never by force; without a remote, nowhere: its objects,
-//     written unsynced as one pending pack per group, are synced with the
-//     journal and the staged files in one round, and the packs made git's)
-//     and moves the branch to it, files and all (move.go): every write in
-//     it is then acknowledged. A writer that finds its write on the branch
-//     already is done. When the remote refuses the push (another clone
-//     came first), the clone follows the remote and the chain is rebased
-//     on it: each write keeps its changes, and so its expect_version check
-//     and its version, unless the other clone's commits counted a version
-//     of its note; that write and those after it are dropped, and their
-//     writers build them again on what the remote holds, checked again.
+//     whole chain (never by force) and moves the branch to it, files and
+//     all (move.go): every write in it is then acknowledged. A writer
+//     that finds its write on the branch already is done. When the remote
+//     refuses the push (another clone came first), the clone follows the
+//     remote and the chain is rebased on it: each write keeps its changes,
+//     and so its expect_version check and its version, unless the other
+//     clone's commits counted a version of its note; that write and those
+//     after it are dropped, and their writers build them again on what
+//     the remote holds, checked again.
 //
 // Reads never see pending writes: the branch holds only what the remote
-// (without one, the publisher) took. A writer killed after step 1 leaves
-// its write to be published by the next writer (it counts if it reaches the
-// remote, or the branch, as a push that went through before the kill does).
-// Every answer is what git holds: a write whose publish failed is refused
-// only once the pending writes are dropped (settleRefused).
+// took. A writer killed after step 1 leaves its write to be published by
+// the next writer (it counts if it reaches the remote, as a push that went
+// through before the kill does). Every answer is what git holds: a write
+// whose publish failed is refused only once the pending writes are dropped
+// (settleRefused).
 
 // batchLinger is how long a publisher waits for more writes once writers
 // are seen writing together: a push costs ten times as much.
@@ -191,31 +193,12 @@ func (q *pipeline) leadWrites() {
 }
 
 // publishWrites builds items on the pending writes and publishes them,
-// again for those dropped, until each has its answer.
+// again for those dropped, until each has its answer. On a board whose
+// branch is where writes count, they are committed at once (commitBatch).
 func (q *pipeline) publishWrites(items []*queuedWrite) {
-	if q.up.onBranch() && len(items) == 1 {
-		// Alone, and no remote to wait for: committed at once, in one
-		// hold of the write lock, unless another process holds it or has
-		// writes pending: then it joins theirs, to be committed with them.
-		it := items[0]
-		if took, err := q.lock.withFree(func() (bool, error) {
-			head, err := q.repo.Head()
-			if err != nil {
-				return true, err
-			}
-			if _, chain, _, err := q.readPending(head); err != nil || len(chain) > 0 {
-				return err != nil, err // writes are pending: join them
-			}
-			if q.othersBusy() || q.pub.othersBuilding() {
-				// Other processes' writers are busy: this one joins them,
-				// rather than have them wait for a commit of its own.
-				return false, nil
-			}
-			return true, q.commitAlone(it)
-		}); took {
-			it.err = err
-			return
-		}
+	if q.up.onBranch() {
+		q.commitBatch(items)
+		return
 	}
 	race := remoteRace{op: "write"}
 	open := items
@@ -471,43 +454,125 @@ func answerAll(items []*queuedWrite, err error) {
 	}
 }
 
-// commitAlone builds a write that came alone, on the branch, and moves
-// the branch to it at once, in this hold of the write lock: a group of
-// one, built as every write is (buildWrite) and moved as every group is
-// (commitChain), in one pass through the mover (mover.update), with its
-// objects written loose and synced alongside the files instead of in a
-// pack with others'. It is only for a board whose branch is where writes
-// count (no remote). The caller holds the write lock.
-func (q *pipeline) commitAlone(it *queuedWrite) error {
-	return whileBranchMoves(it.op, it.uri, q.people.repair, q.up, func() error {
-		defer q.repo.DropStaged()
-		built := false
-		moved, err := q.mover.update(func() (*branchMove, error) {
-			// Nothing is pending (the caller looked, under this hold of
-			// the lock): the write builds on the branch, and the pending
-			// writes' record is neither read nor written again.
-			head, err := q.repo.Head()
+// commitBatch commits items, the writes waiting in this process, on a
+// board whose branch is where writes count (no remote), straight down in
+// one hold of the write lock: the upkeep once for them all (people.prepare:
+// a killed writer's journal finished, the repairs, people's edits to their
+// notes committed); each write built on the one before as its own commit,
+// checked against its own expect_version, its objects in memory
+// (buildWrite); the chain moved onto the branch once (mover.commitChain),
+// its objects made durable in the same round as the journal and the files;
+// then every write answered. A write that came alone is a batch of one,
+// its objects written loose. When a person's commit moves the branch
+// before the chain does, the batch starts over from the upkeep, every
+// write built again on it; a write that changed nothing on a note another
+// write of the batch changed waits for that one, and is built again after
+// the move.
+func (q *pipeline) commitBatch(items []*queuedWrite) {
+	open := items
+	err := q.lock.with(func() error {
+		for moves := 0; len(open) > 0; {
+			if moves >= maxMoves {
+				return errorf("write", "", ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+			}
+			next, moved, err := q.commitRound(open)
+			if err != nil || !moved {
+				moves++
+			} else {
+				open = next
+			}
 			if err != nil {
-				return nil, err
+				open = next // those the failure leaves without an answer
+				return err
 			}
-			mine, _, err := q.buildWrite(it.uri, it.attempt, &builtTip{head: head, tip: head}, true)
-			if err != nil || mine == nil {
-				return nil, err // refused, or answered without a commit
-			}
-			reach("built")
-			built = true
-			return &branchMove{from: mine.head, to: mine.commit, reason: ownMove + subject(mine.info.Message),
-				alongside: mine.pending.Write, changes: mine.diff, fresh: true}, nil
-		})
-		switch {
-		case built && !moved && err == nil:
-			return errBranchMoved // a person's commit came first: built again on it
-		case moved && err != nil:
-			it.unfinished(err) // past the commit point: acknowledged, with a warning
-			return nil
 		}
-		return err
+		return nil
 	})
+	if err != nil {
+		answerAll(open, err)
+	}
+}
+
+// commitRound is one pass of commitBatch over open: it returns the writes
+// left for the next (those that waited for another of the batch), and
+// moved is false when the branch moved under the round, which then
+// changed nothing and answered none. On a failure, next is the writes it
+// leaves without an answer. The caller holds the write lock.
+func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved bool, err error) {
+	defer q.repo.DropStaged()
+	uris := make([]string, len(open))
+	for i, it := range open {
+		uris[i] = it.uri
+	}
+	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) {
+		return open, false, nil
+	} else if err != nil {
+		return open, false, err
+	}
+	head, err := q.repo.Head()
+	if err != nil {
+		return open, false, err
+	}
+	built := builtTip{head: head, tip: head}
+	var chain []*queuedWrite
+	for _, it := range open {
+		it.mine, it.err = nil, nil
+		mine, waits, err := q.buildWrite(it.uri, it.attempt, &built, true)
+		switch {
+		case errors.Is(err, errBranchMoved):
+			return open, false, nil
+		case waits:
+			next = append(next, it) // built again once the write it waits for is on the branch
+		case mine != nil:
+			it.mine = mine
+			chain = append(chain, it)
+		default:
+			it.err = err // answered: refused, or without a commit
+		}
+	}
+	if len(chain) == 0 {
+		return next, true, nil
+	}
+	reach("built")
+	last := chain[len(chain)-1].mine
+	bm := branchMove{from: head, to: last.commit, reason: ownMove + subject(last.info.Message),
+		alongside: last.pending.Write, changes: last.diff, fresh: true}
+	var published []string
+	if len(chain) > 1 {
+		// One pack for the batch's objects, synced with the journal and
+		// the files; the trees are diffed, as several commits changed
+		// them.
+		bm.reason, bm.changes = fmt.Sprintf("%scommit %d writes", ownMove, len(chain)), nil
+		bm.alongside = func() error {
+			sha, err := q.repo.WriteStaged()
+			if err != nil || sha == "" {
+				return err
+			}
+			published, err = q.repo.PublishPacks([]string{sha})
+			return err
+		}
+	}
+	moved, err = q.mover.commitChain(bm, len(chain))
+	if len(published) > 0 {
+		// The branch names their objects, or nothing does: git may pack
+		// them, or drop them.
+		q.repo.ReleasePacks(published)
+		if err := q.repo.MergeSmallPacks(); err != nil {
+			q.logf("merge the small packs of grouped writes: %v", err)
+		}
+	}
+	switch {
+	case !moved && err == nil:
+		return open, false, nil // a person's commit came first: built again on it
+	case !moved:
+		return append(chain, next...), false, err
+	case err != nil:
+		// Past the commit point: acknowledged, with a warning.
+		for _, it := range chain {
+			it.unfinished(err)
+		}
+	}
+	return next, true, nil
 }
 
 // unfinishedError is a failure past a write's commit point (the disk full

@@ -38,22 +38,28 @@ func (p *people) repairs() error {
 	return nil
 }
 
-// prepare readies the board for a tool write of the note uri names, in
-// the hold of the write lock that builds it: the repairs first (agents'
-// commits a person's reset dropped come back before anything is built on
-// the branch, rescue.go); then people's edits to the note are committed,
-// each its own commit (pushed on its own): rare, and they drop pending
-// writes, whose writers build them again. The pipeline calls it once
-// before each build, in a hold of the write lock in which the mover has
-// finished any interrupted write (mover.update, mover.recover).
-func (p *people) prepare(uri string) error {
-	if err := p.repairs(); err != nil {
+// prepare readies the board for tool writes of the notes uris name, once
+// in the hold of the write lock that builds them, before they are built:
+// a killed writer's journal finished (mover.recover), then the repairs
+// (agents' commits a person's reset dropped come back before anything is
+// built on the branch, rescue.go), then people's edits to the notes
+// committed, each its own commit (pushed on its own): rare, and they drop
+// pending writes, whose writers build them again. It returns
+// errBranchMoved when a person's commit moved the branch meanwhile: the
+// write's one loop runs it again.
+func (p *people) prepare(uris ...string) error {
+	if err := p.repair(); err != nil {
 		return err
 	}
-	if key, ok := p.keyOf(uri); ok {
-		if _, err := p.adoptEdits(key); err != nil {
-			return err
+	var keys []string
+	for _, uri := range uris {
+		if key, ok := p.keyOf(uri); ok {
+			keys = append(keys, key)
 		}
 	}
-	return nil
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := p.adoptEdits(keys)
+	return err
 }

@@ -202,6 +202,11 @@ func (q *pipeline) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, er
 // write lock.
 func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
 	err = whileBranchMoves(op, uri, q.people.repair, q.up, func() error {
+		// The work tree as the write must see it: people's edits to its
+		// note committed first.
+		if err := q.people.prepare(uri); err != nil {
+			return err
+		}
 		var err error
 		mine, blockedByPending, err = q.buildWrite(uri, attempt, built, q.up.onBranch())
 		return err
@@ -216,11 +221,6 @@ func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, bu
 // true where the branch is where writes count (upstream.onBranch). The
 // caller holds the write lock.
 func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip, stageOnly bool) (mine *builtWrite, blockedByPending bool, err error) {
-	// The work tree as the write must see it: people's edits to its
-	// note committed first.
-	if err := q.people.prepare(uri); err != nil {
-		return nil, false, err
-	}
 	head, err := q.repo.Head()
 	if err != nil {
 		return nil, false, err

@@ -189,7 +189,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	edits := &pendingEdits{oneShot: opts.OneShot}
 	displaced := &displacedFiles{}
 	lock := &writeLock{file: lockFile}
-	mv := &mover{board: b, journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()),
+	mv := &mover{board: b, lock: lock, journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()),
 		edits: edits, displaced: displaced}
 	var up upstream = localOnly{}
 	if name := repo.Upstream(); name != "" {

@@ -126,7 +126,7 @@ func (r *Repo) AnnounceTurn(ctx context.Context, remote string, t Turn) error {
 // writeTurn writes t as the turn that follows parent.
 func (r *Repo) writeTurn(parent Hash, t Turn) (Hash, error) {
 	who := Signature{Name: "blackboard-mcp", Email: "blackboard-mcp@blackboard.local", When: time.Now()}
-	return r.WriteCommit(CommitObject{Tree: emptyTree, Parents: []Hash{parent}, Author: who, Committer: who, Message: t.message()})
+	return r.writeTurnCommit(CommitObject{Parents: []Hash{parent}, Author: who, Committer: who, Message: t.message()})
 }
 
 // turnsBase is the turn a new one follows: prev, or for a remote without
@@ -137,7 +137,7 @@ func (r *Repo) turnsBase(prev Hash) (Hash, error) {
 		return prev, nil
 	}
 	who := Signature{Name: "blackboard-mcp", Email: "blackboard-mcp@blackboard.local", When: time.Unix(0, 0).UTC()}
-	return r.WriteCommit(CommitObject{Tree: emptyTree, Author: who, Committer: who,
+	return r.writeTurnCommit(CommitObject{Author: who, Committer: who,
 		Message: "turns of " + strings.TrimPrefix(r.branch, "refs/heads/") + "\n\nClones that lost a race to push say so here; the others let them go first.\n"})
 }
 
@@ -205,8 +205,23 @@ func (r *Repo) turnLease(remote string, taken *Turn) (lease, refspec string, err
 	return lease, value.String() + ":" + r.turnsRef(), nil
 }
 
-// emptyTree is the name of git's empty tree, which every repository
-// knows without storing it.
+// writeTurnCommit writes c, a turn, on the empty tree, and the tree with
+// it: git knows the empty tree without storing it, but `git fsck` counts
+// it missing in a repository that does not.
+func (r *Repo) writeTurnCommit(c CommitObject) (Hash, error) {
+	w := r.newObjectWriter()
+	if _, err := w.write("tree", nil); err != nil {
+		return ZeroHash, err
+	}
+	c.Tree = emptyTree
+	h, err := w.writeCommit(c)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return h, w.flush()
+}
+
+// emptyTree is the name of git's empty tree.
 var emptyTree = Hash{0x4b, 0x82, 0x5d, 0xc6, 0x42, 0xcb, 0x6e, 0xb9, 0xa0, 0x60, 0xe5, 0x4b, 0xf8, 0xd6, 0x92, 0x88, 0xfb, 0xee, 0x49, 0x04}
 
 const (

@@ -49,6 +49,8 @@ type Change struct {
 type File struct {
 	path    string
 	durable bool
+	// written says this process wrote a journal not cleared since.
+	written bool
 }
 
 // At is the journal file at path; durable syncs it (Sync).
@@ -66,12 +68,17 @@ func (f *File) Write(j *Journal) error {
 	if err != nil {
 		return err
 	}
+	f.written = true
 	if _, err := out.Write(b); err != nil {
 		out.Close()
 		return err
 	}
 	return out.Close()
 }
+
+// Written reports whether this process wrote a journal that it has not
+// cleared since: a write of its own left unfinished.
+func (f *File) Written() bool { return f.written }
 
 // Sync makes the journal durable (nothing, for a workspace that is not).
 func (f *File) Sync() error {
@@ -87,7 +94,13 @@ func (f *File) Sync() error {
 }
 
 // Clear empties the journal: no write in progress.
-func (f *File) Clear() error { return os.Truncate(f.path, 0) }
+func (f *File) Clear() error {
+	if err := os.Truncate(f.path, 0); err != nil {
+		return err
+	}
+	f.written = false
+	return nil
+}
 
 // Read returns the journal's write, nil when none is in progress. torn is
 // set when the file holds something that is not a whole journal: its

@@ -319,13 +319,14 @@ type stdioServer struct {
 	stderr strings.Builder
 }
 
-// startServer starts binary on dir and initializes a session.
-func startServer(ctx context.Context, binary, dir string) (*stdioServer, error) {
+// startServer starts binary on dir, with env added to this process's
+// environment, and initializes a session.
+func startServer(ctx context.Context, binary, dir string, env ...string) (*stdioServer, error) {
 	s := &stdioServer{dir: dir}
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--dir", dir},
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Env = append(os.Environ(), "BLACKBOARD_AGENT=bench-mcp")
+			cmd.Env = append(append(os.Environ(), "BLACKBOARD_AGENT=bench-mcp"), env...)
 			cmd.Stderr = &s.stderr
 			s.proc = cmd
 			return cmd, nil

@@ -34,6 +34,27 @@ Usage:
       on a copy of it (cp -a). With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, the
       in-process calls' CPU profile goes to PREFIX.read; with
       BLACKBOARD_BENCH_MEMPROFILE=FILE, the heap once they are made to FILE.
+  blackboard-bench path [--module DIR] [--runs N] [--warmup W] [--settle D]
+                        [--count REGEX]... [--closures=false]
+      which of the project's files one lone update_state passes through in
+      the board's engine, from its socket to the write's answer. It copies
+      the module (--module, default: the one the current directory is in)
+      without tests, makes every function and closure of the copy tell a
+      tracer it was entered and from which file of the module, builds
+      blackboard-mcp from it, and serves a fresh board through a real MCP
+      client over stdio; after W writes of distinct notes and two reads,
+      the engine records while each of N new notes is written, alone, D
+      after the one before. Per run and over all runs: the files passed
+      through (entered: a function of theirs was), the switches (distinct
+      caller file -> callee file pairs of two files), each switch's calls,
+      the entries no file of the module called (goroutines' starts), each
+      file's entries, and the entries of the functions each --count
+      matches (names without the module path, as fsstore.(*mover).recover;
+      default: journal recovery and the index's catch-up). A function's
+      caller is the nearest frame of a file of the module above it, through
+      any library (mcp-go, database/sql) between them. What the engine's
+      background work (the watcher, the index) does in the window counts
+      too: runs that differ show it.
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.
@@ -46,6 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		"write":    runWrite,
 		"generate": runGenerate,
 		"read":     runRead,
+		"path":     runPath,
 		workerVerb: runWorker, // hidden: started by write, not by people
 	}}.Run(ctx, args, stdin, stdout, stderr)
 }

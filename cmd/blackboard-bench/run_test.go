@@ -21,6 +21,8 @@ func TestUsage(t *testing.T) {
 		{args: []string{"-h"}, code: 0, out: "blackboard-bench generate DIR", err: "-"},
 		{args: []string{"bench"}, code: 2, out: "-", err: `blackboard-bench: unknown verb "bench"`},
 		{args: []string{"write", "extra"}, code: 2, out: "-", err: "blackboard-bench: write takes no arguments"},
+		{args: []string{"path", "extra"}, code: 2, out: "-", err: "blackboard-bench: path takes no arguments"},
+		{args: []string{"path", "--count", "("}, code: 2, out: "-", err: "invalid value"},
 		{args: []string{"generate"}, code: 2, out: "-", err: "blackboard-bench: generate takes one directory"},
 		{args: []string{"generate", "-h"}, code: 0, out: "-", err: "-commits"},
 	} {

@@ -26,9 +26,10 @@
 //	           and write goes through), and closes
 //	pipeline   tool writes: the queue and group commit (queue.go), the
 //	           build of a write as a writeTx, the unit of work, with its
-//	           own reads and its one commit (tx.go), the pending writes'
-//	           record (pending.go) and their publishing (publish.go);
-//	           write.go and source.go are the View's requests built in it
+//	           own reads and its one commit (tx.go); with a remote, the
+//	           pending writes' record (pending.go) and their publishing
+//	           (publish.go); write.go and source.go are the View's
+//	           requests built in it
 //	people     people's edits and a person's git: edits committed as
 //	           theirs (edits.go, stale.go, displaced.go), a save made
 //	           from an earlier version merged with what was written
@@ -64,34 +65,35 @@
 //	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
 //
-// One lone update_state (a board without a remote, no other writer),
-// part by part, each entered once, in this order:
+// One lone update_state (a board without a remote), part by part, in this
+// order, one hold of the write lock from the upkeep to the move:
 //
 //	View.Update (write.go)         the request checked, the caller's right
-//	pipeline.submit,               the queue: alone, and upstream (localOnly)
-//	  publishWrites (queue.go)     says the branch is where it counts, so
-//	                               committed at once, in one hold of the
-//	                               write lock
-//	writeLock.hold (lock.go)       the flock
-//	pipeline.commitAlone           the write, started over while a person's
-//	  (queue.go)                   commit moves the branch under it
-//	mover.update (move.go)         a killed writer's journal finished
-//	                               (journal.go); then the pipeline's build,
-//	                               handed to it, below; then its move
-//	people.prepare (repair.go)     the repairs of a person's git (agents'
-//	                               commits a reset dropped brought back);
-//	                               the note's own edits committed
-//	writeTx (tx.go)                the note read as the write sees it and
+//	pipeline.submit, leadWrites    the queue: alone, so a batch of one
+//	  (queue.go)
+//	commitBatch, commitRound       the batch's one loop, started over only
+//	  (queue.go)                   when a person's commit moves the branch
+//	                               before the batch does
+//	writeLock.with (lock.go)       the flock
+//	people.prepare (repair.go)     the upkeep, once: a killed writer's
+//	                               journal finished (mover.recover,
+//	                               journal.go), the repairs of a person's
+//	                               git, the notes' own edits committed
+//	                               (adoptEdits, edits.go), the derived
+//	                               index at the branch
+//	buildWrite, writeTx (tx.go)    the note read as the write sees it and
 //	                               checked against expect_version (noteIn),
-//	                               its commit built (commit, with gitver)
+//	                               its commit built in memory (commit)
 //	mover.commitChain,             the commit point: the journal written,
 //	  moveBranch (move.go)         the files staged (worktree), the branch
 //	                               moved (gitver), the files placed, git's
 //	                               index written, the derived index caught
 //	                               up (catchup), the journal cleared
 //
-// With a remote, a write is built on the clone's pending writes and the
-// publisher pushes them (upstream.push) before the mover moves the branch.
+// `blackboard-bench path` traces the files such a write passes through in
+// the engine. With a remote, a write is built on the clone's pending
+// writes and the publisher pushes them (upstream.push) before the mover
+// moves the branch.
 
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing

@@ -17,12 +17,12 @@ import (
 // writeTx is one tool write being built: the unit of work that travels
 // down the write path as an argument, from the caller's build function
 // (updateLocked, linkLocked) to the commit it makes. Every tool write is
-// built the same way, alone or in a group: on base, the branch or the tip
-// of the pending writes of this clone, checked against the note's version
-// there (noteIn), and made one commit on top (commit). Whether that commit
-// is then moved onto the branch at once (a write that came alone) or
-// published with the others (a group) is the queue's to decide
-// (queue.go); the build is the same.
+// built the same way, alone or in a batch: on base, the branch, the write
+// before it in its batch, or the tip of the pending writes of this clone,
+// checked against the note's version there (noteIn), and made one commit
+// on top (commit). Whether that commit is then moved onto the branch with
+// its batch (no remote) or published with the pending writes is the
+// queue's to decide (queue.go); the build is the same.
 type writeTx struct {
 	q    *pipeline   // what builds it
 	head gitver.Hash // the branch when the write began

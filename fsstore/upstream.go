@@ -15,9 +15,9 @@ import (
 // the write path asks it once instead of testing for a remote.
 type upstream interface {
 	// onBranch reports that a write counts once the local branch holds
-	// it: no remote. Then a lone write is committed at once, and a
-	// group's objects are written as one pack synced as the branch
-	// moves; with a remote, a write counts once the remote took it.
+	// it: no remote. Then a batch of writes is committed at once, in
+	// one hold of the write lock (commitBatch); with a remote, a write
+	// counts once the remote took it.
 	onBranch() bool
 	// offer makes commit, built on the local branch, count before the
 	// branch moves to it. took says the remote took it: it stands from

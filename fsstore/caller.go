@@ -88,6 +88,9 @@ type View struct {
 	retried bool
 }
 
+// Workspace is the board the view sees.
+func (v *View) Workspace() *Workspace { return v.w }
+
 // readable keeps the addresses (canonical or short) the caller may read.
 func (v *View) readable(uris []string) []string {
 	var out []string

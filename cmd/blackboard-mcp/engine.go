@@ -244,9 +244,10 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 			})
 			return g.In(), g.Out()
 		},
-		Busy: b.ws.NeedsRepair,
-		Idle: engineIdle(),
-		Log:  b.transportLog,
+		Command: func(ctx context.Context, h engine.Hello) engine.Outcome { return runInEngine(ctx, b.ws, h) },
+		Busy:    b.ws.NeedsRepair,
+		Idle:    engineIdle(),
+		Log:     b.transportLog,
 	}
 	b.logger().Info("engine serves the board", "workspace", b.ws.Name(), "socket", place.Socket)
 	return host.Run(ctx)

@@ -440,3 +440,86 @@ func TestEngineOfAnotherProtocolIsWaitedFor(t *testing.T) {
 		t.Errorf("the relay's log does not say it waited, then used an engine:\n%s", log)
 	}
 }
+
+// TestEngineRunsTheCommandLine: while the board's engine runs, the
+// command line's reads and writes run in it (its log names each), authored
+// by the command's agent, printing what they print alone; with no engine
+// running, a command runs alone and starts none.
+func TestEngineRunsTheCommandLine(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	s := startMCPGo(t, dir, "agent-a")
+	s.write(map[string]any{"uri": "t/agent", "digest": "the agent's note", "body": "from the agent", "expect_version": 0})
+	place, err := engine.Locate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands := func() int {
+		b, _ := os.ReadFile(place.Log)
+		return strings.Count(string(b), "msg=command")
+	}
+	before := commands()
+	put := cliCommand(dir, "put", "t/cli", "--digest", "from the command line", "--expect", "0")
+	put.Env = append(put.Env, "BLACKBOARD_AGENT=person-cli")
+	put.Stdin = strings.NewReader("the body, read from stdin\n")
+	if out, err := put.CombinedOutput(); err != nil || !strings.Contains(string(out), "t/cli v1") {
+		t.Fatalf("put through the engine: %v\n%s", err, out)
+	}
+	inEngine := map[string]string{}
+	for _, args := range [][]string{{"get", "t/cli", "--full"}, {"ls", "t"}, {"search", "stdin"}, {"log", "t/cli"}, {"get", "t/agent", "--json"}} {
+		inEngine[args[0]+" "+args[1]] = runCLI(t, dir, args...)
+	}
+	runCLI(t, dir, "link", "t/cli", "cites", "t/agent")
+	linked := runCLI(t, dir, "get", "t/cli", "--full")
+	if got := commands() - before; got != 8 {
+		t.Errorf("the engine's log names %d commands, want the 8 run", got)
+	}
+	if !strings.Contains(inEngine["get t/cli"], "the body, read from stdin") || !strings.Contains(inEngine["get t/cli"], "author: person-cli") {
+		t.Errorf("get through the engine:\n%s", inEngine["get t/cli"])
+	}
+	if author := fixtures.Git(t, dir, "log", "--reverse", "--format=%an", "--", "t/cli.md"); strings.Fields(author)[0] != "person-cli" {
+		t.Errorf("the command's write is authored %q, want its agent's", author)
+	}
+	if out, err := cliCommand(dir, "get", "t/none").CombinedOutput(); err == nil || !strings.Contains(string(out), "no note at this address") {
+		t.Errorf("a read of no note through the engine: %v\n%s", err, out)
+	}
+
+	s.closeClean()
+	engineStopped(t, dir)
+	if alone := runCLI(t, dir, "get", "t/cli", "--full"); alone != linked {
+		t.Errorf("get alone prints\n%s\nthrough the engine\n%s", alone, linked)
+	}
+	if pid := enginePID(t, dir); pid != 0 {
+		t.Errorf("a command with no engine running started one (pid %d)", pid)
+	}
+	checkWorkspace(t, dir)
+}
+
+// TestEngineKilledUnderACommandsWrite: an engine killed while it commits a
+// command's write leaves the command saying that whether the write was
+// committed cannot be told, never that it failed; the next process
+// finishes the write from the journal, and git holds it once.
+func TestEngineKilledUnderACommandsWrite(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	marker := filepath.Join(t.TempDir(), "crashed")
+	s := startServer(t, serverOpts{dir: dir, agent: "agent-a",
+		env: []string{"BLACKBOARD_CRASH_AT=branch", "BLACKBOARD_CRASH_AFTER=1", "BLACKBOARD_CRASH_ONCE=" + marker}})
+	s.write(map[string]any{"uri": "t/agent", "digest": "the agent's note", "body": "1", "expect_version": 0})
+	out, err := cliCommand(dir, "put", "t/cli", "--digest", "d", "--body", "b", "--expect", "0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "whether the write was committed cannot be told") {
+		t.Fatalf("put while the engine is killed at the branch's move: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the engine was not killed at the branch's move: %v", err)
+	}
+	if got := runCLI(t, dir, "get", "t/cli"); !strings.Contains(got, "t/cli v1") {
+		t.Errorf("the write past its commit point, read again:\n%s", got)
+	}
+	if n := fixtures.Git(t, dir, "rev-list", "--count", "HEAD", "--", "t/cli.md"); strings.TrimSpace(n) != "1" {
+		t.Errorf("git holds %s commits of the command's write, want 1", n)
+	}
+	s.closeClean()
+	engineStopped(t, dir)
+	checkWorkspace(t, dir)
+}

@@ -28,12 +28,12 @@ func runGet(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if len(pos) != 1 {
 		return cli.Usagef("get takes one address")
 	}
-	w, err := c.OpenToRead(ctx, agentName())
+	v, done, err := openView(ctx, &c, stderr, true)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	n, err := asAgent(w).Get(pos[0], *full)
+	defer done()
+	n, err := v.Get(pos[0], *full)
 	if err != nil {
 		return err
 	}

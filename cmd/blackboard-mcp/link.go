@@ -10,7 +10,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
-func runLink(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runLink(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("link", stderr, &c)
 	fs.Usage = func() {
@@ -24,12 +24,12 @@ func runLink(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(pos) < 3 {
 		return cli.Usagef("link takes SRC REL DST...")
 	}
-	w, err := c.Open(agentName())
+	v, done, err := openView(ctx, &c, stderr, false)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	res, err := asAgent(w).Link(pos[0], pos[1], pos[2:])
+	defer done()
+	res, err := v.Link(pos[0], pos[1], pos[2:])
 	if err != nil {
 		return err
 	}

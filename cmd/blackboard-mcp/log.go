@@ -31,12 +31,12 @@ from, and the digest it had after the change.`)
 	if len(pos) != 1 {
 		return cli.Usagef("log takes one address")
 	}
-	w, err := c.OpenToRead(ctx, agentName())
+	v, done, err := openView(ctx, &c, stderr, true)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	entries, err := asAgent(w).Log(pos[0], *limit)
+	defer done()
+	entries, err := v.Log(pos[0], *limit)
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,11 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if len(pos) == 1 {
 		opts.Topic = pos[0]
 	}
-	w, err := c.OpenToRead(ctx, agentName())
+	v, done, err := openView(ctx, &c, stderr, true)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer done()
 	if *asJSON {
 		args := map[string]any{"topic": opts.Topic, "kind": opts.Kind, "limit": opts.Limit, "since": opts.Since,
 			"mode": "digest", "budget_tokens": tools.MaxBudget}
@@ -57,9 +57,9 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 		if opts.Open {
 			args["open"] = true
 		}
-		return printTool(ctx, w, stdout, "list_keys", args)
+		return printTool(ctx, v.Workspace(), stdout, "list_keys", args)
 	}
-	l, err := asAgent(w).List(opts)
+	l, err := v.List(opts)
 	if err != nil {
 		return err
 	}

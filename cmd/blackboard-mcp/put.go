@@ -23,7 +23,7 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runPut(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("put", stderr, &c)
 	digest := fs.String("digest", "", "one line saying what the note holds (required)")
@@ -78,12 +78,12 @@ func runPut(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		req.Confidence = &f
 	}
-	w, err := c.Open(agentName())
+	v, done, err := openView(ctx, &c, stderr, false)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	res, err := asAgent(w).Update(req)
+	defer done()
+	res, err := v.Update(req)
 	if err != nil {
 		return err
 	}

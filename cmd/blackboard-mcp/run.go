@@ -58,6 +58,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for name, verb := range verbs {
 		verbs[name] = cli.WithProgress(name, verb)
 	}
+	for _, name := range engineVerbs {
+		verbs[name] = viaEngine(name, verbs[name])
+	}
 	verbs["reindex"] = runReindex
 	verbs["serve"] = runServe
 	verbs["engine"] = runEngine

@@ -26,15 +26,15 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if len(pos) == 0 {
 		return cli.Usagef("search needs a query")
 	}
-	w, err := c.OpenToRead(ctx, agentName())
+	v, done, err := openView(ctx, &c, stderr, true)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer done()
 	if *asJSON {
-		return printTool(ctx, w, stdout, "search_keys", map[string]any{"q": strings.Join(pos, " "), "topic": *topic, "limit": *limit})
+		return printTool(ctx, v.Workspace(), stdout, "search_keys", map[string]any{"q": strings.Join(pos, " "), "topic": *topic, "limit": *limit})
 	}
-	hits, _, err := asAgent(w).Search(strings.Join(pos, " "), *topic, *limit)
+	hits, _, err := v.Search(strings.Join(pos, " "), *topic, *limit)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,23 @@ func Usagef(format string, args ...any) error {
 // ExitCode prints nothing more and exits 1.
 var ErrSilent = errors.New("")
 
+// Exited is a command that ran elsewhere (in the board's engine) and
+// printed its own messages there: ExitCode prints nothing and exits code.
+func Exited(code int) error { return exitedError(code) }
+
+type exitedError int
+
+func (e exitedError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 // ExitCode prints err on stderr after the binary's name and maps it to the
 // exit status: 0 for none (or -h), 2 for a usage mistake, 1 for a failure.
 func ExitCode(name string, err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	var exited exitedError
+	if errors.As(err, &exited) {
+		return int(exited)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

@@ -37,6 +37,9 @@ type Host struct {
 	// its idle time (a merge a person left unfinished keeps the work tree
 	// busy for as long as they like; the next engine commits what waits).
 	Busy func() bool
+	// Command runs a command line's verb on the board (Hello.Command);
+	// nil refuses them.
+	Command func(ctx context.Context, h Hello) Outcome
 	// Idle is how long the engine waits once its last relay left.
 	Idle time.Duration
 	Log  *slog.Logger
@@ -153,6 +156,10 @@ func (h *Host) serveRelay(ctx context.Context, c net.Conn, seq int) {
 		_ = writeLine(c, welcome)
 		return
 	}
+	if len(hello.Command) > 0 {
+		h.serveCommand(ctx, c, hello, welcome)
+		return
+	}
 	admitted, err := h.Admit(hello)
 	if err != nil {
 		welcome.Error = err.Error()
@@ -174,6 +181,24 @@ func (h *Host) serveRelay(ctx context.Context, c net.Conn, seq int) {
 		return
 	}
 	log.Info("relay left")
+}
+
+// serveCommand runs a command line's verb for the process at the other end
+// of c, and answers its outcome. The command line has no access control
+// (the board's files are the person's own), and only its user reaches the
+// socket: it is not admitted as an agent is.
+func (h *Host) serveCommand(ctx context.Context, c net.Conn, hello Hello, welcome Welcome) {
+	if h.Command == nil {
+		welcome.Error = "this engine runs no commands"
+		_ = writeLine(c, welcome)
+		return
+	}
+	if err := writeLine(c, welcome); err != nil {
+		return
+	}
+	log := h.Log.With("pid", hello.PID, "agent", hello.Agent)
+	log.Info("command", "verb", hello.Command[0])
+	_ = writeLine(c, h.Command(ctx, hello))
 }
 
 // sameUser reports whether the process at the other end of c runs as this

@@ -9,9 +9,10 @@ import (
 
 // Protocol is the version of what a relay and an engine say to each other:
 // the hello and welcome lines, then MCP's JSON-RPC lines, with the write
-// ids of tools.MetaWriteID. A change either side would misread raises it; a relay
-// of another protocol does not use the engine.
-const Protocol = 1
+// ids of tools.MetaWriteID, or a command's outcome. A change either side
+// would misread raises it; a relay of another protocol does not use the
+// engine.
+const Protocol = 2
 
 // Hello is the relay's first line: who connects.
 type Hello struct {
@@ -28,6 +29,19 @@ type Hello struct {
 	Dir         string   `json:"dir,omitempty"`
 	SourceRoots []string `json:"source_roots,omitempty"`
 	PID         int      `json:"pid"`
+	// Command, when set, is a command line's verb and arguments for the
+	// engine to run on its board (RunCommand), instead of an MCP session;
+	// Stdin is what the command reads there.
+	Command []string `json:"command,omitempty"`
+	Stdin   []byte   `json:"stdin,omitempty"`
+}
+
+// Outcome is what a command the engine ran printed, and its exit code:
+// the engine's last line to a command's connection.
+type Outcome struct {
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr []byte `json:"stderr,omitempty"`
+	Code   int    `json:"code"`
 }
 
 // Welcome is the engine's answer to a hello: its build and process, or why

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/web"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
@@ -245,10 +247,24 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 			return g.In(), g.Out()
 		},
 		Command: func(ctx context.Context, h engine.Hello) engine.Outcome { return runInEngine(ctx, b.ws, h) },
+		Page:    pageAs(web.New(b.ws, b.logger(), false).Handler()),
 		Busy:    b.ws.NeedsRepair,
 		Idle:    engineIdle(),
 		Log:     b.transportLog,
 	}
 	b.logger().Info("engine serves the board", "workspace", b.ws.Name(), "socket", place.Socket)
 	return host.Run(ctx)
+}
+
+// pageAs is the board's page served to a view process, its requests made
+// as the person that process names (BLACKBOARD_AGENT).
+func pageAs(page http.Handler) func(engine.Hello) http.Handler {
+	return func(h engine.Hello) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h.Agent != "" {
+				r = r.WithContext(web.AsPerson(r.Context(), h.Agent))
+			}
+			page.ServeHTTP(w, r)
+		})
+	}
 }

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/web"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
@@ -25,8 +27,9 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	var c cli.WorkspaceFlags
 	fs := cli.NewFlagSet("view", stderr, &c)
 	addr := fs.String("http", defaultViewAddr, "the loopback address and port to serve the page on")
+	alone := fs.Bool("no-engine", false, "serve the page from this process, not from the board's shared engine")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: blackboard-mcp view [--dir DIR] [--http 127.0.0.1:PORT]\n\nServes a live page of the board on this machine and prints its URL; `serve --http` serves it at / too.")
+		fmt.Fprintln(stderr, "Usage: blackboard-mcp view [--dir DIR] [--http 127.0.0.1:PORT]\n\nServes a live page of the board on this machine and prints its URL; `serve --http` serves it at / too.\nThe board's engine makes the page (one is started when none runs); --no-engine makes it here.")
 		fs.PrintDefaults()
 	}
 	if _, err := cli.Parse(fs, args); err != nil {
@@ -37,6 +40,18 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return cli.Usagef("view serves on a loopback address only (127.0.0.1:PORT); to share the board, use serve --http with an access file")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if !*alone {
+		handler, err := pageThroughEngine(ctx, c.Dir(), c.NoSync, log)
+		switch {
+		case err == nil:
+			return servePage(ctx, *addr, web.LoopbackHostOnly(handler), stdout)
+		case !errors.Is(err, engine.ErrUnavailable):
+			return err
+		}
+		log.Warn("the page is made by this process", "why", err)
+	}
 	ws, err := fsstore.Open(c.Dir(), fsstore.Options{NoSync: c.NoSync, Agent: agentName(), IndexInBackground: true,
 		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
@@ -46,13 +61,17 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	// A person's save shows on the page: the watcher commits it.
 	watching := ws.Watch(fsstore.WatchOptions{Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
 	defer watching.Stop()
-	l, err := net.Listen("tcp", *addr)
+	return servePage(ctx, *addr, web.New(ws, log, false).Handler(), stdout)
+}
+
+// servePage serves handler on addr, says its URL on stdout, and serves
+// until ctx ends.
+func servePage(ctx context.Context, addr string, handler http.Handler, stdout io.Writer) error {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("cannot serve on %s: %w (is another program using that port? pick another with --http)", *addr, err)
+		return fmt.Errorf("cannot serve on %s: %w (is another program using that port? pick another with --http)", addr, err)
 	}
-	hs := &http.Server{Handler: web.New(ws, log, false).Handler(), ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
 	fmt.Fprintf(stdout, "http://%s/\n", l.Addr())
@@ -67,4 +86,58 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return err
 	}
 	return nil
+}
+
+// pageThroughEngine is the board's page as its engine makes it, starting
+// one when none runs: each request goes to the engine over a connection of
+// its own, and this process holds one more, so that the engine stays while
+// the page is served, and a new one starts should it die. It returns
+// engine.ErrUnavailable (wrapped) when no engine can make the board's page.
+func pageThroughEngine(ctx context.Context, dir string, noSync bool, log *slog.Logger) (http.Handler, error) {
+	place, err := engine.Locate(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+	}
+	relay := &engine.Relay{
+		Place:    place,
+		Hello:    engine.Hello{Version: version, Agent: agentName(), PID: os.Getpid(), Page: true},
+		Start:    func() error { return startEngine(place, noSync) },
+		Log:      log,
+		Patience: 15 * time.Second,
+	}
+	held, err := relay.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	closeOnEnd := func(c net.Conn) func() bool { return context.AfterFunc(ctx, func() { c.Close() }) }
+	go func() {
+		stop := closeOnEnd(held)
+		for {
+			_, _ = io.Copy(io.Discard, held) // until the engine closes it
+			stop()
+			held.Close()
+			for ctx.Err() == nil {
+				if held, err = relay.Dial(ctx); err == nil {
+					break
+				}
+				log.Warn("the board's engine cannot be reached", "err", err)
+				time.Sleep(time.Second)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			stop = closeOnEnd(held)
+		}
+	}()
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "engine"
+			pr.Out.Host = pr.In.Host // the page's checks of origin compare it
+		},
+		Transport:     &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return relay.Dial(ctx) }},
+		FlushInterval: -1, // the live page's event stream
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "the board's engine did not answer: "+err.Error(), http.StatusBadGateway)
+		},
+	}, nil
 }

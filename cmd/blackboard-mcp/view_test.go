@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 )
 
 // TestViewShowsTheBoardLive: `view` serves the page on loopback and prints
@@ -77,6 +80,61 @@ func TestViewShowsTheBoardLive(t *testing.T) {
 	if p := page("/n/research/cache"); !strings.Contains(p, "a person&#39;s finding") {
 		t.Fatalf("the note's page after the save:\n%s", p)
 	}
+}
+
+// TestViewThroughTheEngine: `view` has the board's engine make the page,
+// starting one when none runs, and keeps it while the page is served: a
+// note an agent writes shows, a request naming another Host is refused, a
+// killed engine is followed by a new one under the page, and the engine
+// leaves once the view is gone.
+func TestViewThroughTheEngine(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	runCLI(t, dir, "init")
+	base, stop := startViewOn(t, dir, "127.0.0.1:0")
+	first := enginePID(t, dir)
+	if first == 0 {
+		t.Fatal("view started no engine")
+	}
+	agent := startMCPGo(t, dir, "writer")
+	agent.write(map[string]any{"uri": "research/cache", "digest": "first finding", "body": "x", "expect_version": 0})
+	get := func(path, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, p := get("/n/research/cache", ""); code != http.StatusOK || !strings.Contains(p, "first finding") {
+		t.Fatalf("the note's page through the engine: %d\n%s", code, p)
+	}
+	if code, _ := get("/", "rebound.example:80"); code != http.StatusForbidden {
+		t.Errorf("a request for another Host: %d, want 403", code)
+	}
+	agent.closeClean()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	second := newEngine(t, dir, first)
+	if code, p := get("/n/research/cache", ""); code != http.StatusOK || !strings.Contains(p, "first finding") {
+		t.Fatalf("the note's page after its engine was killed: %d\n%s", code, p)
+	}
+	if place, _ := engine.Locate(dir); !strings.Contains(readFileString(place.Log), "engine serves the board") {
+		t.Errorf("the engine's log does not say it serves the board:\n%s", tail(readFileString(place.Log)))
+	}
+	stop()
+	engineStopped(t, dir)
+	t.Logf("engines %d, then %d, made the page", first, second)
 }
 
 // startView runs `view` on dir on a free loopback port until the test ends

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,6 +41,10 @@ type Host struct {
 	// Command runs a command line's verb on the board (Hello.Command);
 	// nil refuses them.
 	Command func(ctx context.Context, h Hello) Outcome
+	// Page is the board's page for people, served on a connection that
+	// asks for it (Hello.Page) as the process that says hello; nil
+	// refuses them.
+	Page func(Hello) http.Handler
 	// Idle is how long the engine waits once its last relay left.
 	Idle time.Duration
 	Log  *slog.Logger
@@ -156,8 +161,12 @@ func (h *Host) serveRelay(ctx context.Context, c net.Conn, seq int) {
 		_ = writeLine(c, welcome)
 		return
 	}
-	if len(hello.Command) > 0 {
+	switch {
+	case len(hello.Command) > 0:
 		h.serveCommand(ctx, c, hello, welcome)
+		return
+	case hello.Page:
+		h.servePage(c, r, hello, welcome)
 		return
 	}
 	admitted, err := h.Admit(hello)

@@ -34,6 +34,9 @@ type Hello struct {
 	// Stdin is what the command reads there.
 	Command []string `json:"command,omitempty"`
 	Stdin   []byte   `json:"stdin,omitempty"`
+	// Page, when set, asks the engine to serve the board's page for
+	// people (HTTP) on the connection (ServePage).
+	Page bool `json:"page,omitempty"`
 }
 
 // Outcome is what a command the engine ran printed, and its exit code:

@@ -13,6 +13,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"log/slog"
@@ -83,14 +84,25 @@ func (s *Server) Handler() http.Handler {
 // a Host that is not this machine (DNS rebinding). A POST from another
 // origin is refused by the cross-origin protection inside it (Handler).
 func (s *Server) guard(next http.Handler) http.Handler {
+	return LoopbackHostOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// LoopbackHostOnly refuses, on a server that listens on a loopback
+// address, a request whose Host is not this machine (DNS rebinding). The
+// page's Handler does so itself; a front that passes requests on to the
+// board's engine (`view`) does so before, as the engine sees no address of
+// the front's.
+func LoopbackHostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local) && !loopbackHost(r.Host) {
 			http.Error(w, "forbidden: the Host is not this machine's, and the server listens on loopback only", http.StatusForbidden)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
 }
@@ -127,7 +139,13 @@ func (s *Server) caller(r *http.Request) (c *fsstore.Caller, reader string, ok b
 		return nil, "", false
 	}
 	if af == nil {
-		return fsstore.OpenCaller(s.ws.Agent()), "", true // BLACKBOARD_AGENT names the person
+		// BLACKBOARD_AGENT names the person: the view's, passed through
+		// the engine that serves its page (AsPerson), else this process's.
+		name := s.ws.Agent()
+		if p, ok := r.Context().Value(personKey{}).(string); ok && p != "" {
+			name = p
+		}
+		return fsstore.OpenCaller(name), "", true
 	}
 	token := BearerToken(r)
 	if c, err := r.Cookie(tokenCookie); err == nil {
@@ -141,6 +159,15 @@ func (s *Server) caller(r *http.Request) (c *fsstore.Caller, reader string, ok b
 		return nil, "", false
 	}
 	return fsstore.AgentCaller(agent), agent.Name + "\x00" + strings.Join(agent.Read, "\x00"), true
+}
+
+type personKey struct{}
+
+// AsPerson is ctx of a request made by the person name on a board without
+// an access file: the board's engine serves the page of a `view` process
+// for the person that process names.
+func AsPerson(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, personKey{}, name)
 }
 
 // BearerToken is the token of a request's "Authorization: Bearer" header,

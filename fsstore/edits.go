@@ -137,6 +137,13 @@ func (p *pendingEdits) add(paths []string, all bool) {
 	p.all = p.all || all
 }
 
+// waiting reports whether edits wait to be compared.
+func (p *pendingEdits) waiting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.paths) > 0 || p.all
+}
+
 // isWatched says whether a watcher reports changes.
 func (p *pendingEdits) isWatched() bool {
 	p.mu.Lock()

@@ -326,6 +326,12 @@ func (ws *Watching) loop() {
 		case <-ws.kick:
 		case <-retry:
 		case <-repair.C:
+			if ws.w.people.edits.waiting() {
+				// A write compared a file while it was being saved (a
+				// `>>` not closed yet) and left it to be compared again;
+				// no event may come once its writer lets it go.
+				break
+			}
 			if !ws.w.NeedsRepair() {
 				continue
 			}

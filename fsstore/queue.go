@@ -476,14 +476,14 @@ func (q *pipeline) commitBatch(items []*queuedWrite) {
 				return errorf("write", "", ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 			}
 			next, moved, err := q.commitRound(open)
-			if err != nil || !moved {
-				moves++
-			} else {
-				open = next
-			}
-			if err != nil {
+			switch {
+			case err != nil:
 				open = next // those the failure leaves without an answer
 				return err
+			case !moved:
+				moves++ // a person's commit came first: built again on it
+			default:
+				open = next
 			}
 		}
 		return nil

@@ -171,7 +171,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
-	err = w.pipe.submit(op, uri, attempt, func(failed error) {
+	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -633,7 +633,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 		res, err = v.linkLocked(tx, addr, rel, targets, expect)
 		return err
 	}
-	err = w.pipe.submit(op, uri, attempt, func(failed error) {
+	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}

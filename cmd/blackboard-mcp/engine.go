@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -205,6 +206,14 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 		time.Sleep(50 * time.Millisecond)
 	}
 	defer lock.Close()
+	if path := os.Getenv("BLACKBOARD_ENGINE_CPUPROFILE"); path != "" {
+		// A maintainer's look at where the engine spends its time, over
+		// the real clients: its CPU profile, written as it exits.
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("engine", os.Getpid())
 	b, err := openBoard(place.Board, c.NoSync, nil, log)
 	if err != nil {

@@ -357,6 +357,26 @@ func TestReadThroughMCP(t *testing.T) {
 	}
 }
 
+// TestReadBeside runs the read bench of two servers side by side (here
+// the same build twice): every call has a row of both, and neither
+// server's copy of the board is left behind.
+func TestReadBeside(t *testing.T) {
+	fixtures.RequireGit(t)
+	dir := filepath.Join(t.TempDir(), "gen")
+	runBinary(t, benchBinary, "generate", dir, "--notes", "200", "--commits", "200", "--name", "acme", "--seed", "7")
+	out := runBinary(t, benchBinary, "read", "--dir", dir, "--server", mcpBinary, "--beside", mcpBinary,
+		"--turns", "2", "--rounds", "2", "--writes", "3")
+	for _, want := range []string{"turns=2", "B/A p50", "limit 100 table", "get_state 20 digests", "update_state (3 writes a turn)",
+		"a new server's first answer (list_keys), last turn", "server memory settled / peak, last turn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("read --beside printed no %q:\n%s", want, out)
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".bench-beside-*")); len(matches) > 0 {
+		t.Errorf("the copies of the board are left behind: %v", matches)
+	}
+}
+
 // TestWriteWithPagesOpen runs the write bench with pages of the board open
 // in every other run: both runs print their figures and their ratio, every
 // page ends on the board's last cursor, and no write is lost.

@@ -39,6 +39,8 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	rounds := fs.Int("rounds", 50, "times each read is made, after warm-up calls")
 	writes := fs.Int("writes", 400, "update_state calls, each way")
 	copyBoard := fs.Bool("copy", true, "also measure the first server on a copy of the board (cp -a)")
+	beside := fs.String("beside", "", "another blackboard-mcp binary (an earlier build) to measure side by side with --server, each on its own copy of the board, in turns")
+	turns := fs.Int("turns", 2, "with --beside, the turns each server takes")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -61,6 +63,13 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	inproc, plan, err := measureInProcess(ctx, dir, *rounds, *writes)
 	if err != nil {
 		return err
+	}
+	if *beside != "" {
+		other, err := serverBinary(*beside)
+		if err != nil {
+			return err
+		}
+		return readBeside(ctx, stdout, [2]string{binary, other}, dir, plan, *rounds, *writes, *turns)
 	}
 	viaMCP, err := measureOverStdio(ctx, binary, dir, plan, *rounds, *writes)
 	if err != nil {
@@ -482,4 +491,57 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 	}
 	m.mem, err = s.settledMemory()
 	return m, err
+}
+
+// readBeside measures two servers through MCP on copies of the board, one
+// copy each (cp -a), each indexed by its own server first (`reindex`: an
+// earlier build may keep its index in another form), in turns A B A B,
+// and prints every call's p50 and p99 side by side, with B's p50 over A's,
+// then each server's first answer and memory in its last turn.
+func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir string, plan readPlan, rounds, writes, turns int) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".bench-beside-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var copies [2]string
+	for i, server := range servers {
+		copies[i] = filepath.Join(tmp, fmt.Sprintf("%s-%c", filepath.Base(dir), 'a'+i))
+		if out, err := exec.CommandContext(ctx, "cp", "-a", dir, copies[i]).CombinedOutput(); err != nil {
+			return fmt.Errorf("cp -a: %w: %s", err, out)
+		}
+		if out, err := exec.CommandContext(ctx, server, "reindex", "--dir", copies[i]).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s reindex: %w: %s", server, err, out)
+		}
+	}
+	var sums [2]measured
+	for turn := range max(turns, 1) {
+		for i, server := range servers {
+			m, err := measureOverStdio(ctx, server, copies[i], plan, rounds, writes)
+			if err != nil {
+				return fmt.Errorf("%s: %w", server, err)
+			}
+			if turn == 0 {
+				sums[i].calls = make([]result, len(m.calls))
+			}
+			for c := range m.calls {
+				sums[i].calls[c].add(m.calls[c])
+			}
+			sums[i].writes.add(m.writes)
+			sums[i].first, sums[i].mem = m.first, m.mem
+		}
+	}
+	fmt.Fprintf(stdout, "read board=%s notes=%d turns=%d\n  A=%s\n  B=%s\n", filepath.Base(dir), plan.notes, turns, servers[0], servers[1])
+	fmt.Fprintf(stdout, "%-52s %10s %10s %10s %10s %8s\n", "call", "A p50", "B p50", "A p99", "B p99", "B/A p50")
+	row := func(label string, a, b *result) {
+		fmt.Fprintf(stdout, "%-52s %10s %10s %10s %10s %8.2f\n", label, millis(a.quantile(0.5)), millis(b.quantile(0.5)),
+			millis(a.quantile(0.99)), millis(b.quantile(0.99)), float64(b.quantile(0.5))/float64(a.quantile(0.5)))
+	}
+	for c, call := range plan.calls {
+		row(call.label, &sums[0].calls[c], &sums[1].calls[c])
+	}
+	row(fmt.Sprintf("update_state (%d writes a turn)", writes), &sums[0].writes, &sums[1].writes)
+	fmt.Fprintf(stdout, "%-52s %10s %10s\n", "a new server's first answer (list_keys), last turn", millis(sums[0].first), millis(sums[1].first))
+	fmt.Fprintf(stdout, "%-52s A %s\n%-52s B %s\n", "server memory settled / peak, last turn", sums[0].memory(), "", sums[1].memory())
+	return nil
 }

@@ -26,6 +26,7 @@ Usage:
       With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, each of the N processes writes
       its CPU profile to PREFIX.<pid> (go tool pprof them together).
   blackboard-bench read [--dir DIR] [--server BINARY] [--rounds N] [--writes M] [--copy=false]
+                       [--beside BINARY [--turns T]]
       measures an agent's catch-up (listings of 100 and 20 rows, 20 digests,
       searches from a word to a question) and M writes through a real MCP
       client over stdio against blackboard-mcp serve, beside the same calls
@@ -34,6 +35,9 @@ Usage:
       on a copy of it (cp -a). With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, the
       in-process calls' CPU profile goes to PREFIX.read; with
       BLACKBOARD_BENCH_MEMPROFILE=FILE, the heap once they are made to FILE.
+      With --beside, the two servers (--server is A) each on its own copy
+      of the board, indexed by itself, in T turns A B A B: every call's p50
+      and p99 side by side, then each one's first answer and memory.
   blackboard-bench path [--module DIR] [--runs N] [--warmup W] [--settle D]
                         [--count REGEX]... [--closures=false]
       which of the project's files one lone update_state passes through in

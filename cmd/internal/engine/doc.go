@@ -5,7 +5,8 @@
 // index, the watcher of people's edits, the MCP server) and serves local
 // connections on a Unix socket. Each `serve` over stdio is then a relay: it
 // passes its MCP client's lines to the engine and back, with the caller's
-// identity, and sends a call again when the engine died under it.
+// identity, and sends a call again when the engine died under it. The
+// command line's reads and writes, and `view`'s page, go to it too.
 //
 // Its rooms:
 //   - place.go: where a board's engine lives (the socket, in a directory
@@ -19,7 +20,12 @@
 //   - relay.go: the relay's side: connect (starting the engine when none
 //     runs), pass lines, and on a lost engine reconnect and send again what
 //     was unanswered, writes marked with their id so none applies twice.
+//   - command.go: a command line's verb run by the engine (put, get, ...),
+//     its output and exit code sent back.
+//   - page.go: the board's page for people, served by the engine over a
+//     connection of the view process's, one per request.
 //
 // It knows MCP's JSON-RPC framing and mcp-go's session interfaces, not the
-// board: the caller admits a hello (access tokens) and builds the server.
+// board: the caller admits a hello (access tokens), builds the server, and
+// hands it the command line's verbs and the page's handler.
 package engine

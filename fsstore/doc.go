@@ -87,8 +87,8 @@
 //	mover.commitChain,             the commit point: the journal written,
 //	  moveBranch (move.go)         the files staged (worktree), the branch
 //	                               moved (gitver), the files placed, git's
-//	                               index written, the derived index caught
-//	                               up (catchup), the journal cleared
+//	                               index written, the journal cleared, the
+//	                               derived index caught up (catchup)
 //
 // `blackboard-bench path` traces the files such a write passes through in
 // the engine. With a remote, a write is built on the clone's pending

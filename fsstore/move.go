@@ -50,10 +50,11 @@ type mover struct {
 //  4. the staged files are renamed into place, unless a person changed
 //     one since (it stays theirs, to be committed as their edit), their
 //     directories synced, and git's index written for those paths;
-//  5. the derived index follows the branch, with the stat of each placed
+//  5. the journal is cleared: the files and git's index were what it
+//     finishes, and no reader sees the move before it is;
+//  6. the derived index follows the branch, with the stat of each placed
 //     file (so the next look for people's edits need not hash it), unless
-//     it is being built: the build takes the commits in its turn;
-//  6. the journal is cleared.
+//     it is being built: the build takes the commits in its turn.
 //
 // While a person has another branch checked out, only the branch moves:
 // the files and git's index are that checkout's, and the files are put in
@@ -222,6 +223,14 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			return true, err
 		}
 	}
+	// The files and git's index are in place: what the journal finishes
+	// is done. It is cleared before the derived index shows the move, so
+	// that no reader sees a version whose write is still in the journal;
+	// the derived index follows git by itself (a killed writer's is caught
+	// up by the next catch-up).
+	if err := m.journal.Clear(); err != nil {
+		return true, err
+	}
 	// The derived index follows the branch in this hold of the lock. Left
 	// to whoever reads next, it would be caught up by every watching
 	// process at once, each waiting for the others' transactions, the
@@ -230,7 +239,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	// (noteAtHead), and does not wait for the build.
 	if _, building := m.catch.Building(); building {
 		reach("index")
-		return true, m.journal.Clear()
+		return true, nil
 	}
 	if _, _, err := m.catch.CatchUpAll(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
@@ -243,7 +252,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		return true, err
 	}
 	reach("index")
-	return true, m.journal.Clear()
+	return true, nil
 }
 
 // stagingWorkers bounds the files a branch move stages at once.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -337,13 +338,21 @@ func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candid
 // beingWritten reports whether a process holds the changed file open for
 // writing: a save half done, a `cat >>` not closed yet. It is compared
 // again once they let it go: committed now, its half would be taken for the
-// person's whole text.
+// person's whole text. A file let go since its content was read changed
+// meanwhile, or may have: what was read is compared again too, unless the
+// file is as it was when it was read (its stat, taken before).
 func (p *people) beingWritten(ch *fileChange) bool {
 	if ch.deleted {
 		return false
 	}
-	held, _ := p.files.HeldForWriting(ch.path)
-	return held
+	if held, _ := p.files.HeldForWriting(ch.path); held {
+		return true
+	}
+	if ch.info == nil {
+		return false
+	}
+	now, err := p.root.Lstat(ch.path)
+	return err != nil || !os.SameFile(now, ch.info) || now.Size() != ch.info.Size() || !now.ModTime().Equal(ch.info.ModTime())
 }
 
 // A person who saves a note and runs `git commit -a` at once commits the

@@ -175,3 +175,46 @@ func TestGitCommitOfAnOlderBufferIsMergedUnderLaterCommits(t *testing.T) {
 	}
 	assertClean(t, w)
 }
+
+// A file read as a person's change is taken as their whole save only when
+// no process holds it open for writing and it is as it was when read: one
+// let go in the instant between the read and the look (the second half of
+// a slow save written, then closed) is compared again.
+func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/page", 0, "a page", "old text\n")
+	path := filepath.Join(w.Dir(), "t", "page.md")
+	save, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := save.WriteString("first half\n"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := &fileChange{path: "t/page.md", content: []byte("first half\n"), info: info}
+	if !w.people.beingWritten(read) {
+		t.Error("a file held open for writing is taken as a whole save")
+	}
+	if _, err := save.WriteString("second half\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := save.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !w.people.beingWritten(read) {
+		t.Error("what was read of a save finished since is taken as the whole save")
+	}
+	info, err = os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := &fileChange{path: "t/page.md", content: []byte("first half\nsecond half\n"), info: info}
+	if w.people.beingWritten(whole) {
+		t.Error("a finished save, read whole, is not taken")
+	}
+}

@@ -480,6 +480,15 @@ func TestEngineRunsTheCommandLine(t *testing.T) {
 	if author := fixtures.Git(t, dir, "log", "--reverse", "--format=%an", "--", "t/cli.md"); strings.Fields(author)[0] != "person-cli" {
 		t.Errorf("the command's write is authored %q, want its agent's", author)
 	}
+	help := cliCommand(dir, "put", "-h")
+	stdin, err := help.StdinPipe() // never closed: the usage reads none of it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if out, err := help.CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage: blackboard-mcp put") {
+		t.Errorf("put -h with an open stdin, while the engine runs: %v\n%s", err, out)
+	}
 	if out, err := cliCommand(dir, "get", "t/none").CombinedOutput(); err == nil || !strings.Contains(string(out), "no note at this address") {
 		t.Errorf("a read of no note through the engine: %v\n%s", err, out)
 	}

@@ -43,7 +43,9 @@ func viaEngine(name string, verb cli.Verb) cli.Verb {
 			return verb(ctx, args, stdin, stdout, stderr)
 		}
 		place, err := engine.Locate(dirArg(args))
-		if err != nil || !place.Running() {
+		if err != nil || !place.Running() || slices.ContainsFunc(args, isFlag("h")) || slices.ContainsFunc(args, isFlag("help")) {
+			// Asked for its usage, a verb reads nothing (put's stdin
+			// included): it prints it here.
 			return verb(ctx, args, stdin, stdout, stderr)
 		}
 		var input []byte

@@ -531,11 +531,14 @@ func handCommit(t *testing.T, dir, msg string, files map[string]string) {
 // afterIndexLock runs a person's git command (run) again while git refuses
 // it for its index lock, for up to 10 s, as git's message tells a person
 // to: the board may hold the lock a moment (longer on a disk that syncs
-// slowly). It returns the last run's output and error.
+// slowly). It also runs it again when git refused to move HEAD because the
+// board committed the person's files (as their edit) after git read HEAD:
+// git wrote nothing then, and a person runs the command again.
 func afterIndexLock(run func() ([]byte, error)) ([]byte, error) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		out, err := run()
-		if err == nil || !strings.Contains(string(out), "index.lock") || time.Now().After(deadline) {
+		refused := strings.Contains(string(out), "index.lock") || strings.Contains(string(out), "cannot lock ref 'HEAD'")
+		if err == nil || !refused || time.Now().After(deadline) {
 			return out, err
 		}
 	}

@@ -177,7 +177,7 @@ func TestBoardViewInAnAppHost(t *testing.T) {
 
 	shots := os.Getenv("BLACKBOARD_SCREENSHOTS")
 	run("open a note", openNote("research/cache")...)
-	run("a diff", chromedp.Click(css(`tr:nth-last-child(2) a.diff-link`)), chromedp.WaitVisible(css(`pre.diff .dadd`))) // v1 to v2
+	run("a diff", clickLive(`tr:nth-last-child(2) a.diff-link`), chromedp.WaitVisible(css(`pre.diff .dadd`))) // v1 to v2
 	if text := viewText(); !strings.Contains(text, "+ The LRU is undersized: 4 GB for 9 GB of keys.") || !strings.Contains(text, "cites") {
 		t.Errorf("the note and its diff in the view:\n%s", text)
 	}
@@ -232,7 +232,7 @@ func openNote(key string) []chromedp.Action[chromedp.Void] {
 	return []chromedp.Action[chromedp.Void]{
 		chromedp.Click(chromedp.CSS(`#go-board`)),
 		chromedp.WaitVisible(chromedp.CSS(`#main[data-page="board"] a[data-key="` + key + `"]`)),
-		chromedp.Click(chromedp.CSS(`#main[data-page="board"] a[data-key="` + key + `"]`)),
+		clickLive(`#main[data-page="board"] a[data-key="` + key + `"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#main[data-page="note"] h1[data-version]`)),
 	}
 }

@@ -63,14 +63,14 @@ func TestViewInABrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`a[href="/t/research"]`)),
 		chromedp.WaitVisible(css(`#live.on`)), // the event stream is open
 		shoot("board.png"),
-		chromedp.Click(css(`a[href="/t/research"]`)),
+		clickLive(`a[href="/t/research"]`),
 		chromedp.WaitVisible(css(`a[href="/n/research/cache"]`)),
-		chromedp.Click(css(`a[href="/n/research/cache"]`)),
+		clickLive(`a[href="/n/research/cache"]`),
 		chromedp.WaitVisible(css(`svg.graph`)),
 		chromedp.WaitVisible(css(`#live.on`)),
 		shoot("note.png"),
 		shoot("graph.png", `svg.graph`),
-		chromedp.Click(css(`table.history tbody tr:nth-last-child(2) a[href*="from="]`)), // v1 to v2
+		clickLive(`table.history tbody tr:nth-last-child(2) a[href*="from="]`), // v1 to v2
 		chromedp.WaitVisible(css(`pre.diff .dadd`)),
 	); err != nil {
 		t.Fatalf("browsing the page: %v", err)
@@ -114,6 +114,21 @@ func TestViewInABrowser(t *testing.T) {
 	agent.write(map[string]any{"uri": "research/cache", "digest": "Written after the page's server restarted",
 		"body": "The LRU is fine now.\n", "expect_version": 7})
 	seen(ctx, t, "Written after the page's server restarted", start, "a write after the server restarted")
+}
+
+// clickLive clicks the element sel finds, again when the page swapped it
+// for a fresh one between finding and clicking it (a live update puts a
+// new #main in place when the board moves): a person's click lands on
+// the new one.
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for try := 1; ; try++ {
+			v, err := chromedp.Click(chromedp.CSS(sel))(ctx, tg)
+			if err == nil || try == 5 || !strings.Contains(err.Error(), "Could not find node with given id") {
+				return v, err
+			}
+		}
+	}
 }
 
 // seen waits until the open page shows text, at most 2 s after start.

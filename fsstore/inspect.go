@@ -121,6 +121,9 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 	if err != nil {
 		return seq, err
 	}
+	if err := w.b.idx.Tidy(); err != nil {
+		return seq, err
+	}
 	// The notes' vectors, made again from the start (Reset forgot them
 	// and where the last pass finished).
 	_, err = w.vectors.EmbedPending(true, func(done int) {

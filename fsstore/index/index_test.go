@@ -3,8 +3,10 @@ package index
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -189,5 +191,77 @@ func TestBulkCacheLastsOneTransaction(t *testing.T) {
 		if got := cacheKB(d.write); got != writeCacheKB {
 			t.Errorf("after a bulk transaction (%v): cache %d KB, want %d", outcome, got, writeCacheKB)
 		}
+	}
+}
+
+// The full-text index is tidied once the process has written nothing for a
+// while: segments merged, deleted notes' text dropped from them, and every
+// search finds what it found before.
+func TestFullTextIndexTidiedWhenQuiet(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	words := []string{"alpha", "beta", "gamma", "delta", "shard", "index", "cache", "latency"}
+	text := func(id, round int) string {
+		return fmt.Sprintf("%s %s %s round%d", words[id%len(words)], words[(id/3)%len(words)], words[(id*7+round)%len(words)], round)
+	}
+	for round := range 40 {
+		err := d.Update(func(x *Tx) error {
+			for id := range 200 { // every note rewritten each round: its old text deleted
+				if _, err := x.exec("DELETE FROM fts WHERE rowid=?", id+1); err != nil {
+					return err
+				}
+				if _, err := x.exec("INSERT INTO fts(rowid, addr, digest, body, fields, ids, echo) VALUES(?, '', '', ?, '', '', '')", id+1, text(id, round)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := []string{"alpha", "shard AND cache", `"gamma delta"`, "round39", "round3", "lat*"}
+	matches := func() map[string][]int64 {
+		found := map[string][]int64{}
+		for _, q := range queries {
+			rows, err := d.read.Query("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid", q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				found[q] = append(found[q], id)
+			}
+			rows.Close()
+		}
+		return found
+	}
+	pages := func() int {
+		var n int
+		if err := d.read.QueryRow("SELECT count(*) FROM fts_data").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before, untidy := matches(), pages()
+	if len(before["round39"]) != 200 || len(before["round3"]) != 0 {
+		t.Fatalf("before tidying: %d notes of the last round, %d of an earlier one; want 200 and 0", len(before["round39"]), len(before["round3"]))
+	}
+	for deadline := time.Now().Add(time.Minute); d.tidyUpTo.Load() != d.updates.Load(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the index was not tidied within a minute of its last write")
+		}
+	}
+	if tidy := pages(); tidy*2 > untidy {
+		t.Errorf("tidying left %d of the index's %d pages; want at most half", tidy, untidy)
+	}
+	if after := matches(); !reflect.DeepEqual(after, before) {
+		t.Errorf("searches after tidying differ:\n%v\nbefore:\n%v", after, before)
 	}
 }

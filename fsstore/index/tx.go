@@ -185,12 +185,15 @@ func (x *Tx) SetHead(hash gitver.Hash) error {
 // old index until the rebuild that follows commits.
 func (x *Tx) Reset() error {
 	x.fts = map[int64]*Text{}
-	for _, table := range []string{"meta", "commits", "changes", "notes", "links", "disk", "fts", "topics", "vectors"} {
+	for _, table := range []string{"meta", "commits", "changes", "notes", "links", "disk", "topics", "vectors"} {
 		if _, err := x.exec("DELETE FROM " + table); err != nil {
 			return err
 		}
 	}
-	return nil
+	// All at once: a DELETE would mark every row deleted and keep its text
+	// in the segments until they were merged.
+	_, err := x.exec("INSERT INTO fts(fts) VALUES('delete-all')")
+	return err
 }
 
 // IndexedCommit is where a commit stands in the index.

@@ -209,7 +209,7 @@ func tsvCell(v any) string {
 		b, _ := marshal(x)
 		s = string(b)
 	}
-	return strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
+	return note.EscapeCell(s)
 }
 
 // cutBody returns a full-mode item whose body is cut to fit maxTokens,

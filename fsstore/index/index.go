@@ -147,12 +147,12 @@ type DB struct {
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	// updates counts this process's updates, and writing its updates
-	// under way; lastUse is when it last read or updated the index (Unix
-	// nanoseconds). tidyUpTo is updates when a tidying step last found
-	// nothing to merge: the index is untidy while updates is past it.
+	// under way; lastUpdate is when the last one ended (Unix nanoseconds).
+	// tidyUpTo is updates when a tidying step last found nothing to
+	// merge: the index is untidy while updates is past it.
 	updates, tidyUpTo atomic.Int64
 	writing           atomic.Int32
-	lastUse           atomic.Int64
+	lastUpdate        atomic.Int64
 }
 
 // ftsMerging is how the full-text index merges the segments each write
@@ -304,15 +304,11 @@ func (d *DB) upkeep(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// used records that the index was just read or written.
-func (d *DB) used() { d.lastUse.Store(time.Now().UnixNano()) }
-
 // Tidy merges the full-text index into one segment, dropping the text of
 // every deleted row, in one transaction: for a rebuild, whose caller waits
 // for it anyway (on 100,000 notes it takes seconds; a rebuild, minutes).
 func (d *DB) Tidy() error {
 	_, err := d.write.Exec("INSERT INTO fts(fts) VALUES('optimize')")
-	d.used()
 	return err
 }
 
@@ -321,11 +317,11 @@ func (d *DB) Tidy() error {
 // segment is merged: on a generated board of 100,000 notes and as many
 // commits, the index held three times the pages it needed and every
 // search read through them (a phrase search took 7× as long, a word
-// 1.3-1.7×). Once this process has not used the index for tidyAfter, it
-// merges the segments, 32 pages a step, each step its own short
+// 1.3-1.7×). Once this process has not written the index for tidyAfter,
+// it merges the segments, 32 pages a step, each step its own short
 // transaction, while a level holds two of them: a write that comes waits
 // for one step at most, and stops the tidying until the board is quiet
-// again.
+// again. Reads go on meanwhile: they never wait for a writer.
 const (
 	tidyAfter = time.Second
 	tidyTurn  = 250 * time.Millisecond
@@ -339,7 +335,7 @@ const (
 func (d *DB) tidy(stop <-chan struct{}) {
 	for start := time.Now(); time.Since(start) < tidyTurn; {
 		seen := d.updates.Load()
-		quiet := d.writing.Load() == 0 && time.Since(time.Unix(0, d.lastUse.Load())) >= tidyAfter
+		quiet := d.writing.Load() == 0 && time.Since(time.Unix(0, d.lastUpdate.Load())) >= tidyAfter
 		if seen == d.tidyUpTo.Load() || !quiet {
 			return
 		}
@@ -535,7 +531,7 @@ func (d *DB) Update(fn func(tx *Tx) error) error {
 	x := &Tx{fts: map[int64]*Text{}}
 	d.writing.Add(1)
 	err := d.update(x, fn)
-	d.used()
+	d.lastUpdate.Store(time.Now().UnixNano())
 	d.updates.Add(1)
 	d.writing.Add(-1)
 	if x.bulk {

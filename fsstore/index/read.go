@@ -19,7 +19,6 @@ type Snapshot struct {
 
 // Read runs fn on a snapshot.
 func (d *DB) Read(fn func(s *Snapshot) error) error {
-	defer d.used()
 	t, err := d.read.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
@@ -33,7 +32,6 @@ func (d *DB) Read(fn func(s *Snapshot) error) error {
 // the database, so it answers where a catch-up cannot be committed (the
 // disk is full). The caught-up pages stay in SQLite's page cache meanwhile.
 func (d *DB) ReadAhead(catchUp func(*Tx) error, fn func(*Snapshot) error) error {
-	defer d.used()
 	t, err := d.write.Begin()
 	if err != nil {
 		return err

@@ -19,6 +19,9 @@ var (
 	tsvUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\r`, "\r")
 )
 
+// EscapeCell is cell as a table's line holds it: on one line, free of tabs.
+func EscapeCell(cell string) string { return tsvEscaper.Replace(cell) }
+
 // EncodeRows renders rows as tab-separated lines, each ending in a newline.
 func EncodeRows(b *strings.Builder, rows [][]string) {
 	for _, row := range rows {

@@ -54,7 +54,9 @@ type ListOptions struct {
 	// KeyPrefix keeps notes whose key (topic/key...) starts with it.
 	KeyPrefix string
 	// Open lists only the work that can be taken: notes not done, whose
-	// claim is lapsed or was never made, judged by this machine's clock.
+	// claim is lapsed or was never made, judged by this machine's clock,
+	// and whose dependencies are done (index.ListQuery.Open says which
+	// hold a task back).
 	Open bool
 	// Oldest orders by when each note first appeared, oldest first.
 	Oldest bool
@@ -91,7 +93,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 	out.Cursor, err = v.readAsFar(func(s *index.Snapshot) error {
 		notes, total, err := s.List(index.ListQuery{Scope: scope, Kind: opts.Kind, ByName: opts.ByName,
 			Limit: limit, Since: opts.Since, After: opts.After, KeyPrefix: opts.KeyPrefix,
-			Open: opts.Open, Now: time.Now().Unix(), Oldest: opts.Oldest})
+			Open: opts.Open, Now: time.Now().Unix(), Readable: index.Scope{Prefixes: v.c.read.Narrow("")}, Oldest: opts.Oldest})
 		if err != nil {
 			return err
 		}

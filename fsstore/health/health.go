@@ -182,6 +182,7 @@ func (c *checker) run(opts Options, r *Report, journal bool) {
 	rest.merge(indexed)
 	checkAccess(c.dir, rest)
 	c.checkClaims(time.Now(), rest)
+	c.checkWaits(rest)
 	c.checkVectors(rest)
 	progress("git fsck")
 	<-fsckDone

@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -22,18 +23,23 @@ type Scope struct {
 // byte after "p/", keeping p itself and what starts with "p/" ("p-x" and
 // "p.x" sort between the two).
 func (s Scope) where() (cond string, args []any, byKey bool) {
-	return s.conditions(false)
+	return s.conditions("key", false)
 }
 
 // whereKeys is where with a topic t as the range of addresses from "t/" up
 // to "t0": a condition on the key alone, which an index of keys answers
 // without reading the notes' rows.
 func (s Scope) whereKeys() (cond string, args []any) {
-	cond, args, _ = s.conditions(true)
+	return s.holdsKey("key")
+}
+
+// holdsKey is whereKeys for the address in column col.
+func (s Scope) holdsKey(col string) (cond string, args []any) {
+	cond, args, _ = s.conditions(col, true)
 	return cond, args
 }
 
-func (s Scope) conditions(topicsAsKeys bool) (cond string, args []any, byKey bool) {
+func (s Scope) conditions(col string, topicsAsKeys bool) (cond string, args []any, byKey bool) {
 	if s.Prefixes == nil {
 		return "1", nil, false
 	}
@@ -45,10 +51,10 @@ func (s Scope) conditions(topicsAsKeys bool) (cond string, args []any, byKey boo
 	for _, p := range s.Prefixes {
 		switch {
 		case strings.Contains(p, "/"):
-			parts = append(parts, "(key >= ? AND key < ? AND (key = ? OR key >= ?))")
+			parts = append(parts, fmt.Sprintf("(%[1]s >= ? AND %[1]s < ? AND (%[1]s = ? OR %[1]s >= ?))", col))
 			args = append(args, p, p+"0", p, p+"/") // '0' is the byte after '/'
 		case topicsAsKeys:
-			parts = append(parts, "(key >= ? AND key < ?)")
+			parts = append(parts, fmt.Sprintf("(%[1]s >= ? AND %[1]s < ?)", col))
 			args = append(args, p+"/", p+"0")
 		default:
 			parts = append(parts, "topic = ?")
@@ -81,13 +87,34 @@ type ListQuery struct {
 	After *Position
 	// KeyPrefix keeps the notes whose key starts with it, at any segment.
 	KeyPrefix string
-	// Open keeps the notes no one holds a claim on at Now (Unix seconds)
-	// and that are not done: the work that can be taken.
-	Open bool
-	Now  int64
+	// Open keeps the work that can be taken: the notes not done, no one
+	// holds a claim on at Now (Unix seconds), and whose dependencies are
+	// done (readyWork). Readable is the caller's whole scope: a
+	// dependency outside it counts as not done.
+	Open     bool
+	Now      int64
+	Readable Scope
 	// Oldest orders by when each note first appeared, oldest first.
 	Oldest bool
 }
+
+// Ready work. A task is offered (ListQuery.Open) only once every note it
+// depends_on is done, for an agent that takes it before then cannot do
+// it. A dependency holds a task back while it is not done and is work:
+// claimed (its front matter has claim lines, held or lapsed), or in the
+// task's own topic (a task list is a topic). A note of another topic with
+// no claim lines (a finding, a plan) is no work and holds nothing back,
+// as a note that was never claimed is none. One the
+// caller may not read holds the task back, whatever it is, so that a
+// listing tells nothing of it; one that is not on the board holds nothing
+// back. Tasks whose dependencies make a cycle are never offered (health
+// names the cycle).
+//
+// waitingOn finds, for the outer notes row, a dependency that holds it
+// back; %s is the condition that the caller may read l.dst.
+const waitingOn = `SELECT 1 FROM links l WHERE l.src = notes.key AND l.rel = 'depends_on' AND (NOT %s
+	OR EXISTS (SELECT 1 FROM notes d WHERE d.key = l.dst AND d.present = 1 AND d.done = 0
+		AND (d.claimed_by != '' OR d.topic = notes.topic)))`
 
 // Position is a note's place in a newest-first listing: its last change's
 // cursor, then its key.
@@ -115,8 +142,9 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 	}
 	if q.Open {
 		// claim_until is 0 for a note no one claimed (SetNoteState).
-		where += " AND done = 0 AND claim_until <= ?"
-		args = append(args, q.Now)
+		readable, rargs := q.Readable.holdsKey("l.dst")
+		where += " AND done = 0 AND claim_until <= ? AND NOT EXISTS (" + fmt.Sprintf(waitingOn, readable) + ")"
+		args = append(append(args, q.Now), rargs...)
 	}
 	if q.After != nil && !q.ByName && !q.Oldest {
 		where += " AND (last_seq < ? OR (last_seq = ? AND key > ?))"

@@ -349,6 +349,29 @@ type HeldClaim struct {
 	Until   int64 // Unix seconds
 }
 
+// Waits lists, by source, the depends_on links that hold a task back
+// (ListQuery.Open) among present notes, whoever may read them: a cycle of
+// them keeps its tasks from ever being offered.
+func (s *Snapshot) Waits() (map[string][]string, error) {
+	rows, err := s.t.Query(`SELECT l.src, l.dst FROM links l
+		JOIN notes a ON a.key = l.src AND a.present = 1 AND a.done = 0
+		JOIN notes b ON b.key = l.dst AND b.present = 1 AND b.done = 0 AND (b.claimed_by != '' OR b.topic = a.topic)
+		WHERE l.rel = 'depends_on' ORDER BY l.src, l.dst`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var src, dst string
+		if err := rows.Scan(&src, &dst); err != nil {
+			return nil, err
+		}
+		out[src] = append(out[src], dst)
+	}
+	return out, rows.Err()
+}
+
 // Claims lists the claims on present notes not done, by note, and when
 // each author last committed (Unix seconds): what tells a claim whose
 // holder stopped writing.

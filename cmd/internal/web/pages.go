@@ -127,6 +127,9 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 type noteRow struct {
 	fsstore.Summary
 	Links []fsstore.Link
+	// Ready marks a task that can be taken now, on a topic page of a task
+	// list (markReady).
+	Ready bool
 }
 
 // withLinks gives each listed note its links, in one look at the index.
@@ -141,9 +144,45 @@ func withLinks(v *fsstore.View, notes []fsstore.Summary) ([]noteRow, error) {
 	}
 	rows := make([]noteRow, len(notes))
 	for i, n := range notes {
-		rows[i] = noteRow{n, links[n.URI]}
+		rows[i] = noteRow{Summary: n, Links: links[n.URI]}
 	}
 	return rows, nil
+}
+
+// markReady marks the rows that can be taken now (list_keys with
+// open=true: not done, no claim held, every dependency done) when they are
+// a task list: one of them is claimed, or depends on a note of its topic.
+// Elsewhere (findings, plans) nothing is marked: every such note would be.
+func markReady(v *fsstore.View, topic string, rows []noteRow) error {
+	tasks := false
+	for _, r := range rows {
+		sameTopic := func(l fsstore.Link) bool {
+			return l.Rel == "depends_on" && topicOf(l.Dst) == topicOf(r.URI)
+		}
+		tasks = tasks || r.ClaimedBy != "" || slices.ContainsFunc(r.Links, sameTopic)
+	}
+	if !tasks {
+		return nil
+	}
+	open, err := v.List(fsstore.ListOptions{Topic: topic, Limit: fsstore.MaxListLimit, Open: true})
+	if err != nil {
+		return err
+	}
+	ready := map[string]bool{}
+	for _, n := range open.Notes {
+		ready[n.URI] = true
+	}
+	for i := range rows {
+		rows[i].Ready = ready[rows[i].URI]
+	}
+	return nil
+}
+
+// topicOf is the topic of a note's address (bb://board/topic/key...).
+func topicOf(uri string) string {
+	_, rest, _ := strings.Cut(strings.TrimPrefix(uri, "bb://"), "/")
+	t, _, _ := strings.Cut(rest, "/")
+	return t
 }
 
 // crumb is one step of the way from the board down to a topic.
@@ -167,6 +206,10 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request, v *fsstore.View) 
 	}
 	rows, err := withLinks(v, l.Notes)
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := markReady(v, t, rows); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -173,6 +173,45 @@ func TestPagesOfAnOpenBoard(t *testing.T) {
 	}
 }
 
+// A topic page of a task list marks the tasks that can be taken now; one
+// of findings marks none.
+func TestTopicPageMarksReadyTasks(t *testing.T) {
+	w := board(t)
+	h := New(w, slog.New(slog.NewTextHandler(io.Discard, nil)), false).Handler()
+	v := w.As(fsstore.OpenCaller("writer"))
+	zero := 0
+	for _, key := range []string{"tasks/a", "tasks/b"} {
+		body := "to do"
+		if _, err := v.Update(fsstore.UpdateRequest{URI: key, Digest: key, Body: &body, ExpectVersion: &zero}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.Link("tasks/b", "depends_on", []string{"tasks/a"}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(page, key string) bool {
+		_, row, _ := strings.Cut(page, `<tr><td><a href="/n/`+key+`">`)
+		row, _, _ = strings.Cut(row, "</tr>")
+		return strings.Contains(row, `<span class="tag ready">ready</span>`)
+	}
+	_, page := get(t, h, "/t/tasks")
+	if !ready(page, "tasks/a") || ready(page, "tasks/b") {
+		t.Fatalf("before a is done, a ready: %v, b ready: %v; want a alone\n%s", ready(page, "tasks/a"), ready(page, "tasks/b"), page)
+	}
+	for _, claim := range []string{fsstore.ClaimTake, fsstore.ClaimDone} {
+		if _, err := v.Update(fsstore.UpdateRequest{URI: "tasks/a", Claim: claim}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, page = get(t, h, "/t/tasks"); ready(page, "tasks/a") || !ready(page, "tasks/b") {
+		t.Fatalf("once a is done, a ready: %v, b ready: %v; want b alone\n%s", ready(page, "tasks/a"), ready(page, "tasks/b"), page)
+	}
+	// research/cache depends on a note of another topic: findings, not tasks.
+	if _, page = get(t, h, "/t/research"); strings.Contains(page, `class="tag ready"`) {
+		t.Errorf("a topic of findings has notes marked ready:\n%s", page)
+	}
+}
+
 func TestPagesShowOnlyWhatTheTokenMayRead(t *testing.T) {
 	w := board(t)
 	withAccess(t, w, access.Agent{Name: "reader", TokenSHA256: access.HashToken("tok-reader"), Read: []string{"research"}},

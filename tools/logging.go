@@ -54,7 +54,7 @@ func (h *logForwarder) Handle(ctx context.Context, r slog.Record) error {
 	for _, t := range targets {
 		data := whole
 		if !t.readsAll {
-			if t.session != own {
+			if t.session.SessionID() != own {
 				continue // about another caller's call, or the board at large
 			}
 			data = h.text(r, false)
@@ -62,7 +62,7 @@ func (h *logForwarder) Handle(ctx context.Context, r slog.Record) error {
 		n := mcp.NewLoggingMessageNotification(mcpLevel(r.Level), "blackboard-mcp", data)
 		// A session gone or blocked is not worth a log line: it would
 		// come back here.
-		_ = h.s.mcp.SendLogMessageToSpecificClient(t.session, n)
+		_ = h.s.mcp.SendLogMessageToSpecificClient(t.session.SessionID(), n)
 	}
 	return err
 }
@@ -123,14 +123,14 @@ func mcpLevel(l slog.Level) mcp.LoggingLevel {
 
 // logTarget is a session that asked for log lines.
 type logTarget struct {
-	session  string
+	session  server.ClientSession
 	readsAll bool
 }
 
 func (w *watchers) setLogs(ctx context.Context, s *Server) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if x := w.get(ctx, s); x != nil && !x.logs {
+	if x := w.get(ctx, s, false); x != nil && !x.logs {
 		x.logs = true
 		w.logging++
 	}
@@ -149,9 +149,9 @@ func (w *watchers) loggers() []logTarget {
 		return nil
 	}
 	var out []logTarget
-	for id, x := range w.sessions {
+	for _, x := range w.sessions {
 		if x.logs {
-			out = append(out, logTarget{session: id, readsAll: x.caller.ReadsAll()})
+			out = append(out, logTarget{session: x.session, readsAll: x.caller.ReadsAll()})
 		}
 	}
 	return out

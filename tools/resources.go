@@ -49,23 +49,30 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListResources(s.listResources)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-		s.watchers.subscribe(ctx, s, req.Params.URI)
+		s.watchers.subscribe(ctx, s, req.Params.URI, false)
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.watchers.unsubscribe(ctx, s, req.Params.URI)
 	})
 	// From protocol 2026-07-28 a client subscribes in its
-	// subscriptions/listen request instead.
+	// subscriptions/listen request instead. Over HTTP that request has a
+	// session of its own, known to no table, that ends with its stream.
 	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
 		for _, uri := range req.Params.Notifications.ResourceSubscriptions {
-			s.watchers.subscribe(ctx, s, uri)
+			s.watchers.subscribe(ctx, s, uri, true)
 		}
 		if req.Params.Notifications.ResourcesListChanged {
-			s.watchers.lister(ctx, s)
+			s.watchers.lister(ctx, s, true)
+		}
+		if session := server.ClientSessionFromContext(ctx); session != nil && session.SessionID() == "" {
+			go func() {
+				<-ctx.Done()
+				s.watchers.forget(session)
+			}()
 		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
-		s.watchers.forget(session.SessionID())
+		s.watchers.forget(session)
 	})
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		s.watchers.setLogs(ctx, s)
@@ -97,7 +104,7 @@ func (s *Server) addResourceTemplate() {
 // registered in advance, and the board's are its notes.
 func (s *Server) listResources(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
 	v := s.view(ctx)
-	s.watchers.lister(ctx, s)
+	s.watchers.lister(ctx, s, false)
 	opts := fsstore.ListOptions{Limit: resourcePage}
 	if req.Params.Cursor != "" {
 		after, err := decodeResourceCursor(string(req.Params.Cursor))
@@ -275,13 +282,26 @@ func (c completer) CompleteResourceArgument(ctx context.Context, _ string, arg m
 // watchers are the sessions that asked to hear of changes: subscribers of
 // notes, and sessions that listed resources (they hear list_changed).
 type watchers struct {
-	mu       sync.Mutex
-	sessions map[string]*watcher
+	mu sync.Mutex
+	// sessions are keyed by sessionKey.
+	sessions map[any]*watcher
 	logging  int // sessions with logs set
 }
 
+// sessionKey is what a session's watcher is kept under: its id, which
+// every request of the session carries (over HTTP each may come with a
+// session value of its own), or, for one without (a subscriptions/listen
+// stream of the stateless revisions over HTTP), the session itself.
+func sessionKey(session server.ClientSession) any {
+	if id := session.SessionID(); id != "" {
+		return id
+	}
+	return session
+}
+
 type watcher struct {
-	caller *fsstore.Caller
+	session server.ClientSession // where its notifications go (notify)
+	caller  *fsstore.Caller
 	// since is the branch when the session began to watch, until it first
 	// hears of changes: it hears of those made after it, not of those the
 	// board's watch had yet to look at (a session of a shared engine may
@@ -292,27 +312,31 @@ type watcher struct {
 	uris  map[string]bool // canonical addresses it subscribed to
 }
 
-func (w *watchers) get(ctx context.Context, s *Server) *watcher {
+// get is the watcher of ctx's session, made if it has none. A request of
+// the stateless revisions (2026-07-28 on) over HTTP has a session of its
+// own, without an id, that ends with the request: only its
+// subscriptions/listen (listening) watches, until the stream ends.
+func (w *watchers) get(ctx context.Context, s *Server, listening bool) *watcher {
 	session := server.ClientSessionFromContext(ctx)
-	if session == nil {
+	if session == nil || session.SessionID() == "" && !listening {
 		return nil
 	}
 	if w.sessions == nil {
-		w.sessions = map[string]*watcher{}
+		w.sessions = map[any]*watcher{}
 	}
-	x := w.sessions[session.SessionID()]
+	x := w.sessions[sessionKey(session)]
 	if x == nil {
-		x = &watcher{caller: s.callerOf(ctx), uris: map[string]bool{}}
+		x = &watcher{session: session, caller: s.callerOf(ctx), uris: map[string]bool{}}
 		x.since, _ = s.ws.BranchHead()
-		w.sessions[session.SessionID()] = x
+		w.sessions[sessionKey(session)] = x
 	}
 	return x
 }
 
-func (w *watchers) subscribe(ctx context.Context, s *Server, uri string) {
+func (w *watchers) subscribe(ctx context.Context, s *Server, uri string, listening bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if x := w.get(ctx, s); x != nil {
+	if x := w.get(ctx, s, listening); x != nil {
 		if canonical, ok := s.canonical(uri); ok {
 			x.uris[canonical] = true
 		}
@@ -322,17 +346,17 @@ func (w *watchers) subscribe(ctx context.Context, s *Server, uri string) {
 func (w *watchers) unsubscribe(ctx context.Context, s *Server, uri string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if x := w.get(ctx, s); x != nil {
+	if x := w.get(ctx, s, false); x != nil {
 		if canonical, ok := s.canonical(uri); ok {
 			delete(x.uris, canonical)
 		}
 	}
 }
 
-func (w *watchers) lister(ctx context.Context, s *Server) {
+func (w *watchers) lister(ctx context.Context, s *Server, listening bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if x := w.get(ctx, s); x != nil {
+	if x := w.get(ctx, s, listening); x != nil {
 		x.lists = true
 	}
 }
@@ -344,18 +368,18 @@ func (w *watchers) anyone() bool {
 	return len(w.sessions) > 0
 }
 
-func (w *watchers) forget(session string) {
+func (w *watchers) forget(session server.ClientSession) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if x := w.sessions[session]; x != nil && x.logs {
+	if x := w.sessions[sessionKey(session)]; x != nil && x.logs {
 		w.logging--
 	}
-	delete(w.sessions, session)
+	delete(w.sessions, sessionKey(session))
 }
 
 // notice is what to send for one change of the board.
 type notice struct {
-	session string
+	session server.ClientSession
 	updated []string // addresses
 	listed  bool
 }
@@ -366,8 +390,8 @@ func (w *watchers) notices(s *Server, ch fsstore.NoteChanges, last, head gitver.
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []notice
-	for id, x := range w.sessions {
-		n := notice{session: id}
+	for _, x := range w.sessions {
+		n := notice{session: x.session}
 		ch := ch
 		if !x.since.IsZero() && x.since != last {
 			if ch, _ = s.ws.ChangesBetween(x.since, head); ch.Empty() {
@@ -459,6 +483,17 @@ func (s *Server) WatchBoard(ctx context.Context) {
 
 // notify sends one notification; a session gone or blocked misses it (a
 // log line about it would itself be sent to sessions).
-func (s *Server) notify(session, method string, params map[string]any) {
-	_ = s.mcp.SendNotificationToSpecificClient(session, method, params)
+func (s *Server) notify(session server.ClientSession, method string, params map[string]any) {
+	if id := session.SessionID(); id != "" {
+		_ = s.mcp.SendNotificationToSpecificClient(id, method, params)
+		return
+	}
+	// A subscriptions/listen stream over HTTP, which no table of the
+	// library's holds: its stream takes what its channel carries.
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}}
+	select {
+	case session.NotificationChannel() <- n:
+	default:
+	}
 }

@@ -316,10 +316,9 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 		server.WithSessionIdManager(h.sessions),
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithHeartbeatInterval(heartbeat),
-		// Sessions are what the server tracks: the stateless protocol
-		// (2026-07-28 on) is not offered, so a client negotiates one with a
-		// session.
-		server.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...),
+		// Every revision is served on the one endpoint: the older ones in a
+		// session (initialize, then Mcp-Session-Id), 2026-07-28 on without
+		// one, each request carrying its version, and its token checked.
 		server.WithStreamableHTTPLogger(log),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			if c, ok := r.Context().Value(callerKey{}).(*fsstore.Caller); ok {
@@ -335,7 +334,8 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 		}
 		opts = append(opts, server.WithStreamableHTTPCORS(
 			server.WithCORSAllowedOrigins(origins...),
-			server.WithCORSAllowedHeaders("Content-Type", "Authorization", server.HeaderKeySessionID, mcp.HeaderProtocolVersion, "Last-Event-ID"),
+			server.WithCORSAllowedHeaders("Content-Type", "Authorization", server.HeaderKeySessionID, mcp.HeaderProtocolVersion, "Last-Event-ID",
+				mcp.HeaderMethod, mcp.HeaderName),
 		))
 	}
 	h.mcp = server.NewStreamableHTTPServer(srv.MCP(), opts...)
@@ -460,6 +460,36 @@ func agentOf(ctx context.Context) string {
 	return ""
 }
 
+// statelessVersion is the protocol version a request of the stateless
+// revisions (2026-07-28 on) names, in its MCP-Protocol-Version header or
+// its message's _meta (a batch: its first message's), and whether it names
+// one: such a request has no session. The library checks that the two
+// agree.
+func statelessVersion(r *http.Request, body []byte) (version string, ok bool) {
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); mcp.IsModernProtocol(v) {
+		return v, true
+	}
+	var one struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	if rpcguard.IsBatch(body) {
+		var members []json.RawMessage
+		if json.Unmarshal(body, &members) != nil || len(members) == 0 {
+			return "", false
+		}
+		body = members[0]
+	}
+	if json.Unmarshal(body, &one) != nil {
+		return "", false
+	}
+	if v := one.Params.Meta.ProtocolVersion(); mcp.IsModernProtocol(v) {
+		return v, true
+	}
+	return "", false
+}
+
 // session checks the request's Mcp-Session-Id, answering 400 without one
 // and 404 for one that ended, never existed or is another agent's.
 func (h *httpHandler) session(w http.ResponseWriter, r *http.Request) (version string, ok bool) {
@@ -502,8 +532,23 @@ func (h *httpHandler) post(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	version := ""
-	if json.Unmarshal(body, &m) == nil && m.Method != string(mcp.MethodInitialize) {
+	version, modern := statelessVersion(r, body)
+	if modern {
+		// No session: the library checks the version and the headers that
+		// mirror the body, and serves the request on its own. A listen
+		// stream lasts until its client leaves or the server stops.
+		if json.Unmarshal(body, &m) == nil && m.Method == string(mcp.MethodSubscriptionsListen) {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			release, ok := h.sessions.addListen(cancel)
+			if !ok {
+				writeRPCError(w, http.StatusServiceUnavailable, codeRefused, "the server is stopping")
+				return
+			}
+			defer release()
+			r = r.WithContext(ctx)
+		}
+	} else if json.Unmarshal(body, &m) == nil && m.Method != string(mcp.MethodInitialize) {
 		if r.Header.Get(server.HeaderKeySessionID) == "" && m.Method == string(mcp.MethodPing) && m.ID != nil && string(m.ID) != "null" {
 			// ping is answered before initialize, as over stdio.
 			writeJSON(w, http.StatusOK, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`))
@@ -532,9 +577,12 @@ func (h *httpHandler) post(w http.ResponseWriter, r *http.Request) {
 // together as one array, under the protocol version that allows batches
 // (the session's); under any other, the batch is refused whole.
 func (h *httpHandler) postBatch(w http.ResponseWriter, r *http.Request, body []byte) {
-	version, ok := h.session(w, r)
-	if !ok {
-		return
+	version, modern := statelessVersion(r, body)
+	if !modern {
+		var ok bool
+		if version, ok = h.session(w, r); !ok {
+			return
+		}
 	}
 	if version != rpcguard.BatchVersion {
 		writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, fmt.Sprintf(
@@ -610,6 +658,10 @@ func (h *httpHandler) one(r *http.Request, raw json.RawMessage) []byte {
 // get serves a session's event stream, which ends when the client leaves,
 // the session is deleted or the server stops.
 func (h *httpHandler) get(w http.ResponseWriter, r *http.Request) {
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		h.serveMCP(w, r) // 405: from 2026-07-28 a client listens with subscriptions/listen
+		return
+	}
 	if _, ok := h.session(w, r); !ok {
 		return
 	}
@@ -625,6 +677,10 @@ func (h *httpHandler) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *httpHandler) delete(w http.ResponseWriter, r *http.Request) {
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		h.serveMCP(w, r) // 405: from 2026-07-28 there is no session to end
+		return
+	}
 	if _, ok := h.session(w, r); !ok {
 		return
 	}
@@ -746,6 +802,9 @@ func (r *recorder) CanStream() bool { return false } // one JSON answer, never a
 type sessionTable struct {
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	// listens are the subscriptions/listen streams of the stateless
+	// revisions, which belong to no session.
+	listens  map[*context.CancelFunc]struct{}
 	stopping bool // no new event streams
 }
 
@@ -758,7 +817,7 @@ type httpSession struct {
 }
 
 func newSessionTable() *sessionTable {
-	return &sessionTable{sessions: map[string]*httpSession{}}
+	return &sessionTable{sessions: map[string]*httpSession{}, listens: map[*context.CancelFunc]struct{}{}}
 }
 
 // watch has the server tell the table what each initialize agreed on.
@@ -863,6 +922,23 @@ func (t *sessionTable) addStream(id string, cancel context.CancelFunc) (release 
 	}, true
 }
 
+// addListen records a subscriptions/listen stream, to be ended by a stop;
+// release forgets it. ok is false when the server is stopping.
+func (t *sessionTable) addListen(cancel context.CancelFunc) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopping {
+		return nil, false
+	}
+	key := &cancel
+	t.listens[key] = struct{}{}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.listens, key)
+	}, true
+}
+
 // closeStreams ends every event stream, for a stop.
 func (t *sessionTable) closeStreams() {
 	t.mu.Lock()
@@ -872,5 +948,8 @@ func (t *sessionTable) closeStreams() {
 		for cancel := range s.streams {
 			(*cancel)()
 		}
+	}
+	for cancel := range t.listens {
+		(*cancel)()
 	}
 }

@@ -240,7 +240,7 @@ func ended(body io.Reader, d time.Duration) bool {
 
 // listening has mcp-go's client open the event stream after initialize, as
 // SDK clients do. (It is deprecated for the stateless protocol of
-// 2026-07-28, which the server does not offer.)
+// 2026-07-28, which has no such stream.)
 var listening = transport.WithContinuousListening() //nolint:staticcheck // see above
 
 // quiet keeps mcp-go's client from logging its reconnections to the test's
@@ -485,9 +485,9 @@ func TestHTTPSessions(t *testing.T) {
 		t.Errorf("initialize after DELETE gave session %q again", sid3)
 	}
 
-	// Real clients: mcp-go's (pinned, and as it comes: it probes for the
-	// stateless protocol first, which is not offered, and falls back) and
-	// the Go SDK's, which opens the event stream. Each ends its session on
+	// Real clients: mcp-go's (pinned, and as it comes: with the event
+	// stream it listens on, it keeps to a revision with sessions) and the
+	// Go SDK's, which opens the event stream. Each ends its session on
 	// close; the id is dead after.
 	for _, pinned := range []bool{true, false} {
 		c, tr := s.mcpGoHTTP(t, pinned, listening)
@@ -907,11 +907,11 @@ func TestHTTPProtocolEdges(t *testing.T) {
 	s.do(http.MethodPost, `[]`, old...).wantRPCError(t, "an empty batch", http.StatusBadRequest, -32600, "empty")
 	s.do(http.MethodPost, `[`+initializeBody("2025-03-26")+`]`, old...).wantRPCError(t, "initialize in a batch", http.StatusBadRequest, -32600, "initialize")
 
-	// The stateless protocol (no session) is not offered: its first
-	// request is refused like any request without a session.
-	s.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
-		append(slices.Clone(asAlice), "MCP-Protocol-Version", "2026-07-28")...).
-		wantRPCError(t, "server/discover", http.StatusBadRequest, -32000, "initialize")
+	// A batch under the stateless revision (no session) is refused whole:
+	// it has no batches (TestHTTPStatelessProtocol covers the rest).
+	s.do(http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}]`,
+		append(slices.Clone(asAlice), "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")...).
+		wantRPCError(t, "a batch under 2026-07-28", http.StatusBadRequest, -32600, "batches")
 }
 
 // zeros is an endless body.

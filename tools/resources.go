@@ -40,6 +40,12 @@ const (
 	// changes to tell subscribers of: one ref read.
 	boardPollEvery = 200 * time.Millisecond
 
+	// surfaceTTL is how long a client may keep the tools and the
+	// templates; pastVersionTTL, a past version of a note (its answer is
+	// private: a token decides who may read it).
+	surfaceTTL     = 10 * time.Minute
+	pastVersionTTL = 24 * time.Hour
+
 	mimeMarkdown = "text/markdown"
 	mimeTSV      = "text/tab-separated-values"
 )
@@ -77,7 +83,20 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		s.watchers.setLogs(ctx, s)
 	})
+	// A past version (topic/key@N) never changes: it may be kept.
+	hooks.AddAfterReadResource(func(_ context.Context, _ any, req *mcp.ReadResourceRequest, res *mcp.ReadResourceResult) {
+		if res != nil && strings.Contains(req.Params.URI, note.VersionMark) {
+			res.SetCacheHints(pastVersionTTL.Milliseconds(), mcp.CacheScopePrivate)
+		}
+	})
 	return []server.ServerOption{
+		// How long a client of 2026-07-28 on may keep an answer (ttlMs):
+		// a note and the board's list of notes only until they change, so
+		// not at all without asking again (0, the default); the tools and
+		// the templates of addresses, which are the same for every caller,
+		// as long as a server runs unchanged.
+		server.WithMethodCacheHints(mcp.MethodToolsList, surfaceTTL.Milliseconds(), mcp.CacheScopePublic),
+		server.WithMethodCacheHints(mcp.MethodResourcesTemplatesList, surfaceTTL.Milliseconds(), mcp.CacheScopePublic),
 		server.WithLogging(),
 		server.WithResourceCapabilities(true, true),
 		server.WithCompletions(),

@@ -114,6 +114,34 @@ func TestHTTPStatelessProtocol(t *testing.T) {
 		}
 	}
 
+	// How long each answer may be kept: the tools as long as the server
+	// runs unchanged (ten minutes), a note not without asking again, a past
+	// version a day, and only by the caller.
+	for _, c := range []struct {
+		method, name, params string
+		ttl                  int64
+		scope                mcp.CacheScope
+	}{
+		{"tools/list", "", `{` + meta + `}`, 600000, mcp.CacheScopePublic},
+		{"resources/read", "bb://acme/research/stateless", `{"uri":"bb://acme/research/stateless",` + meta + `}`, 0, mcp.CacheScopePrivate},
+		{"resources/read", "bb://acme/research/stateless@1", `{"uri":"bb://acme/research/stateless@1",` + meta + `}`, 86400000, mcp.CacheScopePrivate},
+	} {
+		h := modern(c.method)
+		if c.name != "" {
+			h = modern(c.method, "Mcp-Name", c.name)
+		}
+		ans := s.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"`+c.method+`","params":`+c.params+`}`, h...)
+		var r struct {
+			Result struct {
+				TTL   *int64         `json:"ttlMs"`
+				Scope mcp.CacheScope `json:"cacheScope"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(ans.body, &r); err != nil || r.Result.TTL == nil || *r.Result.TTL != c.ttl || r.Result.Scope != c.scope {
+			t.Errorf("%s %s: %s; want ttlMs %d, cacheScope %s", c.method, c.name, ans.body, c.ttl, c.scope)
+		}
+	}
+
 	// A listen stream hears of a write by a client of the pinned revision,
 	// with a session, on the same server.
 	updated := make(chan string, 16)

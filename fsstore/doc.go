@@ -9,33 +9,34 @@
 // People are writers too: what they change in the work tree with their
 // editor is found (Workspace.Watch, with fsstore/watch; before writes; at
 // start) and committed as their own version. What they do with git beside
-// the agents is repaired before every write (people, repair.go).
+// the agents is repaired before every batch of writes and every commit of
+// people's edits, and by a watching server (people, repair.go).
 //
 // One rule gives every version: a note's version is the number of commits
 // that changed its files (fsstore/internal/catchup says how merges count),
-// computed by the derived index's catch-up alone; a write is acknowledged at that
-// number for its content, and a write that changes nothing makes no commit.
+// computed by the catch-up alone; a write is acknowledged at that number
+// for its content, and a write that changes nothing makes no commit.
 //
 // The engine is a few parts, each a type with one job, in files of its
-// own, each holding the parts below it and handed them at Open; a call
-// goes down through them, and a lower part never calls a higher one:
+// own, handed the parts below it at Open:
 //
 //	Workspace  workspace.go, inspect.go, watching.go, remote.go,
 //	           accessfile.go: the front. It opens the board, holds the
 //	           parts, gives As(caller) (caller.go: the View every read
 //	           and write goes through), and closes
-//	pipeline   tool writes: the queue and group commit (queue.go), the
-//	           build of a write as a writeTx, the unit of work, with its
-//	           own reads and its one commit (tx.go); with a remote, the
-//	           pending writes' record (pending.go) and their publishing
-//	           (publish.go); write.go and source.go are the View's
-//	           requests built in it
+//	pipeline   tool writes: the queue and the batch (queue.go), the build
+//	           of a write as a writeTx, the unit of work, with its own
+//	           reads and its one commit (tx.go); the View's requests built
+//	           in it (write.go, source.go; act.go for a person's actions,
+//	           retry.go for a write its relay sent again); with a remote,
+//	           the pending writes' record (pending.go) and their
+//	           publishing (publish.go)
 //	people     people's edits and a person's git: edits committed as
-//	           theirs (edits.go, stale.go, displaced.go), a save made
-//	           from an earlier version merged with what was written
-//	           since (saves.go), the repairs
-//	           (repair.go, rescue.go, unplaced.go, checkouts.go), and
-//	           prepare, the one step the pipeline runs before a build
+//	           theirs (edits.go, commit.go, stale.go, displaced.go), a save
+//	           made from an earlier version merged with what was written
+//	           since (saves.go), the repairs (repair.go, rescue.go,
+//	           unplaced.go, checkouts.go), and prepare, the upkeep a batch
+//	           runs once before it is built
 //	upstream   where a write counts (upstream.go): localOnly, or gitRemote
 //	           (remote.go, turns.go), which pushes, fetches and follows;
 //	           the one back-off of every loop that pushes (remoteRace)
@@ -44,19 +45,28 @@
 //	           last commit from, until it is back), the files placed,
 //	           git's index, the derived index caught up;
 //	           and a killed writer's journal finished by whoever comes
-//	           next, before the branch moves again and before anyone
-//	           compares the work tree (journal.go); files a move replaced
-//	           kept for a person (displaced.go), and files for another
-//	           checkout (unplaced.go)
+//	           next (journal.go); files a move replaced kept for a person
+//	           (displaced.go), and files for another checkout (unplaced.go)
 //	writeLock  the write lock across processes (lock.go); a hold runs
 //	           nothing but what its holder asks
 //	board      what every part shares (board.go): the directory, git, the
 //	           derived index and its catch-up, the files; and the reads
-//	           over them: catchup.go, read.go, list.go, search.go, files.go
+//	           over them: catchup.go, read.go, list.go, search.go,
+//	           feedback.go, files.go
+//
+// errors.go holds the errors callers branch on; crashpoints.go, built only
+// with the crashpoints tag, lets tests kill a process at a named step.
+//
+// A call goes down through the parts. A lower part calls a higher one only
+// through a function its caller hands it for that call: a hold of the
+// write lock runs the batch, a snapshot of the index runs the caller's
+// reads, the catch-up records the stats of the files a move placed. A write
+// may enter a part more than once: the mover finishes a killed writer's
+// journal during the upkeep, and moves the branch after the build.
 //
 // The parts under fsstore/internal know nothing of the workspace and are
 // handed what they use; they import downward only, and tell the engine by
-// what they return, never by calling back:
+// what they return, or through the functions it hands them:
 //
 //	catchup   the derived index brought to the branch, bounded for a
 //	          caller, in steps in the background
@@ -65,36 +75,34 @@
 //	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
 //
-// One lone update_state (a board without a remote), part by part, in this
-// order, one hold of the write lock from the upkeep to the move:
+// One lone update_state on a board without a remote runs straight down, in
+// one hold of the write lock from the upkeep to the move:
 //
-//	View.Update (write.go)         the request checked, the caller's right
-//	pipeline.submit, leadWrites    the queue: alone, so a batch of one
-//	  (queue.go)
-//	commitBatch, commitRound       the batch's one loop, started over only
-//	  (queue.go)                   when a person's commit moves the branch
-//	                               before the batch does
-//	writeLock.with (lock.go)       the flock
-//	people.prepare (repair.go)     the upkeep, once: a killed writer's
-//	                               journal finished (mover.recover,
-//	                               journal.go), the repairs of a person's
-//	                               git, the notes' own edits committed
-//	                               (adoptEdits, edits.go), the derived
-//	                               index at the branch
-//	buildWrite, writeTx (tx.go)    the note read as the write sees it and
-//	                               checked against expect_version (noteIn),
-//	                               its commit built in memory (commit)
-//	mover.commitChain,             the commit point: the journal written,
-//	  moveBranch (move.go)         the files staged (worktree), the branch
-//	                               moved (gitver), the files placed, git's
-//	                               index written, the journal cleared, the
-//	                               derived index caught up (catchup)
+//	View.Update (write.go)           the request checked, the caller's right
+//	pipeline.submit, leadWrites,     the queue: alone, so a batch of one,
+//	  publishWrites, commitBatch,    committed at once (upstream.onBranch);
+//	  commitRound (queue.go)         the round runs again only when a
+//	                                 person's commit moves the branch first
+//	writeLock.with (lock.go)         the flock
+//	people.prepare (repair.go)       the upkeep, once: a killed writer's
+//	                                 journal finished (mover.recover), the
+//	                                 repairs of a person's git, the notes'
+//	                                 own edits committed (adoptEdits)
+//	buildWrite, writeTx (tx.go)      the note read as the write sees it and
+//	                                 checked against expect_version
+//	                                 (noteIn), its commit built in memory
+//	mover.commitChain, moveBranch    the commit point: the journal written,
+//	  (move.go)                      the files staged, the branch moved, the
+//	                                 files placed, git's index written, the
+//	                                 journal cleared, the index caught up
 //
-// `blackboard-bench path` traces the files such a write passes through in
-// the engine. With a remote, a write is built on the clone's pending
-// writes and the publisher pushes them (upstream.push) before the mover
-// moves the branch.
-
+// With a remote, a write is built on the clone's pending writes and the
+// publisher pushes them (upstream.push) before the mover moves the branch.
+// docs/architecture.md walks this path function by function, with the relay
+// that brings an agent's call to the engine, a read and a search, and says
+// which files and tests a common change touches; `blackboard-bench path`
+// traces the files one such write passes through.
+//
 // The board's format (addresses, note files, tables, commit messages) is
 // fsstore/note's; fsstore knows git only through gitver, and knows nothing
 // of MCP (tools adapts it) or of diagnosis (fsstore/health reads it from

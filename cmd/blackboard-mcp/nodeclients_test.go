@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // MCP clients that no one here wrote, driving the real binary: the official
@@ -145,18 +147,7 @@ func nodeConformanceScenario(t *testing.T, nt nodeTools, url, name string) {
 	t.Helper()
 	out := t.TempDir()
 	stdout, stderr, code := nt.run(t, "conformance", "server", "--url", url, "--scenario", name, "-o", out)
-	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
-	if len(files) != 1 {
-		t.Fatalf("conformance %s: exit %d and %d checks.json files in %s, want one\n%s%s", name, code, len(files), out, stdout, stderr)
-	}
-	raw, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checks []conformanceCheck
-	if err := json.Unmarshal(raw, &checks); err != nil {
-		t.Fatalf("conformance %s: %s: %v", name, files[0], err)
-	}
+	checks := conformanceChecks(t, name, out, code, stdout, stderr)
 	passed := 0
 	for _, c := range checks {
 		switch c.Status {
@@ -170,10 +161,111 @@ func nodeConformanceScenario(t *testing.T, nt nodeTools, url, name string) {
 		}
 	}
 	if passed == 0 && !t.Failed() {
-		t.Errorf("conformance %s: none of its %d checks passed, so it tested nothing:\n%s", name, len(checks), raw)
+		t.Errorf("conformance %s: none of its %d checks passed, so it tested nothing", name, len(checks))
 	}
 	if code != 0 && !t.Failed() {
 		t.Errorf("conformance %s: exit %d without a failed check\n%s%s", name, code, stdout, stderr)
+	}
+}
+
+// conformanceChecks reads the checks a run of the suite wrote to out.
+func conformanceChecks(t *testing.T, name, out string, code int, stdout, stderr string) []conformanceCheck {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	if len(files) != 1 {
+		t.Fatalf("conformance %s: exit %d and %d checks.json files in %s, want one\n%s%s", name, code, len(files), out, stdout, stderr)
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []conformanceCheck
+	if err := json.Unmarshal(raw, &checks); err != nil {
+		t.Fatalf("conformance %s: %s: %v", name, files[0], err)
+	}
+	return checks
+}
+
+// The conformance suite's scenarios of MCP 2026-07-28 (from its 0.2
+// previews, conformance-stateless in the Node tools) that apply to the
+// board, run against `serve --http` as a client of that revision would
+// speak to it: no initialize, no session.
+var conformanceStatelessApplies = []string{
+	"server-stateless", "completion-complete", "tools-list", "server-sse-multiple-streams", "resources-list",
+	"sep-2164-resource-not-found", "dns-rebinding-protection", "caching", "http-header-validation",
+	"input-required-result-unsupported-methods",
+}
+
+// conformanceStatelessNotApplicable are the other 2026-07-28 scenarios,
+// by the prefix of their names, and why.
+var conformanceStatelessNotApplicable = []struct{ prefix, why string }{
+	{"tools-call-", "calls a reference-server tool"},
+	{"json-schema-2020-12", "looks for a reference-server tool"},
+	{"resources-read-", "reads a reference-server resource"},
+	{"resources-templates-read", "reads from a reference-server resource template"},
+	{"prompts-", "blackboard-mcp has no prompts"},
+	{"http-custom-header-server-validation", "no tool of ours maps a parameter to a header (x-mcp-header)"},
+	{"input-required-result-", "calls reference-server tools or prompts that ask the client for input; blackboard-mcp never does"},
+}
+
+// A check the suite cannot run here (it calls a reference server's
+// diagnostic tool, or prompts/list) says so; it is not the server's fault.
+func conformanceUntestable(c conformanceCheck) bool {
+	return strings.HasPrefix(c.ErrorMessage, "Not testable") || strings.Contains(c.ErrorMessage, "prompts not supported")
+}
+
+// TestNodeConformanceStateless runs the conformance suite's 2026-07-28
+// scenarios that apply; every one it lists is classified, so that a new
+// preview's scenarios are not skipped unseen.
+func TestNodeConformanceStateless(t *testing.T) {
+	nt := needNodeTools(t)
+	suite := filepath.Join(nt.dir, "node_modules", "conformance-stateless", "dist", "index.js")
+	stdout, stderr, code := nt.runScript(t, suite, "list", "--server", "--spec-version", mcp.ProtocolVersion20260728)
+	if code != 0 {
+		t.Fatalf("conformance list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	listed := 0
+	for line := range strings.Lines(stdout) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "- ")
+		if !ok {
+			continue
+		}
+		listed++
+		name := strings.Fields(rest)[0]
+		applies := slices.Contains(conformanceStatelessApplies, name)
+		other := slices.ContainsFunc(conformanceStatelessNotApplicable, func(na struct{ prefix, why string }) bool {
+			return strings.HasPrefix(name, na.prefix)
+		})
+		if !applies && !other {
+			t.Errorf("the suite has the 2026-07-28 scenario %q, classified neither as applying nor as not applicable", name)
+		}
+	}
+	if listed < len(conformanceStatelessApplies) {
+		t.Fatalf("the suite lists %d scenarios of 2026-07-28:\n%s", listed, stdout)
+	}
+	url, _ := nodeServeHTTP(t, "conformance")
+	for _, name := range conformanceStatelessApplies {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			stdout, stderr, code := nt.runScript(t, suite, "server", "--url", url, "--scenario", name,
+				"--spec-version", mcp.ProtocolVersion20260728, "-o", out)
+			passed, untestable := 0, 0
+			for _, c := range conformanceChecks(t, name, out, code, stdout, stderr) {
+				switch {
+				case c.Status == "SUCCESS":
+					passed++
+				case c.Status == "FAILURE" && conformanceUntestable(c):
+					untestable++
+					t.Logf("check %s is not testable here: %s", c.ID, c.ErrorMessage)
+				case c.Status == "FAILURE":
+					t.Errorf("check %s failed: %s\ndetails: %s", c.ID, c.ErrorMessage, orNone(c.Details))
+				}
+			}
+			if passed == 0 {
+				t.Errorf("none of its checks passed (%d not testable), so it tested nothing", untestable)
+			}
+			t.Logf("%d checks passed, %d not testable here", passed, untestable)
+		})
 	}
 }
 
@@ -415,9 +507,17 @@ func (nt nodeTools) bin(name string) string {
 // returns what it printed and its exit code.
 func (nt nodeTools) run(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return nt.runScript(t, nt.bin(name), args...)
+}
+
+// runScript is run for the script at path, a package's program that has
+// no name in node_modules/.bin.
+func (nt nodeTools) runScript(t *testing.T, path string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	name := filepath.Base(path)
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, nt.bin("node"), append([]string{nt.bin(name)}, args...)...)
+	cmd := exec.CommandContext(ctx, nt.bin("node"), append([]string{path}, args...)...)
 	scratch := t.TempDir()
 	cmd.Dir = scratch
 	// Node 22 comes first on PATH for anything the program starts by name.

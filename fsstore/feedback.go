@@ -66,22 +66,27 @@ func (v *View) feedBack(s *index.Snapshot, terms []index.Term, order []*fused) e
 	if err != nil || len(sources) < feedbackLong {
 		return err
 	}
-	weight, spelled, err := weighStems(sources, terms)
-	if err != nil {
-		return err
+	if cueOn(cueFeedback) {
+		weight, spelled, err := weighStems(sources, terms)
+		if err != nil {
+			return err
+		}
+		words, err := rareOfWeighed(s, weight, spelled)
+		if err != nil {
+			return err
+		}
+		scores, err := s.WordScores(words, found)
+		if err != nil {
+			return err
+		}
+		for _, f := range order {
+			f.lex += feedbackShare * scores[f.hit.Key]
+		}
+		fuse(order)
 	}
-	words, err := rareOfWeighed(s, weight, spelled)
-	if err != nil {
-		return err
+	if !cueOn(cueKin) {
+		return nil
 	}
-	scores, err := s.WordScores(words, found)
-	if err != nil {
-		return err
-	}
-	for _, f := range order {
-		f.lex += feedbackShare * scores[f.hit.Key]
-	}
-	fuse(order)
 	return v.kin(s, order)
 }
 

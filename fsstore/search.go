@@ -52,7 +52,7 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 			return nil
 		}
 		var err error
-		if qv, ok := meaningOf(query.Terms); ok {
+		if qv, ok := meaningOf(query.Terms); ok && cueOn(cueMeaning) {
 			hits, err = v.searchByMeaning(s, query, &qv, cuesOf(q, time.Now()))
 		} else {
 			hits, err = s.Search(query)
@@ -143,7 +143,11 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	// question's words are seldom all in one note).
 	lexical := q
 	lexical.Terms, lexical.Limit = nil, fuseDepth
-	for _, t := range compounds(q.Terms) {
+	terms := q.Terms
+	if cueOn(cueCompounds) {
+		terms = compounds(terms)
+	}
+	for _, t := range terms {
 		if !meaning.IsStopWord(strings.ToLower(t.Text)) {
 			lexical.Terms = append(lexical.Terms, t)
 		}
@@ -213,8 +217,10 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 			hits = append(hits, f.hit)
 		}
 	}
-	if hits, err = v.withNeighbours(s, hits, q.Scope); err != nil {
-		return nil, err
+	if cueOn(cueNeighbours) {
+		if hits, err = v.withNeighbours(s, hits, q.Scope); err != nil {
+			return nil, err
+		}
 	}
 	if err := cues.raise(s, hits); err != nil {
 		return nil, err
@@ -450,13 +456,13 @@ func (c questionCues) raise(s *index.Snapshot, hits []index.Hit) error {
 	}
 	for i := range hits {
 		row := rows[hits[i].Key]
-		if c.asksWhen && row.SaysWhen {
+		if c.asksWhen && row.SaysWhen && cueOn(cueWhen) {
 			hits[i].Score *= whenShare
 		}
-		if c.named && c.span.Holds(noteTime(row, c.span.From.Location())) {
+		if c.named && c.span.Holds(noteTime(row, c.span.From.Location())) && cueOn(cueWhen) {
 			hits[i].Score *= whenShare
 		}
-		if c.names(row.Speaker) || c.names(row.Author) {
+		if (c.names(row.Speaker) || c.names(row.Author)) && cueOn(cueWho) {
 			hits[i].Score *= whoShare
 		}
 	}

@@ -59,6 +59,18 @@ Usage:
       any library (mcp-go, database/sql) between them. What the engine's
       background work (the watcher, the index) does in the window counts
       too: runs that differ show it.
+  blackboard-bench search COLLECTION [--server BINARY] [--beside BINARY] [--limit N] [--cues]
+      how well search finds what a test collection's judges found: the
+      collection in the SMART layout (Cranfield's cran.all.1400, cran.qry
+      and cranqrel; CISI, MEDLINE and CACM alike), each document a note of
+      a new board (its title the digest, its abstract the body), written
+      through a real MCP client; the board reindexed; then every judged
+      question asked with search_keys through MCP, on a copy of the board
+      for each build. It prints nDCG and recall at N (10) and the
+      searches' p50 and p99. Cranfield's grades 1 (a complete answer) to 4
+      (minimum interest) are gains 4 to 1; -1 is none. With --cues, also
+      --server with each ranking cue of search turned off in turn
+      (BLACKBOARD_SEARCH_OFF): what each buys, and what it costs.
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.
@@ -72,6 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		"generate": runGenerate,
 		"read":     runRead,
 		"path":     runPath,
+		"search":   runSearch,
 		workerVerb: runWorker, // hidden: started by write, not by people
 	}}.Run(ctx, args, stdin, stdout, stderr)
 }

@@ -76,8 +76,8 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		// Each way on a copy of its own, and so an engine of its own: one
 		// started with other cues off never answers for it.
 		copyDir := filepath.Join(tmp, fmt.Sprintf("%s-%d", col.name, i))
-		if out, err := exec.CommandContext(ctx, "cp", "-a", board, copyDir).CombinedOutput(); err != nil {
-			return fmt.Errorf("cp -a: %w: %s", err, out)
+		if err := copyQuietBoard(ctx, board, copyDir); err != nil {
+			return err
 		}
 		if out, err := exec.CommandContext(ctx, w.binary, "reindex", "--dir", copyDir).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s reindex: %w: %s", w.binary, err, out)
@@ -94,6 +94,25 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			millis(m.times.quantile(0.5)), millis(m.times.quantile(0.99)))
 	}
 	return nil
+}
+
+// copyQuietBoard copies board to dir (cp -a), again while git's gc --auto,
+// which the server that wrote the board may have left running, moves its
+// objects under the copy: a second apart, ten times at most.
+func copyQuietBoard(ctx context.Context, board, dir string) error {
+	for try := 1; ; try++ {
+		out, err := exec.CommandContext(ctx, "cp", "-a", board, dir).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if try == 10 {
+			return fmt.Errorf("cp -a: %w: %s", err, out)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // collection is a test collection in the SMART layout (Cranfield, CISI,

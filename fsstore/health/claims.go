@@ -76,7 +76,7 @@ func (c *checker) checkWaits(r *Report) {
 		r.Add(Finding{Check: "dependencies", Severity: SeverityWarning, Path: cycle[0] + ".md",
 			Message: fmt.Sprintf("the tasks %s depend on each other in a cycle, so none of them is offered as open work",
 				strings.Join(append(cycle, cycle[0]), " -> ")),
-			Fix: "remove one depends_on link of the cycle (link_state with remove, or the links: lines of the note), or finish one of the tasks"})
+			Fix: "remove one depends_on link of the cycle from its note's links: in its front matter, or finish one of the tasks"})
 	}
 }
 

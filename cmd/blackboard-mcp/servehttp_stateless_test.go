@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // statelessClient connects mcp-go's streamable HTTP client in the
@@ -196,5 +198,57 @@ func TestHTTPStatelessProtocol(t *testing.T) {
 	}
 	if ok.status != http.StatusOK || json.Unmarshal(ok.body, &res) != nil || res.Result == nil || res.Result.IsError {
 		t.Errorf("a raw tools/call with every header right: status %d %s", ok.status, ok.body)
+	}
+}
+
+// The official Go SDK's client in the stateless revision (it discovers the
+// server instead of initializing), over HTTP with a token and over stdio:
+// the five tools answer it as they answer the older revisions.
+func TestStatelessProtocolOfficialGoSDK(t *testing.T) {
+	t.Parallel()
+	dir, alice, _ := accessBoard(t)
+	s := startHTTP(t, serverOpts{dir: dir})
+	hc := &http.Client{Transport: headerTransport{base: s.client.Transport, header: []string{"Authorization", "Bearer " + alice}}}
+	args, env := serverOpts{dir: dir, agent: "alice", token: alice}.launch(t)
+	stdio := exec.Command(testBinary, args...)
+	stdio.Env = env
+	for _, c := range []struct {
+		name string
+		tr   sdk.Transport
+	}{
+		{"http", &sdk.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc}},
+		{"stdio", &sdk.CommandTransport{Command: stdio}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := contextWithTimeout()
+			defer cancel()
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-go-sdk-stateless", Version: "1.0.0"}, nil).
+				Connect(ctx, c.tr, &sdk.ClientSessionOptions{ProtocolVersion: mcp.ProtocolVersion20260728})
+			if err != nil {
+				t.Fatalf("go-sdk connect in 2026-07-28 over %s: %v\nserver log:\n%s", c.name, err, s.stderr.String())
+			}
+			sess := &session{t: t, conn: &conn{dir: dir, client: "go-sdk-stateless-" + c.name, stderr: s.stderr, stop: cs.Close}}
+			t.Cleanup(func() { _ = sess.close() })
+			if v := cs.InitializeResult().ProtocolVersion; v != mcp.ProtocolVersion20260728 {
+				t.Fatalf("go-sdk over %s speaks %q; want %s", c.name, v, mcp.ProtocolVersion20260728)
+			}
+			bindGoSDK(sess, cs)
+			key := "research/sdk-" + c.name
+			if w := sess.write(map[string]any{"uri": key, "digest": "Written by the official SDK over " + c.name, "body": "x", "expect_version": 0}); w.Version != 1 {
+				t.Fatalf("update_state: version %d", w.Version)
+			}
+			if got := sess.get([]string{key, "ops/deploy"}, "ref", 0); len(got.Items) != 2 || got.Items[0].Version != 1 {
+				t.Errorf("get_state: %+v", got.Items)
+			}
+			if res := sess.call("list_keys", map[string]any{"topic": "research", "mode": "ref"}); !strings.Contains(res.text, key) {
+				t.Errorf("list_keys: %s", res.text)
+			}
+			if res := sess.call("search_keys", map[string]any{"q": "written by the official SDK over " + c.name}); !strings.Contains(res.text, key) {
+				t.Errorf("search_keys: %s", res.text)
+			}
+			if l := sess.link(key, "cites", "ops/deploy"); l.Version != 2 {
+				t.Errorf("link_state: version %d; want 2", l.Version)
+			}
+		})
 	}
 }

@@ -94,7 +94,12 @@ const instructions = "A shared blackboard: notes with a one-line digest, version
 func NewServer(ws *fsstore.Workspace, log *slog.Logger, version string) *Server {
 	s := &Server{ws: ws, log: log}
 	s.mcp = server.NewMCPServer("blackboard-mcp", version, append([]server.ServerOption{
-		server.WithToolCapabilities(false),
+		// The tools never change while a server runs, yet it says it may
+		// tell of changes: a client of 2026-07-28 that listens for them
+		// gets a stream that stays open, its acknowledgement first. (The
+		// library ends a listen for nothing it serves at once, and its
+		// acknowledgement may then be lost to the end of the stream.)
+		server.WithToolCapabilities(true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 	}, append(s.resourceOptions(), s.appOptions()...)...)...)

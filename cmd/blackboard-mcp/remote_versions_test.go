@@ -346,7 +346,9 @@ func runCounterAgent(t *testing.T, i int, sl *serverSlot, r *rand.Rand, stop *at
 		default:
 			n.internal.Add(1)
 			out.refuse(attempt, res.text)
-			t.Errorf("%s: update_state %s: %s\nserver log:\n%s", sl.agent, key, res.text, s.stderr.String())
+			// Why is in the engine's log, beside the clone's git files.
+			engineLog, _ := os.ReadFile(filepath.Join(s.dir, ".git", "blackboard-engine.log"))
+			t.Errorf("%s: update_state %s: %s\nserver log:\n%s\nthe engine's log:\n%s", sl.agent, key, res.text, s.stderr.String(), engineLog)
 		}
 	}
 }

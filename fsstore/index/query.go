@@ -110,11 +110,17 @@ type ListQuery struct {
 // back. Tasks whose dependencies make a cycle are never offered (health
 // names the cycle).
 //
+// holdsBack is the condition that the note row dep, a dependency of the
+// task row task, holds it back: the one rule the listing of open work
+// (waitingOn) and health's cycles (Snapshot.Waits) both apply.
+func holdsBack(dep, task string) string {
+	return fmt.Sprintf("%[1]s.present = 1 AND %[1]s.done = 0 AND (%[1]s.claimed_by != '' OR %[1]s.topic = %[2]s.topic)", dep, task)
+}
+
 // waitingOn finds, for the outer notes row, a dependency that holds it
 // back; %s is the condition that the caller may read l.dst.
-const waitingOn = `SELECT 1 FROM links l WHERE l.src = notes.key AND l.rel = 'depends_on' AND (NOT %s
-	OR EXISTS (SELECT 1 FROM notes d WHERE d.key = l.dst AND d.present = 1 AND d.done = 0
-		AND (d.claimed_by != '' OR d.topic = notes.topic)))`
+var waitingOn = `SELECT 1 FROM links l WHERE l.src = notes.key AND l.rel = 'depends_on' AND (NOT %s
+	OR EXISTS (SELECT 1 FROM notes d WHERE d.key = l.dst AND ` + holdsBack("d", "notes") + `))`
 
 // Position is a note's place in a newest-first listing: its last change's
 // cursor, then its key.

@@ -355,7 +355,7 @@ type HeldClaim struct {
 func (s *Snapshot) Waits() (map[string][]string, error) {
 	rows, err := s.t.Query(`SELECT l.src, l.dst FROM links l
 		JOIN notes a ON a.key = l.src AND a.present = 1 AND a.done = 0
-		JOIN notes b ON b.key = l.dst AND b.present = 1 AND b.done = 0 AND (b.claimed_by != '' OR b.topic = a.topic)
+		JOIN notes b ON b.key = l.dst AND ` + holdsBack("b", "a") + `
 		WHERE l.rel = 'depends_on' ORDER BY l.src, l.dst`)
 	if err != nil {
 		return nil, err

@@ -2,19 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -100,16 +102,10 @@ func relayToEngine(ctx context.Context, dir string, noSync bool, roots []string,
 		return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
 	}
 	cwd, _ := os.Getwd()
-	var absRoots []string
-	for _, r := range roots {
-		if abs, err := filepath.Abs(r); err == nil {
-			absRoots = append(absRoots, abs)
-		}
-	}
 	r := &engine.Relay{
 		Place: place,
 		Hello: engine.Hello{Version: version, Agent: agentName(), Token: os.Getenv("BLACKBOARD_TOKEN"),
-			Dir: cwd, SourceRoots: absRoots, PID: os.Getpid()},
+			Dir: cwd, SourceRoots: absolute(roots), PID: os.Getpid()},
 		Start:    func() error { return startEngine(place, noSync) },
 		Log:      log,
 		Tail:     stderr,
@@ -239,6 +235,9 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 	go b.srv.WatchBoard(ctx)
 	go giveBackMemoryWhenQuiet(ctx)
 	b.srv.SetCaller(func(ctx context.Context) *fsstore.Caller {
+		if caller := requestCaller(ctx); caller != nil {
+			return caller // a request to serve --http's endpoint
+		}
 		caller, _ := engine.Admitted(ctx).(*fsstore.Caller)
 		return caller
 	})
@@ -270,7 +269,7 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 			return g.In(), g.Out()
 		},
 		Command: func(ctx context.Context, h engine.Hello) engine.Outcome { return runInEngine(ctx, b.ws, h) },
-		Page:    pageAs(web.New(b.ws, b.logger(), false).Handler()),
+		Page:    (&engineHTTP{board: b, page: web.New(b.ws, b.logger(), false).Handler(), endpoints: map[string]http.Handler{}}).handler,
 		Busy:    b.ws.NeedsRepair,
 		Idle:    engineIdle(),
 		Log:     b.transportLog,
@@ -279,17 +278,66 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 	return host.Run(ctx)
 }
 
-// pageAs is the board's page served to a view process, its requests made
-// as the person that process names (BLACKBOARD_AGENT).
-func pageAs(page http.Handler) func(engine.Hello) http.Handler {
-	return func(h engine.Hello) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if h.Agent != "" {
-				r = r.WithContext(web.AsPerson(r.Context(), h.Agent))
-			}
-			page.ServeHTTP(w, r)
+// engineHTTP is what the engine serves over HTTP to a process in front of
+// it: the board's page, or serve --http's endpoint.
+type engineHTTP struct {
+	board *servedBoard
+	page  http.Handler
+	mu    sync.Mutex
+	// endpoints are serve --http's, one for each way a process in front
+	// asked for one: their sessions outlive the connections their
+	// requests come on, and a process in front started again finds them.
+	endpoints map[string]http.Handler
+}
+
+// handler is what the engine serves to the process that said hello: the
+// endpoint it describes, else the page, its requests made as the person
+// that process names (BLACKBOARD_AGENT).
+func (e *engineHTTP) handler(h engine.Hello) http.Handler {
+	if len(h.HTTP) > 0 {
+		return e.endpoint(h.HTTP)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.Agent != "" {
+			r = r.WithContext(web.AsPerson(r.Context(), h.Agent))
+		}
+		e.page.ServeHTTP(w, r)
+	})
+}
+
+// endpoint is serve --http's endpoint as raw (an httpEndpoint) describes
+// it. A board with an access file is served with tokens whatever the
+// process in front found.
+func (e *engineHTTP) endpoint(raw []byte) http.Handler {
+	var ep httpEndpoint
+	if err := json.Unmarshal(raw, &ep); err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeRPCError(w, http.StatusInternalServerError, codeRefused, "the engine could not read the endpoint asked for: "+err.Error())
 		})
 	}
+	if _, restricted, err := e.board.ws.Access(); restricted || err != nil {
+		ep.Restricted = true
+	}
+	key, _ := json.Marshal(ep)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.endpoints[string(key)]
+	if !ok {
+		h = fromFront(newEndpoint(e.board.ws, e.board.srv, e.board.transportLog, ep))
+		e.endpoints[string(key)] = h
+	}
+	return h
+}
+
+// fromFront is h with each request's local address the one it came in on
+// at the process in front (localAddrHeader).
+func fromFront(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if addr, err := net.ResolveTCPAddr("tcp", r.Header.Get(localAddrHeader)); err == nil {
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(addr)))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // giveBackMemoryWhenQuiet returns to the system the heap the engine no

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -531,4 +532,77 @@ func TestEngineKilledUnderACommandsWrite(t *testing.T) {
 	s.closeClean()
 	engineStopped(t, dir)
 	checkWorkspace(t, dir)
+}
+
+// TestEngineServesHTTP: `serve --http` is served by the board's engine too:
+// an agent over stdio and one over HTTP meet the same engine, the HTTP
+// process opens nothing of the board (with --no-engine it does), and
+// while four agents of the stateless revision write over HTTP, the engine
+// is killed ten times: the process in front sends what was unanswered to
+// the next engine, and every call gets one answer with its true outcome
+// (agentsWriteWhile).
+func TestEngineServesHTTP(t *testing.T) {
+	t.Parallel()
+	dir := newWorkspaceDir(t)
+	stdio := startMCPGo(t, dir, "stdio")
+	stdio.write(map[string]any{"uri": "t/x", "digest": "from stdio", "body": "1", "expect_version": 0})
+	pid := enginePID(t, dir)
+	h := startHTTP(t, serverOpts{dir: dir, agent: "http"})
+	if !strings.Contains(h.stderr.String(), "board_served_by=engine") {
+		t.Fatalf("serve --http does not say the engine serves the board:\n%s", h.stderr.String())
+	}
+	var agents []*session
+	for range 4 {
+		s, _ := h.statelessClient(t, "")
+		agents = append(agents, s)
+	}
+	if e := agents[0].get([]string{"t/x"}, "full", 0); len(e.Items) != 1 || e.Items[0].Body != "1" {
+		t.Fatalf("t/x over HTTP: %+v", e.Items)
+	}
+	if got := enginePID(t, dir); got != pid {
+		t.Fatalf("the board's engine is pid %d once HTTP served; want %d, the stdio agent's", got, pid)
+	}
+	if open := boardFilesOpen(t, h.cmd.Process.Pid, dir); len(open) > 0 {
+		t.Errorf("serve --http holds files of the board open, as if it served the board itself: %v", open)
+	}
+	alone := startHTTP(t, serverOpts{dir: dir, agent: "alone", flags: []string{"--no-engine"}})
+	if open := boardFilesOpen(t, alone.cmd.Process.Pid, dir); len(open) == 0 {
+		t.Error("serve --http --no-engine holds no file of the board open: the check above cannot tell")
+	}
+
+	agentsWriteWhile(t, dir, agents, func() {
+		last := pid
+		for kills := range 10 {
+			time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond)
+			if kills > 0 {
+				// The process in front holds the engine: it starts the
+				// next one at once, whether a request is in flight or not.
+				last = newEngine(t, dir, last)
+			}
+			if err := syscall.Kill(last, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill the engine %d: %v", last, err)
+			}
+		}
+	})
+}
+
+// boardFilesOpen are the files under the board at dir that process pid
+// holds open (its index, git's objects): none for a process that relays.
+func boardFilesOpen(t *testing.T, pid int, dir string) []string {
+	t.Helper()
+	// The index is opened in the background as a board is served.
+	time.Sleep(500 * time.Millisecond)
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	board, _ := filepath.EvalSymlinks(dir)
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && (strings.HasPrefix(target, board+string(filepath.Separator)) || strings.HasPrefix(target, dir+string(filepath.Separator))) {
+			open = append(open, target)
+		}
+	}
+	return open
 }

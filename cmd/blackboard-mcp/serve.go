@@ -36,8 +36,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 Serves the board to agents over MCP: stdio by default (what MCP clients start),
 or streamable HTTP at /mcp. A missing or empty DIR is made a workspace first.
-Over stdio it relays to the board's one engine, starting it if none runs
-(--no-engine serves the board in this process instead).
+It relays to the board's one engine, starting it if none runs (over HTTP,
+it listens and the engine serves each request); --no-engine serves the
+board in this process instead.
 Over HTTP on an address other machines reach, a board needs an access file
 (or --open-to-network) and tokens need TLS (--tls-cert and --tls-key, or
 --behind-tls-proxy).`)
@@ -64,7 +65,10 @@ It is waiting for an MCP client on stdin; this is how clients start it. To conne
 Press Ctrl-C to stop.
 `, filepath.Base(abs), abs, abs)
 	}
-	if httpCfg == nil && !*alone {
+	if httpCfg != nil {
+		return serveHTTP(ctx, dir, c.NoSync, *alone, roots, httpCfg, log)
+	}
+	if !*alone {
 		// The board's engine serves this agent; this process relays.
 		err := relayToEngine(ctx, dir, c.NoSync, roots, stdin, stdout, stderr, log)
 		if !errors.Is(err, engine.ErrUnavailable) {
@@ -89,11 +93,6 @@ Press Ctrl-C to stop.
 	if err != nil {
 		return fmt.Errorf("the access file %s is unreadable, so the server will not start: %w", ".blackboard/access.yaml", err)
 	}
-
-	if httpCfg != nil {
-		return serveHTTP(ctx, ws, srv, transportLog, httpCfg, restricted)
-	}
-
 	if restricted {
 		caller, err := admit(af, restricted, agentName(), os.Getenv("BLACKBOARD_TOKEN"))
 		if err != nil {

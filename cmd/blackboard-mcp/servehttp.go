@@ -15,18 +15,25 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/cli"
+	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/rpcguard"
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/web"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/tools"
 )
@@ -259,6 +266,10 @@ type httpHandler struct {
 	inflight   requestGate // POSTs being served: a stop waits for them
 	// readable decides resources/read before the library serves it.
 	readable rpcguard.ResourceCheck
+	// reading makes an agent's caller read source_path as the listening
+	// process would; open is the caller on a board without access file.
+	reading func(*fsstore.Caller) *fsstore.Caller
+	open    *fsstore.Caller
 }
 
 // requestGate counts the requests being served, so that a stop can wait
@@ -289,28 +300,48 @@ func (g *requestGate) closeAndWait() {
 	g.wg.Wait()
 }
 
-// serveHTTP serves streamable HTTP at /mcp until ctx ends. With an access
-// file, every request needs a bearer token of a known agent (401
-// otherwise), and the file is read again for each request, so a revoked
-// token stops working at once.
-func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, cfg *httpConfig, restricted bool) error {
-	l, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return fmt.Errorf("cannot serve on %s: %w (is another server using that port? pick another with --http)", cfg.addr, err)
-	}
-	defer l.Close()
-	if err := checkExposure(l.Addr(), cfg, restricted); err != nil {
-		return err
-	}
+// httpEndpoint says how serve --http's endpoint (/mcp for agents, the
+// page at / for people) is made, besides the board: the same whether the
+// process that listens serves the board itself or the board's engine
+// serves it for that process (engine.Hello.HTTP, this encoded as JSON).
+type httpEndpoint struct {
+	// Agent makes every call on a board without access file.
+	Agent string `json:"agent,omitempty"`
+	// Restricted: the board has an access file, and every request needs
+	// a bearer token of a known agent.
+	Restricted bool `json:"restricted,omitempty"`
+	// Origins are the browser origins trusted besides this machine's
+	// (--allow-origin, normalized by parseOrigin), sorted.
+	Origins []string `json:"origins,omitempty"`
+	// Secure: TLS, in this process or at a proxy in front; the page's
+	// cookies are Secure.
+	Secure bool `json:"secure,omitempty"`
+	// Dir is the listening process's directory, and SourceRoots the
+	// directories its source_path may read from (absolute).
+	Dir         string   `json:"dir,omitempty"`
+	SourceRoots []string `json:"source_roots,omitempty"`
+}
 
-	if restricted {
-		srv.SetCaller(func(ctx context.Context) *fsstore.Caller {
-			c, _ := ctx.Value(callerKey{}).(*fsstore.Caller)
-			return c
-		})
+// endpoint is serve --http's endpoint on an open board.
+type endpoint struct {
+	http.Handler
+	mcp *httpHandler
+}
+
+// newEndpoint builds serve --http's endpoint on the board of srv, as ep
+// says. The server's calls are made as the caller each request carries
+// (requestCaller).
+func newEndpoint(ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, ep httpEndpoint) *endpoint {
+	origins := map[string]bool{}
+	for _, o := range ep.Origins {
+		origins[o] = true
 	}
-	h := &httpHandler{ws: ws, log: log, restricted: restricted, origins: cfg.origins, sessions: newSessionTable(),
-		readable: srv.NoteReadable}
+	h := &httpHandler{ws: ws, log: log, restricted: ep.Restricted, origins: origins, sessions: newSessionTable(),
+		readable: srv.NoteReadable,
+		reading: func(c *fsstore.Caller) *fsstore.Caller {
+			return c.ReadingFrom(ws.Dir(), ep.Dir, ep.SourceRoots)
+		}}
+	h.open = h.reading(fsstore.OpenCaller(ep.Agent))
 	h.sessions.watch(srv.MCP())
 	opts := []server.StreamableHTTPOption{
 		server.WithSessionIdManager(h.sessions),
@@ -327,13 +358,9 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 			return ctx
 		}),
 	}
-	if len(cfg.origins) > 0 {
-		var origins []string
-		for o := range cfg.origins {
-			origins = append(origins, o)
-		}
+	if len(ep.Origins) > 0 {
 		opts = append(opts, server.WithStreamableHTTPCORS(
-			server.WithCORSAllowedOrigins(origins...),
+			server.WithCORSAllowedOrigins(ep.Origins...),
 			server.WithCORSAllowedHeaders("Content-Type", "Authorization", server.HeaderKeySessionID, mcp.HeaderProtocolVersion, "Last-Event-ID",
 				mcp.HeaderMethod, mcp.HeaderName),
 		))
@@ -343,18 +370,116 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	// People watch the board and act on it at /, under the same access rules.
-	mux.Handle("/", web.New(ws, log, cfg.tls != nil || cfg.behindTLSProxy).Handler())
+	mux.Handle("/", web.New(ws, log, ep.Secure).Handler())
+	return &endpoint{Handler: mux, mcp: h}
+}
+
+// closeStreams ends the event streams: their handlers return only when the
+// client leaves, and a stop waits for every handler.
+func (e *endpoint) closeStreams() { e.mcp.sessions.closeStreams() }
+
+// finish waits for the requests in flight (a write still running finishes
+// before the board is closed) and stops the library's idle-session
+// sweeper.
+func (e *endpoint) finish() {
+	e.mcp.inflight.closeAndWait()
+	_ = e.mcp.mcp.Shutdown(context.Background())
+}
+
+// requestCaller is the caller an HTTP request's context carries (every
+// request to the endpoint does), nil for any other call.
+func requestCaller(ctx context.Context) *fsstore.Caller {
+	c, _ := ctx.Value(callerKey{}).(*fsstore.Caller)
+	return c
+}
+
+// serveHTTP serves streamable HTTP at /mcp, and the page at /, until ctx
+// ends: through the board's engine (starting one when none runs), or from
+// the board opened here with --no-engine or when no engine can serve it.
+// With an access file, every request needs a bearer token of a known
+// agent (401 otherwise), and the file is read again for each request, so
+// a revoked token stops working at once.
+func serveHTTP(ctx context.Context, dir string, noSync, alone bool, roots []string, cfg *httpConfig, log *slog.Logger) error {
+	_, restricted, err := access.Load(filepath.Join(dir, note.AccessFile))
+	if err != nil {
+		return fmt.Errorf("the access file %s is unreadable, so the server will not start: %w", note.AccessFile, err)
+	}
+	l, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("cannot serve on %s: %w (is another server using that port? pick another with --http)", cfg.addr, err)
+	}
+	defer l.Close()
+	if err := checkExposure(l.Addr(), cfg, restricted); err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	ep := httpEndpoint{Agent: agentName(), Restricted: restricted, Secure: cfg.tls != nil || cfg.behindTLSProxy,
+		Dir: cwd, SourceRoots: absolute(roots)}
+	for o := range cfg.origins {
+		ep.Origins = append(ep.Origins, o)
+	}
+	slices.Sort(ep.Origins)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first signal stops the server gracefully; a second one, should
+	// that take too long, kills it (the board survives a kill).
+	context.AfterFunc(ctx, stop)
+
+	// The board's engine serves the endpoint; this process listens.
+	var front *engineFront
+	if !alone {
+		front, err = endpointThroughEngine(ctx, dir, noSync, ep, log)
+		if err != nil && !errors.Is(err, engine.ErrUnavailable) {
+			return err
+		}
+		if err != nil {
+			log.Warn("this process serves the board itself", "why", err)
+		}
+	}
+	abs, _ := filepath.Abs(dir)
+	served := httpServed{cfg: cfg, restricted: restricted, dir: abs}
+	if front != nil {
+		served.Handler, served.by, served.closeStreams, served.finish = front, "engine", front.stop, func() {}
+		return served.listen(ctx, l, log)
+	}
+	b, err := openBoard(dir, noSync, roots, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	// Subscribers of notes (MCP resources) hear of every change.
+	go b.srv.WatchBoard(ctx)
+	b.srv.SetCaller(requestCaller)
+	e := newEndpoint(b.ws, b.srv, b.transportLog, ep)
+	served.Handler, served.by, served.closeStreams, served.finish = e, "this process", e.closeStreams, e.finish
+	return served.listen(ctx, l, log)
+}
+
+// httpServed is what serve --http serves, and how it stops.
+type httpServed struct {
+	http.Handler
+	cfg        *httpConfig
+	restricted bool
+	dir        string // the board, for the log
+	by         string // who serves the board: "engine" or "this process"
+	// closeStreams ends the event streams (a stop waits for every
+	// handler); finish runs once the requests in flight were answered.
+	closeStreams, finish func()
+}
+
+// listen serves on l until ctx ends. A stop closes the listener first,
+// then ends the event streams, waits for the requests in flight up to
+// shutdownGrace, then finishes.
+func (s *httpServed) listen(ctx context.Context, l net.Listener, log *slog.Logger) error {
+	cfg, restricted := s.cfg, s.restricted
 	hs := &http.Server{
-		Handler:           mux,
+		Handler:           s.Handler,
 		TLSConfig:         cfg.tls,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	// A stop closes the listener first, then ends the event streams: their
-	// handlers return only when the client leaves, and Shutdown waits for
-	// every handler.
-	hs.RegisterOnShutdown(h.sessions.closeStreams)
+	hs.RegisterOnShutdown(s.closeStreams)
 
 	scheme := "http"
 	if cfg.tls != nil {
@@ -373,8 +498,8 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 	if !restricted && !isLoopbackAddr(l.Addr()) {
 		log.Warn("the board has no access file: everyone who can reach this address may read and write every topic", "addr", l.Addr().String())
 	}
-	log.Info("serving over streamable HTTP", "workspace", ws.Name(), "url", scheme+"://"+l.Addr().String()+"/mcp",
-		"access_control", restricted, "tls", cfg.tls != nil, "behind_tls_proxy", cfg.behindTLSProxy)
+	log.Info("serving over streamable HTTP", "dir", s.dir, "url", scheme+"://"+l.Addr().String()+"/mcp",
+		"access_control", restricted, "tls", cfg.tls != nil, "behind_tls_proxy", cfg.behindTLSProxy, "board_served_by", s.by)
 
 	select {
 	case err := <-served:
@@ -389,9 +514,7 @@ func serveHTTP(ctx context.Context, ws *fsstore.Workspace, srv *tools.Server, lo
 		log.Warn("requests still running after the grace period: closing their connections, and letting them finish", "grace", shutdownGrace, "err", err)
 		_ = hs.Close()
 	}
-	// A write still running finishes before the workspace is closed.
-	h.inflight.closeAndWait()
-	_ = h.mcp.Shutdown(context.Background()) // stops the idle-session sweeper
+	s.finish()
 	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -419,6 +542,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+	} else {
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, h.open))
 	}
 	switch r.Method {
 	case http.MethodPost:
@@ -448,11 +573,11 @@ func (h *httpHandler) authenticate(r *http.Request) (*fsstore.Caller, bool) {
 	if !ok {
 		return nil, false
 	}
-	return fsstore.AgentCaller(agent), true
+	return h.reading(fsstore.AgentCaller(agent)), true
 }
 
-// agentOf is the name of the agent a request's context carries; "" on a
-// board without access file.
+// agentOf is the name of the agent a request's context carries: the
+// token's, or on a board without access file the endpoint's (Agent).
 func agentOf(ctx context.Context) string {
 	if c, ok := ctx.Value(callerKey{}).(*fsstore.Caller); ok && c != nil {
 		return c.Name

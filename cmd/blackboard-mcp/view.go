@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,10 +42,11 @@ func runView(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !*alone {
-		handler, err := pageThroughEngine(ctx, c.Dir(), c.NoSync, log)
+		front, err := pageThroughEngine(ctx, c.Dir(), c.NoSync, log)
 		switch {
 		case err == nil:
-			return servePage(ctx, *addr, web.LoopbackHostOnly(handler), stdout)
+			defer front.stop()
+			return servePage(ctx, *addr, web.LoopbackHostOnly(front), stdout)
 		case !errors.Is(err, engine.ErrUnavailable):
 			return err
 		}
@@ -86,58 +86,4 @@ func servePage(ctx context.Context, addr string, handler http.Handler, stdout io
 		return err
 	}
 	return nil
-}
-
-// pageThroughEngine is the board's page as its engine makes it, starting
-// one when none runs: each request goes to the engine over a connection of
-// its own, and this process holds one more, so that the engine stays while
-// the page is served, and a new one starts should it die. It returns
-// engine.ErrUnavailable (wrapped) when no engine can make the board's page.
-func pageThroughEngine(ctx context.Context, dir string, noSync bool, log *slog.Logger) (http.Handler, error) {
-	place, err := engine.Locate(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
-	}
-	relay := &engine.Relay{
-		Place:    place,
-		Hello:    engine.Hello{Version: version, Agent: agentName(), PID: os.Getpid(), Page: true},
-		Start:    func() error { return startEngine(place, noSync) },
-		Log:      log,
-		Patience: 15 * time.Second,
-	}
-	held, err := relay.Dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	closeOnEnd := func(c net.Conn) func() bool { return context.AfterFunc(ctx, func() { c.Close() }) }
-	go func() {
-		stop := closeOnEnd(held)
-		for {
-			_, _ = io.Copy(io.Discard, held) // until the engine closes it
-			stop()
-			held.Close()
-			for ctx.Err() == nil {
-				if held, err = relay.Dial(ctx); err == nil {
-					break
-				}
-				log.Warn("the board's engine cannot be reached", "err", err)
-				time.Sleep(time.Second)
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			stop = closeOnEnd(held)
-		}
-	}()
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "engine"
-			pr.Out.Host = pr.In.Host // the page's checks of origin compare it
-		},
-		Transport:     &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return relay.Dial(ctx) }},
-		FlushInterval: -1, // the live page's event stream
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "the board's engine did not answer: "+err.Error(), http.StatusBadGateway)
-		},
-	}, nil
 }

@@ -6,7 +6,8 @@
 // connections on a Unix socket. Each `serve` over stdio is then a relay: it
 // passes its MCP client's lines to the engine and back, with the caller's
 // identity, and sends a call again when the engine died under it. The
-// command line's reads and writes, and `view`'s page, go to it too.
+// command line's reads and writes, `view`'s page and `serve --http` go to
+// it too.
 //
 // Its rooms:
 //   - place.go: where a board's engine lives (the socket, in a directory
@@ -22,8 +23,10 @@
 //     was unanswered, writes marked with their id so none applies twice.
 //   - command.go: a command line's verb run by the engine (put, get, ...),
 //     its output and exit code sent back.
-//   - page.go: the board's page for people, served by the engine over a
-//     connection of the view process's, one per request.
+//   - http.go: HTTP served by the engine (the board's page for people,
+//     serve --http's endpoint for agents) over connections of the process
+//     in front, which sends a request again to a new engine when the last
+//     died under it.
 //
 // It knows MCP's JSON-RPC framing and mcp-go's session interfaces, not the
 // board: the caller admits a hello (access tokens), builds the server, and

@@ -89,6 +89,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	r.Log.Info("serving over stdio through the board's engine", "socket", r.Place.Socket)
 	if r.Tail != nil {
 		tailCtx, stopTail := context.WithCancel(ctx)
 		defer stopTail()
@@ -168,6 +169,12 @@ type message struct {
 	} `json:"params"`
 }
 
+// isWrite reports whether m calls a tool that writes: a new engine must
+// recognise it when it is sent again.
+func isWrite(m message) bool {
+	return m.Method == string(mcp.MethodToolsCall) && (m.Params.Name == "update_state" || m.Params.Name == "link_state")
+}
+
 // take passes one line of the client's to the engine, keeping what a new
 // engine would need to hear again.
 func (r *Relay) take(line []byte) {
@@ -194,7 +201,7 @@ func (r *Relay) take(line []byte) {
 		delete(r.pending, string(m.Params.RequestID))
 	}
 	write := false
-	if m.Method == string(mcp.MethodToolsCall) && (m.Params.Name == "update_state" || m.Params.Name == "link_state") {
+	if isWrite(m) {
 		r.seq++
 		if marked, err := withMeta(line, map[string]any{tools.MetaWriteID: r.writeIDs + "-" + strconv.Itoa(r.seq)}); err == nil {
 			line, write = marked, true
@@ -481,7 +488,7 @@ func (r *Relay) greet(c net.Conn) (net.Conn, *bufio.Reader, error) {
 	if w.Version != hello.Version {
 		r.Log.Info("the board's engine is of another build; their protocol matches", "engine", w.Version, "relay", hello.Version)
 	}
-	r.Log.Info("serving over stdio through the board's engine", "engine_pid", w.PID, "socket", r.Place.Socket)
+	r.Log.Debug("reached the board's engine", "engine_pid", w.PID, "socket", r.Place.Socket)
 	return c, rd, nil
 }
 

@@ -12,7 +12,7 @@ import (
 // ids of tools.MetaWriteID, or a command's outcome. A change either side
 // would misread raises it; a relay of another protocol does not use the
 // engine.
-const Protocol = 2
+const Protocol = 3
 
 // Hello is the relay's first line: who connects.
 type Hello struct {
@@ -34,9 +34,11 @@ type Hello struct {
 	// Stdin is what the command reads there.
 	Command []string `json:"command,omitempty"`
 	Stdin   []byte   `json:"stdin,omitempty"`
-	// Page, when set, asks the engine to serve the board's page for
-	// people (HTTP) on the connection (ServePage).
-	Page bool `json:"page,omitempty"`
+	// Page, when set, asks the engine to serve HTTP on the connection
+	// (Host.Page): the board's page for people, or, when HTTP is set too,
+	// serve --http's endpoint as HTTP describes it (the caller's encoding).
+	Page bool            `json:"page,omitempty"`
+	HTTP json.RawMessage `json:"http,omitempty"`
 }
 
 // Outcome is what a command the engine ran printed, and its exit code:

@@ -2,6 +2,7 @@ package gitver_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,5 +402,77 @@ func TestCutLooseObjectIsWrittenAgain(t *testing.T) {
 	commitFiles(t, r, first, "second", map[string]string{"b.md": "the same content"})
 	if got := fixtures.GitOutput(t, dir, "cat-file", "-p", name); got != "the same content" {
 		t.Errorf("the blob reads %q after it was written again", got)
+	}
+}
+
+// TestEditedTreesMatchGit proves, on random edits, that a commit built on
+// a parent writes the tree git writes for the same paths: each round
+// adds, changes and deletes files among names that are git's tree-order
+// neighbours (a.md, a-b.md, a/, a.b/, a0/, ...), one and two directories
+// deep, on the last round's commit, and git's index is given the same
+// edits; the two trees must be one.
+func TestEditedTreesMatchGit(t *testing.T) {
+	fixtures.RequireGit(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	r, dir := newRepo(t)
+	dirs := []string{"a", "a.b", "a-b", "a0", "b"}
+	names := []string{"a.md", "a-b.md", "a0.md", "a_b.md", "b.md", "a.b.md", "z.md"}
+	randomPath := func() string {
+		p := names[rng.IntN(len(names))]
+		for range rng.IntN(3) {
+			p = dirs[rng.IntN(len(dirs))] + "/" + p
+		}
+		return p
+	}
+	blobs := []gitver.Hash{writeBlob(t, r, "one\n"), writeBlob(t, r, "two\n"), writeBlob(t, r, "three\n")}
+	index := filepath.Join(t.TempDir(), "index")
+	held := map[string]bool{}
+	var parent gitver.Hash
+	for round := range 40 {
+		changes := map[string]gitver.Hash{}
+		var indexInfo strings.Builder
+		for range 1 + rng.IntN(6) {
+			p := randomPath()
+			if _, dup := changes[p]; dup {
+				continue
+			}
+			if held[p] && rng.IntN(3) == 0 {
+				changes[p] = gitver.ZeroHash
+				fmt.Fprintf(&indexInfo, "0 %s\t%s\x00", gitver.ZeroHash, p)
+				continue
+			}
+			b := blobs[rng.IntN(len(blobs))]
+			changes[p] = b
+			fmt.Fprintf(&indexInfo, "100644 %s\t%s\x00", b, p)
+		}
+		c, err := r.Commit(gitver.CommitRequest{Parent: parent, Changes: changes, Author: agent, Message: fmt.Sprintf("round %d\n", round)})
+		if err != nil {
+			t.Fatalf("round %d: Commit(%q): %v", round, sortedKeys(changes), err)
+		}
+		for p, h := range changes {
+			held[p] = !h.IsZero()
+		}
+		cmd := fixtures.GitCmd(dir, "update-index", "-z", "--index-info")
+		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+index)
+		cmd.Stdin = strings.NewReader(indexInfo.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git update-index: %v\n%s", err, out)
+		}
+		writeTree := fixtures.GitCmd(dir, "write-tree")
+		writeTree.Env = append(writeTree.Env, "GIT_INDEX_FILE="+index)
+		out, err := writeTree.Output()
+		if err != nil {
+			t.Fatalf("git write-tree: %v", err)
+		}
+		info, err := r.ReadCommit(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSpace(string(out)); info.Tree.String() != want {
+			t.Fatalf("round %d, after %q: tree %s, git write-tree %s", round, sortedKeys(changes), info.Tree, want)
+		}
+		parent = c
 	}
 }

@@ -74,11 +74,13 @@ type branchMove struct {
 	// alongside is what else must be durable before the branch names to
 	// (the commits' objects); nil for nothing.
 	alongside func() error
-	// changes are the files to differs in from, when the caller knows
-	// them because to is one commit on from (a write that came alone):
-	// neither the move nor the derived index then diffs the trees. Nil:
-	// they are diffed.
+	// changes are the files to differs in from, and commits each commit's
+	// own changes from its parent, when the caller built the commits from
+	// from to to (tool writes): neither the move nor the derived index
+	// then diffs the trees. Nil: they are diffed. A lone commit needs
+	// changes alone.
 	changes []gitver.PathChange
+	commits map[gitver.Hash][]gitver.PathChange
 	// onDisk is set when the work tree holds to's files already: a
 	// person's edits, committed as they saved them. Nothing is staged or
 	// written over them; a file they changed again since stays theirs.
@@ -101,12 +103,14 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		return false, err
 	}
 	from, to, reason, alongside := bm.from, bm.to, bm.reason, bm.alongside
-	changes := bm.changes
-	var hint map[gitver.Hash][]gitver.PathChange
-	if changes != nil {
+	changes, hint := bm.changes, bm.commits
+	switch {
+	case changes == nil:
+		if changes, err = m.changedSince(from, to); err != nil {
+			return false, err
+		}
+	case hint == nil:
 		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
-	} else if changes, err = m.changedSince(from, to); err != nil {
-		return false, err
 	}
 	who := m.agentSignature(note.InitAgent)
 	wt := m.repo.WorkTree()

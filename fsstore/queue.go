@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -573,9 +574,15 @@ func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved 
 	var published []string
 	if len(chain) > 1 {
 		// One pack for the batch's objects, synced with the journal and
-		// the files; the trees are diffed, as several commits changed
-		// them.
-		bm.reason, bm.changes = fmt.Sprintf("%scommit %d writes", ownMove, len(chain)), nil
+		// the files; each commit's changes are known from its build, and
+		// the batch's are theirs, added up.
+		bm.reason = fmt.Sprintf("%scommit %d writes", ownMove, len(chain))
+		bm.commits = map[gitver.Hash][]gitver.PathChange{}
+		diffs := make([][]gitver.PathChange, len(chain))
+		for i, it := range chain {
+			bm.commits[it.mine.commit], diffs[i] = it.mine.diff, it.mine.diff
+		}
+		bm.changes = addedUp(diffs)
 		bm.alongside = func() error {
 			sha, err := q.repo.WriteStaged()
 			if err != nil || sha == "" {
@@ -606,6 +613,31 @@ func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved 
 		}
 	}
 	return next, true, nil
+}
+
+// addedUp is what a chain of commits changed, from each commit's changes
+// from the one before, in order: each file's blob before the first that
+// changed it and after the last, by path; a file brought back to what it
+// was is no change.
+func addedUp(diffs [][]gitver.PathChange) []gitver.PathChange {
+	byPath := map[string]*gitver.PathChange{}
+	for _, diff := range diffs {
+		for _, d := range diff {
+			if c, ok := byPath[d.Path]; ok {
+				c.New = d.New
+			} else {
+				byPath[d.Path] = &gitver.PathChange{Path: d.Path, Old: d.Old, New: d.New}
+			}
+		}
+	}
+	changes := make([]gitver.PathChange, 0, len(byPath))
+	for _, c := range byPath {
+		if c.Old != c.New {
+			changes = append(changes, *c)
+		}
+	}
+	slices.SortFunc(changes, func(x, y gitver.PathChange) int { return strings.Compare(x.Path, y.Path) })
+	return changes
 }
 
 // unfinishedError is a failure past a write's commit point (the disk full

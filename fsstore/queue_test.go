@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -599,5 +600,66 @@ func TestWritersWritingNowAreCounted(t *testing.T) {
 	}
 	if _, kept := wq.lastWrote["b"]; kept {
 		t.Error("a writer that stopped is still remembered")
+	}
+}
+
+// TestAddedUpIsTheChainsDiff: for random chains of commits (files added,
+// changed, deleted and brought back to what they held), what a batch's
+// move and derived index take as the chain's changes, added up from each
+// commit's, is what git's trees give from the chain's parent to its tip.
+func TestAddedUpIsTheChainsDiff(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	repo := w.b.repo
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	paths := []string{"a/x.md", "a/y.md", "a.md", "b/c/z.md", "b/c.md", "b-c.md"}
+	var blobs []gitver.Hash
+	for _, content := range []string{"one\n", "two\n", "three\n"} {
+		h, err := repo.WriteBlob([]byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, h)
+	}
+	parent, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 30 {
+		start := parent
+		var diffs [][]gitver.PathChange
+		for range 1 + rng.IntN(6) {
+			changes := map[string]gitver.Hash{}
+			for range 1 + rng.IntN(3) {
+				h := gitver.ZeroHash
+				if rng.IntN(4) > 0 {
+					h = blobs[rng.IntN(len(blobs))]
+				}
+				changes[paths[rng.IntN(len(paths))]] = h
+			}
+			c, err := repo.Commit(gitver.CommitRequest{Parent: parent, Changes: changes, Author: gitver.Signature{Name: "t", Email: "t@example.com", When: time.Now()}, Message: "m\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := repo.ReadCommit(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diff, err := repo.Changes(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffs = append(diffs, diff)
+			parent = c
+		}
+		want, err := w.b.changedSince(start, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := addedUp(diffs); !slices.Equal(got, want) {
+			t.Fatalf("round %d: added up %v; git's trees give %v", round, got, want)
+		}
 	}
 }

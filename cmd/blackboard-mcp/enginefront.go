@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/blackboard-mcp/blackboard-mcp/cmd/internal/engine"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore"
 )
 
 // HTTP in front of the board's engine: `view` and `serve --http` listen
@@ -33,6 +35,9 @@ const localAddrHeader = "Blackboard-Mcp-Local-Addr"
 // engine.
 type engineFront struct {
 	proxy *httputil.ReverseProxy
+	// gate checks an agent's request to serve --http's endpoint before
+	// this process reads its body; nil for the page.
+	gate *httpGate
 	// streams is the context of the requests passed on: a stop cancels
 	// it, which ends the event streams.
 	streams context.Context
@@ -50,7 +55,14 @@ func endpointThroughEngine(ctx context.Context, dir string, noSync bool, ep http
 	if err != nil {
 		return nil, err
 	}
-	return throughEngine(ctx, dir, noSync, engine.Hello{Version: version, Agent: agentName(), PID: os.Getpid(), Page: true, HTTP: raw}, log)
+	front, err := throughEngine(ctx, dir, noSync, engine.Hello{Version: version, Agent: agentName(), PID: os.Getpid(), Page: true, HTTP: raw}, log)
+	if err != nil {
+		return nil, err
+	}
+	// The engine checks each request again; this process checks it
+	// first, to read no body a request without a token sends.
+	front.gate = ep.gate(dir, func(c *fsstore.Caller) *fsstore.Caller { return c })
+	return front, nil
 }
 
 // throughEngine is a handler whose requests the board's engine serves,
@@ -88,7 +100,7 @@ func throughEngine(ctx context.Context, dir string, noSync bool, hello engine.He
 					pr.Out.Header.Set(localAddrHeader, local.String())
 				}
 			},
-			Transport:     relay.Transport(maxRequestBytes),
+			Transport:     relay.Transport(),
 			FlushInterval: -1, // event streams
 			ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -102,20 +114,37 @@ func throughEngine(ctx context.Context, dir string, noSync bool, hello engine.He
 
 func (f *engineFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		// The body is read here, in the time a client is given for it, so
-		// that a slow client holds this process, not the engine; the
-		// engine refuses one that is too large.
+	if f.gate != nil && r.URL.Path == "/mcp" {
+		// An agent's request: checked as the endpoint checks it, before
+		// its body is read, then read whole, in the time a client is
+		// given for it (a slow client holds this process, not the
+		// engine), to be sent again should the engine die under it.
+		if r = f.gate.pass(w, r); r == nil || r.Method == http.MethodOptions {
+			if r != nil {
+				f.proxy.ServeHTTP(w, r) // a CORS preflight, answered by the engine
+			}
+			return
+		}
+		if r.ContentLength > maxRequestBytes {
+			writeTooLarge(w)
+			return
+		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 		_ = rc.SetReadDeadline(time.Time{})
-		if err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeTooLarge(w)
+			return
+		case err != nil:
 			writeRPCError(w, http.StatusBadRequest, codeRefused, "bad request: the body could not be read: "+err.Error())
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	if isEventStream(r.Method, body) {
 		// A stop ends event streams, which end only when their client

@@ -257,19 +257,14 @@ type callerKey struct{}
 
 // httpHandler is the /mcp endpoint.
 type httpHandler struct {
-	ws         *fsstore.Workspace
-	log        *slog.Logger
-	restricted bool            // an access file: every request needs a known token
-	origins    map[string]bool // --allow-origin
-	mcp        *server.StreamableHTTPServer
-	sessions   *sessionTable
-	inflight   requestGate // POSTs being served: a stop waits for them
+	ws       *fsstore.Workspace
+	log      *slog.Logger
+	gate     *httpGate
+	mcp      *server.StreamableHTTPServer
+	sessions *sessionTable
+	inflight requestGate // POSTs being served: a stop waits for them
 	// readable decides resources/read before the library serves it.
 	readable rpcguard.ResourceCheck
-	// reading makes an agent's caller read source_path as the listening
-	// process would; open is the caller on a board without access file.
-	reading func(*fsstore.Caller) *fsstore.Caller
-	open    *fsstore.Caller
 }
 
 // requestGate counts the requests being served, so that a stop can wait
@@ -322,6 +317,71 @@ type httpEndpoint struct {
 	SourceRoots []string `json:"source_roots,omitempty"`
 }
 
+// gate is the endpoint's gate on the board at dir, its callers made by
+// reading.
+func (ep httpEndpoint) gate(dir string, reading func(*fsstore.Caller) *fsstore.Caller) *httpGate {
+	g := &httpGate{restricted: ep.Restricted, origins: map[string]bool{}, accessFile: filepath.Join(dir, note.AccessFile),
+		reading: reading, open: reading(fsstore.OpenCaller(ep.Agent))}
+	for _, o := range ep.Origins {
+		g.origins[o] = true
+	}
+	return g
+}
+
+// httpGate lets a request to the endpoint in, or refuses it, before its
+// body is read: its Host and Origin first (DNS rebinding), then its bearer
+// token, on a board with an access file, read again for each request so
+// that a revoked token stops working at once.
+type httpGate struct {
+	restricted bool
+	origins    map[string]bool // --allow-origin
+	accessFile string
+	reading    func(*fsstore.Caller) *fsstore.Caller
+	open       *fsstore.Caller // every request's caller on a board without access file
+}
+
+// pass returns r carrying its caller, or answers its refusal and returns
+// nil. A CORS preflight (OPTIONS, with origins allowed) passes without
+// one, for the library to answer.
+func (g *httpGate) pass(w http.ResponseWriter, r *http.Request) *http.Request {
+	// The library checks the Host too, answering in plain text; this check
+	// comes first so that the answer is JSON-RPC.
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
+		writeRPCError(w, http.StatusForbidden, codeRefused, fmt.Sprintf("forbidden: the Host %q is not this machine's, and the server listens on loopback only", r.Host))
+		return nil
+	}
+	if origin := r.Header.Get("Origin"); !originAllowed(origin, r.Host, g.origins) {
+		writeRPCError(w, http.StatusForbidden, codeRefused, fmt.Sprintf("forbidden: the Origin %q is not trusted; the server's operator may allow it with --allow-origin", origin))
+		return nil
+	}
+	if r.Method == http.MethodOptions && len(g.origins) > 0 {
+		return r
+	}
+	caller := g.open
+	if g.restricted {
+		var ok bool
+		if caller, ok = g.authenticate(r); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="blackboard-mcp"`)
+			writeRPCError(w, http.StatusUnauthorized, codeRefused, "unauthorized: a bearer token of a known agent is required (Authorization: Bearer <token>)")
+			return nil
+		}
+	}
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+}
+
+// authenticate returns the caller the request's bearer token names.
+func (g *httpGate) authenticate(r *http.Request) (*fsstore.Caller, bool) {
+	af, _, err := access.Load(g.accessFile)
+	if err != nil || af == nil {
+		return nil, false
+	}
+	agent, ok := af.Authenticate(web.BearerToken(r))
+	if !ok {
+		return nil, false
+	}
+	return g.reading(fsstore.AgentCaller(agent)), true
+}
+
 // endpoint is serve --http's endpoint on an open board.
 type endpoint struct {
 	http.Handler
@@ -332,16 +392,8 @@ type endpoint struct {
 // says. The server's calls are made as the caller each request carries
 // (requestCaller).
 func newEndpoint(ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, ep httpEndpoint) *endpoint {
-	origins := map[string]bool{}
-	for _, o := range ep.Origins {
-		origins[o] = true
-	}
-	h := &httpHandler{ws: ws, log: log, restricted: ep.Restricted, origins: origins, sessions: newSessionTable(),
-		readable: srv.NoteReadable,
-		reading: func(c *fsstore.Caller) *fsstore.Caller {
-			return c.ReadingFrom(ws.Dir(), ep.Dir, ep.SourceRoots)
-		}}
-	h.open = h.reading(fsstore.OpenCaller(ep.Agent))
+	reading := func(c *fsstore.Caller) *fsstore.Caller { return c.ReadingFrom(ws.Dir(), ep.Dir, ep.SourceRoots) }
+	h := &httpHandler{ws: ws, log: log, gate: ep.gate(ws.Dir(), reading), sessions: newSessionTable(), readable: srv.NoteReadable}
 	h.sessions.watch(srv.MCP())
 	opts := []server.StreamableHTTPOption{
 		server.WithSessionIdManager(h.sessions),
@@ -520,30 +572,12 @@ func (s *httpServed) listen(ctx context.Context, l net.Listener, log *slog.Logge
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The library checks the Host too, answering in plain text; this check
-	// comes first so that the answer is JSON-RPC.
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
-		writeRPCError(w, http.StatusForbidden, codeRefused, fmt.Sprintf("forbidden: the Host %q is not this machine's, and the server listens on loopback only", r.Host))
+	if r = h.gate.pass(w, r); r == nil {
 		return
 	}
-	if origin := r.Header.Get("Origin"); !originAllowed(origin, r.Host, h.origins) {
-		writeRPCError(w, http.StatusForbidden, codeRefused, fmt.Sprintf("forbidden: the Origin %q is not trusted; the server's operator may allow it with --allow-origin", origin))
-		return
-	}
-	if r.Method == http.MethodOptions && len(h.origins) > 0 {
+	if r.Method == http.MethodOptions && len(h.gate.origins) > 0 {
 		h.mcp.ServeHTTP(w, r) // a CORS preflight, answered by the library
 		return
-	}
-	if h.restricted {
-		caller, ok := h.authenticate(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="blackboard-mcp"`)
-			writeRPCError(w, http.StatusUnauthorized, codeRefused, "unauthorized: a bearer token of a known agent is required (Authorization: Bearer <token>)")
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
-	} else {
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, h.open))
 	}
 	switch r.Method {
 	case http.MethodPost:
@@ -561,19 +595,6 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeRPCError(w, http.StatusMethodNotAllowed, codeRefused, "method not allowed: POST a JSON-RPC message, GET the event stream, DELETE the session")
 	}
-}
-
-// authenticate returns the caller the request's bearer token names.
-func (h *httpHandler) authenticate(r *http.Request) (*fsstore.Caller, bool) {
-	af, _, err := h.ws.Access()
-	if err != nil || af == nil {
-		return nil, false
-	}
-	agent, ok := af.Authenticate(web.BearerToken(r))
-	if !ok {
-		return nil, false
-	}
-	return h.reading(fsstore.AgentCaller(agent)), true
 }
 
 // agentOf is the name of the agent a request's context carries: the

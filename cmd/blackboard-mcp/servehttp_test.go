@@ -836,9 +836,12 @@ func TestHTTPProtocolEdges(t *testing.T) {
 		wantRPCError(t, "bob in alice's session", http.StatusNotFound, -32001, "session")
 	inSession := append(slices.Clone(asAlice), "Mcp-Session-Id", sid, "MCP-Protocol-Version", protocolVersion)
 
-	// 413: a body larger than a note may be, declared or streamed.
+	// 413: a body larger than a note may be, declared or streamed. Without
+	// a token, 401: its body is not read.
 	s.doReader(http.MethodPost, io.LimitReader(zeros{}, maxRequestBytes+1), inSession...).
 		wantRPCError(t, "a body over the limit", http.StatusRequestEntityTooLarge, -32600, "too large")
+	s.doReader(http.MethodPost, io.LimitReader(zeros{}, maxRequestBytes+1)).
+		wantRPCError(t, "a body over the limit without a token", http.StatusUnauthorized, -32000, "bearer token")
 
 	// 405, 400 parse error, content type: JSON-RPC too.
 	s.do(http.MethodPut, "", inSession...).wantRPCError(t, "PUT", http.StatusMethodNotAllowed, -32000, "POST")

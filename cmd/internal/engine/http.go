@@ -52,12 +52,13 @@ const maxResends = 3
 
 // Transport carries HTTP requests to the board's engine, each connection
 // one of Dial's. A request the engine did not answer, because it died, is
-// sent again to the next one (Dial starts it): a body up to maxBody is
-// kept for that. A JSON-RPC call of a tool that writes carries a write id,
-// and is marked as sent again when it is, so that a new engine answers a
-// write the dead one committed as committed instead of applying it twice,
-// as a stdio relay's are (Run).
-func (r *Relay) Transport(maxBody int64) http.RoundTripper {
+// sent again to the next one (Dial starts it) when its body can be had
+// again (http.Request.GetBody; a request without body can). A JSON-RPC
+// call of a tool that writes carries a write id, and is marked as sent
+// again when it is, so that a new engine answers a write the dead one
+// committed as committed instead of applying it twice, as a stdio relay's
+// are (Run).
+func (r *Relay) Transport() http.RoundTripper {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return &resending{
@@ -68,39 +69,35 @@ func (r *Relay) Transport(maxBody int64) http.RoundTripper {
 			}
 			return c, nil
 		}},
-		maxBody: maxBody,
-		ids:     hex.EncodeToString(b[:]),
-		log:     r.Log,
+		ids: hex.EncodeToString(b[:]),
+		log: r.Log,
 	}
 }
 
 // resending is Transport's round tripper.
 type resending struct {
-	base    *http.Transport
-	maxBody int64
-	ids     string // this transport's prefix of write ids
-	seq     atomic.Int64
-	log     *slog.Logger
+	base *http.Transport
+	ids  string // this transport's prefix of write ids
+	seq  atomic.Int64
+	log  *slog.Logger
 }
 
 func (t *resending) RoundTrip(req *http.Request) (*http.Response, error) {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody && req.GetBody == nil {
+		return t.base.RoundTrip(req) // sent once
+	}
 	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		var err error
-		body, err = io.ReadAll(io.LimitReader(req.Body, t.maxBody+1))
-		if err != nil {
-			req.Body.Close()
-			return nil, err
-		}
-		if int64(len(body)) > t.maxBody {
-			// Too large to keep: sent once, whole, and refused there.
-			req.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), req.Body), req.Body}
-			return t.base.RoundTrip(req)
+	if hasBody {
+		rc, err := req.GetBody()
+		if err == nil {
+			body, err = io.ReadAll(rc)
+			rc.Close()
 		}
 		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
 	write := false
 	if req.Method == http.MethodPost {
@@ -114,7 +111,7 @@ func (t *resending) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for sent := 0; ; sent++ {
 		out := req.Clone(req.Context())
-		if body != nil {
+		if hasBody {
 			out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
 		res, err := t.base.RoundTrip(out)

@@ -47,8 +47,10 @@ type readerConn struct {
 func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // maxResends is how many times Transport sends a request again to a new
-// engine after the one it went to died without answering.
-const maxResends = 3
+// engine after the one it went to died without answering: engines killed
+// from outside in a row (a stdio relay sends again as long as it reaches
+// one), but not forever a request that may itself be what kills them.
+const maxResends = 10
 
 // Transport carries HTTP requests to the board's engine, each connection
 // one of Dial's. A request the engine did not answer, because it died, is

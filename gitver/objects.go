@@ -463,6 +463,11 @@ func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Ha
 			files[p] = h
 		}
 	}
+	touches := func(name string) bool {
+		_, isFile := files[name]
+		_, isDir := sub[name]
+		return isFile || isDir
+	}
 	// entries are the base's entries of the names the changes touch, as
 	// the changes leave them.
 	var old []object.TreeEntry
@@ -474,9 +479,7 @@ func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Ha
 		}
 		old = t.Entries
 		for _, e := range old {
-			if _, ok := files[e.Name]; ok {
-				entries[e.Name] = e
-			} else if _, ok := sub[e.Name]; ok {
+			if touches(e.Name) {
 				entries[e.Name] = e
 			}
 		}
@@ -539,9 +542,7 @@ func (r *Repo) editTree(w *objectWriter, base Hash, changes map[string]Hash) (Ha
 	t := &object.Tree{Entries: make([]object.TreeEntry, 0, len(old)+len(touched))}
 	k := 0
 	for _, e := range old {
-		_, isFile := files[e.Name]
-		_, isDir := sub[e.Name]
-		if isFile || isDir {
+		if touches(e.Name) {
 			continue
 		}
 		for k < len(touched) && entryCompare(touched[k], e) < 0 {

@@ -52,7 +52,7 @@ func errorResult(ctx context.Context, log *slog.Logger, tool string, err error) 
 	if errors.Is(err, fsstore.ErrOutcomeUnknown) {
 		return mcp.NewToolResultError("internal: the write failed where the server cannot tell whether it was committed; read the note's version before writing it again")
 	}
-	if writeTools[tool] {
+	if Writes(tool) {
 		// A write that fails past its commit point is acknowledged with a
 		// warning instead (fsstore's UpdateResult.Unfinished): an internal
 		// error from a write always means it did not happen.
@@ -61,8 +61,10 @@ func errorResult(ctx context.Context, log *slog.Logger, tool string, err error) 
 	return mcp.NewToolResultError("internal: the server could not complete the call; its log says why")
 }
 
-// writeTools are the tools that write.
-var writeTools = map[string]bool{"update_state": true, "link_state": true}
+// Writes reports whether the tool named writes: its internal error means
+// nothing was written, and a relay marks its calls so that one sent again
+// is never applied twice.
+func Writes(tool string) bool { return tool == "update_state" || tool == "link_state" }
 
 // invalid is a caller's mistake found by the tool layer itself.
 func invalid(format string, args ...any) error {

@@ -42,19 +42,23 @@ func TestEngineKilledWhileAgentsWrite(t *testing.T) {
 	t.Parallel()
 	dir := newWorkspaceDir(t)
 	agents := []*session{startMCPGo(t, dir, "log-a"), startMCPGo(t, dir, "log-b"), startMCPGo(t, dir, "count-a"), startMCPGo(t, dir, "count-b")}
-	agentsWriteWhile(t, dir, agents, func() {
-		// Ten kills, each of the engine the last one's relays started: a
-		// slow machine takes longer to start one, never fewer kills.
-		last := 0
-		for kills := range 10 {
-			time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond) // a different moment of a write each time
-			pid := newEngine(t, dir, last)
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatalf("kill the engine %d: %v", pid, err)
-			}
-			last = pid
+	agentsWriteWhile(t, dir, agents, func() { killEngines(t, dir, 10) })
+}
+
+// killEngines kills the engine of the board at dir (kill -9) n times,
+// each time the one started after the last kill: a slow machine takes
+// longer to start one, never fewer kills.
+func killEngines(t *testing.T, dir string, n int) {
+	t.Helper()
+	last := 0
+	for kills := range n {
+		time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond) // a different moment of a write each time
+		pid := newEngine(t, dir, last)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the engine %d: %v", pid, err)
 		}
-	})
+		last = pid
+	}
 }
 
 // engineSteps are the steps of a write the engine is killed at: the
@@ -562,36 +566,28 @@ func TestEngineServesHTTP(t *testing.T) {
 	if got := enginePID(t, dir); got != pid {
 		t.Fatalf("the board's engine is pid %d once HTTP served; want %d, the stdio agent's", got, pid)
 	}
+	// It has answered a read: a process that served the board itself
+	// would hold its files open by now.
 	if open := boardFilesOpen(t, h.cmd.Process.Pid, dir); len(open) > 0 {
 		t.Errorf("serve --http holds files of the board open, as if it served the board itself: %v", open)
 	}
 	alone := startHTTP(t, serverOpts{dir: dir, agent: "alone", flags: []string{"--no-engine"}})
-	if open := boardFilesOpen(t, alone.cmd.Process.Pid, dir); len(open) == 0 {
-		t.Error("serve --http --no-engine holds no file of the board open: the check above cannot tell")
+	for deadline := time.Now().Add(10 * time.Second); len(boardFilesOpen(t, alone.cmd.Process.Pid, dir)) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Error("serve --http --no-engine holds no file of the board open after 10 s: the check above cannot tell")
+			break
+		}
 	}
 
-	agentsWriteWhile(t, dir, agents, func() {
-		last := pid
-		for kills := range 10 {
-			time.Sleep(time.Duration(150+kills*37%300) * time.Millisecond)
-			if kills > 0 {
-				// The process in front holds the engine: it starts the
-				// next one at once, whether a request is in flight or not.
-				last = newEngine(t, dir, last)
-			}
-			if err := syscall.Kill(last, syscall.SIGKILL); err != nil {
-				t.Fatalf("kill the engine %d: %v", last, err)
-			}
-		}
-	})
+	// The process in front holds the engine: it starts the next one at
+	// once, whether a request is in flight or not.
+	agentsWriteWhile(t, dir, agents, func() { killEngines(t, dir, 10) })
 }
 
 // boardFilesOpen are the files under the board at dir that process pid
 // holds open (its index, git's objects): none for a process that relays.
 func boardFilesOpen(t *testing.T, pid int, dir string) []string {
 	t.Helper()
-	// The index is opened in the background as a board is served.
-	time.Sleep(500 * time.Millisecond)
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		t.Skipf("no /proc here: %v", err)

@@ -103,8 +103,13 @@ func throughEngine(ctx context.Context, dir string, noSync bool, hello engine.He
 			Transport:     relay.Transport(),
 			FlushInterval: -1, // event streams
 			ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-				writeRPCError(w, http.StatusBadGateway, codeRefused, "the board's engine did not answer: "+err.Error())
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				msg := "the board's engine did not answer: " + err.Error()
+				if r.URL.Path == "/mcp" {
+					writeRPCError(w, http.StatusBadGateway, codeRefused, msg) // an agent's
+					return
+				}
+				http.Error(w, msg, http.StatusBadGateway) // a person's browser
 			},
 		},
 		streams: streams,

@@ -257,8 +257,6 @@ type callerKey struct{}
 
 // httpHandler is the /mcp endpoint.
 type httpHandler struct {
-	ws       *fsstore.Workspace
-	log      *slog.Logger
 	gate     *httpGate
 	mcp      *server.StreamableHTTPServer
 	sessions *sessionTable
@@ -320,7 +318,7 @@ type httpEndpoint struct {
 // gate is the endpoint's gate on the board at dir, its callers made by
 // reading.
 func (ep httpEndpoint) gate(dir string, reading func(*fsstore.Caller) *fsstore.Caller) *httpGate {
-	g := &httpGate{restricted: ep.Restricted, origins: map[string]bool{}, accessFile: filepath.Join(dir, note.AccessFile),
+	g := &httpGate{restricted: ep.Restricted, origins: map[string]bool{}, access: access.NewReader(filepath.Join(dir, note.AccessFile)),
 		reading: reading, open: reading(fsstore.OpenCaller(ep.Agent))}
 	for _, o := range ep.Origins {
 		g.origins[o] = true
@@ -330,12 +328,12 @@ func (ep httpEndpoint) gate(dir string, reading func(*fsstore.Caller) *fsstore.C
 
 // httpGate lets a request to the endpoint in, or refuses it, before its
 // body is read: its Host and Origin first (DNS rebinding), then its bearer
-// token, on a board with an access file, read again for each request so
-// that a revoked token stops working at once.
+// token, on a board with an access file, looked at again for each request
+// so that a revoked token stops working at once.
 type httpGate struct {
 	restricted bool
 	origins    map[string]bool // --allow-origin
-	accessFile string
+	access     *access.Reader
 	reading    func(*fsstore.Caller) *fsstore.Caller
 	open       *fsstore.Caller // every request's caller on a board without access file
 }
@@ -371,7 +369,7 @@ func (g *httpGate) pass(w http.ResponseWriter, r *http.Request) *http.Request {
 
 // authenticate returns the caller the request's bearer token names.
 func (g *httpGate) authenticate(r *http.Request) (*fsstore.Caller, bool) {
-	af, _, err := access.Load(g.accessFile)
+	af, _, err := g.access.Load()
 	if err != nil || af == nil {
 		return nil, false
 	}
@@ -393,7 +391,7 @@ type endpoint struct {
 // (requestCaller).
 func newEndpoint(ws *fsstore.Workspace, srv *tools.Server, log *slog.Logger, ep httpEndpoint) *endpoint {
 	reading := func(c *fsstore.Caller) *fsstore.Caller { return c.ReadingFrom(ws.Dir(), ep.Dir, ep.SourceRoots) }
-	h := &httpHandler{ws: ws, log: log, gate: ep.gate(ws.Dir(), reading), sessions: newSessionTable(), readable: srv.NoteReadable}
+	h := &httpHandler{gate: ep.gate(ws.Dir(), reading), sessions: newSessionTable(), readable: srv.NoteReadable}
 	h.sessions.watch(srv.MCP())
 	opts := []server.StreamableHTTPOption{
 		server.WithSessionIdManager(h.sessions),

@@ -109,7 +109,7 @@ type ListQuery struct {
 // listing tells nothing of it; one that is not on the board holds nothing
 // back. Tasks whose dependencies make a cycle are never offered (health
 // names the cycle).
-//
+
 // holdsBack is the condition that the note row dep, a dependency of the
 // task row task, holds it back: the one rule the listing of open work
 // (waitingOn) and health's cycles (Snapshot.Waits) both apply.

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,8 +59,6 @@ const maxResends = 10
 // committed as committed instead of applying it twice, as a stdio relay's
 // are (Run).
 func (r *Relay) Transport() http.RoundTripper {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
 	return &resending{
 		base: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := r.Dial(ctx)
@@ -71,7 +67,7 @@ func (r *Relay) Transport() http.RoundTripper {
 			}
 			return c, nil
 		}},
-		ids: hex.EncodeToString(b[:]),
+		ids: newWriteIDs(),
 		log: r.Log,
 	}
 }
@@ -114,7 +110,11 @@ func (t *resending) RoundTrip(req *http.Request) (*http.Response, error) {
 	for sent := 0; ; sent++ {
 		out := req.Clone(req.Context())
 		if hasBody {
-			out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			// The transport may send it again itself, on a connection the
+			// engine closed while idle: as marked, too.
+			payload := body
+			out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(payload)), int64(len(payload))
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }
 		}
 		res, err := t.base.RoundTrip(out)
 		if err == nil || sent == maxResends || req.Context().Err() != nil || !engineLost(err) {

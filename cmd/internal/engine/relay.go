@@ -78,9 +78,7 @@ type call struct {
 // before it has read anything from in.
 func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	r.out, r.pending, r.subscribed, r.internal = out, map[string]*call{}, map[string][]byte{}, map[string]chan struct{}{}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	r.writeIDs = hex.EncodeToString(b[:])
+	r.writeIDs = newWriteIDs()
 	var logSize int64
 	if fi, err := os.Stat(r.Place.Log); err == nil {
 		logSize = fi.Size()
@@ -172,7 +170,15 @@ type message struct {
 // isWrite reports whether m calls a tool that writes: a new engine must
 // recognise it when it is sent again.
 func isWrite(m message) bool {
-	return m.Method == string(mcp.MethodToolsCall) && (m.Params.Name == "update_state" || m.Params.Name == "link_state")
+	return m.Method == string(mcp.MethodToolsCall) && tools.Writes(m.Params.Name)
+}
+
+// newWriteIDs is a prefix of write ids of its own, for one relay or
+// transport: random, so that no two share one.
+func newWriteIDs() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // take passes one line of the client's to the engine, keeping what a new

@@ -24,13 +24,12 @@
 //	           accessfile.go: the front. It opens the board, holds the
 //	           parts, gives As(caller) (caller.go: the View every read
 //	           and write goes through), and closes
-//	pipeline   tool writes: the queue and the batch (queue.go), the build
-//	           of a write as a writeTx, the unit of work, with its own
-//	           reads and its one commit (tx.go); the View's requests built
-//	           in it (write.go, source.go; act.go for a person's actions,
-//	           retry.go for a write its relay sent again); with a remote,
-//	           the pending writes' record (pending.go) and their
-//	           publishing (publish.go)
+//	pipeline   tool writes: the queue and the batch (queue.go), with a
+//	           remote its push; the build of a write as a writeTx, the
+//	           unit of work, with its own reads and its one commit (tx.go);
+//	           the View's requests built in it (write.go, source.go; act.go
+//	           for a person's actions, retry.go for a write its relay sent
+//	           again)
 //	people     people's edits and a person's git: edits committed as
 //	           theirs (edits.go, commit.go, stale.go, displaced.go), a save
 //	           made from an earlier version merged with what was written
@@ -96,8 +95,10 @@
 //	                                 files placed, git's index written, the
 //	                                 journal cleared, the index caught up
 //
-// With a remote, a write is built on the clone's pending writes and the
-// publisher pushes them (upstream.push) before the mover moves the branch.
+// With a remote, the batch runs the same round, and pushes its chain
+// (pushChain, upstream.push) before the mover moves the branch, in the
+// same hold of the write lock; when another clone pushed first, the clone
+// follows the remote and the batch is built again on it (pushBatch).
 // docs/architecture.md walks this path function by function, with the relay
 // that brings an agent's call to the engine, a read and a search, and says
 // which files and tests a common change touches; `blackboard-bench path`

@@ -46,3 +46,12 @@ func (l *writeLock) with(fn func() error) error {
 	l.holds++
 	return fn()
 }
+
+// flock is unix.Flock on f, again when a signal interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		if err := unix.Flock(int(f.Fd()), how); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}

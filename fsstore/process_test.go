@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -670,99 +669,36 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 }
 
-// Writes of several processes of a clone with a remote join one chain of
-// pending writes and are pushed together: each its own commit, by its own
-// writer, the branch moved once for them all. The test holds the write
-// lock while the writers start, so that each finds it busy, then holds the
-// publish lock until all four are built on the chain.
-func TestContendedWritesOfProcessesCommitTogether(t *testing.T) {
+// Writes of several processes of a clone with a remote, each process its
+// own engine (as with --no-engine), take turns in the write lock, each
+// batch pushed before the branch moves: every write lands once, by its own
+// writer, on the remote and in the clone.
+func TestProcessesOfACloneWithARemoteAllLand(t *testing.T) {
 	fixtures.RequireGit(t)
-	const procs = 4
+	const procs, each = 4, 5
 	w := withRemote(t, newWorkspace(t, false))
-	_, done, _, releasePublish := pendingWorkers(t, w, 0, 1, 2, 3)
-	releasePublish()
-	for range procs {
-		if err := <-done; err != nil {
-			t.Fatalf("worker: %v", err)
-		}
+	var cmds []*exec.Cmd
+	for i := range procs {
+		cmds = append(cmds, worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(i), "BB_N="+strconv.Itoa(each)))
 	}
-	if got := fixtures.Git(t, w.Dir(), "rev-list", "--count", "HEAD"); got != strconv.Itoa(procs+1) {
-		t.Errorf("commits = %s, want %d", got, procs+1)
-	}
-	authors := strings.Fields(fixtures.Git(t, w.Dir(), "log", "--format=%an", "-n", strconv.Itoa(procs)))
-	slices.Sort(authors)
-	if want := []string{"worker0", "worker1", "worker2", "worker3"}; !slices.Equal(authors, want) {
-		t.Errorf("authors %v, want %v", authors, want)
-	}
-	// One move of the branch for the four.
-	if moves := fixtures.Git(t, w.Dir(), "reflog", "--format=%gs", "-n", "1", "refs/heads/"+fixtures.Git(t, w.Dir(), "branch", "--show-current")); !strings.Contains(moves, "4 writes") {
-		t.Errorf("the last move of the branch is %q, not one for 4 writes", moves)
+	runWorkers(t, cmds)
+	bare := strings.TrimPrefix(fixtures.Git(t, w.Dir(), "remote", "get-url", "origin"), "file://")
+	if got := fixtures.Git(t, bare, "rev-list", "--count", "main"); got != strconv.Itoa(procs*each+1) {
+		t.Errorf("the remote holds %s commits, want %d", got, procs*each+1)
 	}
 	for i := range procs {
-		if n := get(t, w, fmt.Sprintf("t/p%d-0", i)); n.Version != 1 {
-			t.Errorf("t/p%d-0 at v%d", i, n.Version)
+		for n := range each {
+			if got := get(t, w, fmt.Sprintf("t/p%d-%d", i, n)); got.Version != 1 {
+				t.Errorf("t/p%d-%d at v%d, want 1", i, n, got.Version)
+			}
 		}
 	}
 	assertClean(t, w)
-}
-
-// A write built on the chain of pending writes, whose writer was killed
-// and whose pack a power failure then damaged, is dropped by the next
-// writer: its own write commits, and git is never given the damaged pack.
-func TestDamagedPendingWriteIsDropped(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := withRemote(t, newWorkspace(t, true))
-	cmds, exited, packs, releasePublish := pendingWorkers(t, w, 9)
-	// The power fails: the worker and this process are gone.
-	_ = cmds[0].Process.Kill()
-	if err := <-exited; err == nil {
-		t.Fatal("the worker finished its write before it was killed")
-	}
-	dir := w.Dir()
-	w.Close()
-	pack := filepath.Join(dir, ".git", "objects", "pack", "tmp_bb_"+packs[0]+"_pack")
-	fi, err := os.Stat(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(pack, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pack, make([]byte, fi.Size()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	releasePublish()
-	w = openWorkspace(t, dir, true)
-	if _, err := agentView(w).Update(UpdateRequest{URI: "t/after", Digest: "after", Body: ptr("after"), ExpectVersion: ptr(0)}); err != nil {
-		t.Fatalf("the write after a damaged pending one: %v", err)
-	}
-	if n := get(t, w, "t/after"); n.Version != 1 {
-		t.Errorf("t/after at v%d", n.Version)
-	}
-	if _, err := agentView(w).Get("t/p9-0", false); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the dropped write reads: %v", err)
-	}
 	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
-	assertClean(t, w)
-}
-
-// holdLock takes the flock of the file name, as another process would,
-// until the returned func lets it go.
-func holdLock(t *testing.T, name string) (release func()) {
-	t.Helper()
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	return func() { f.Close() }
 }
 
 // withRemote gives w a remote, a bare repository of its own, to which it
-// pushes what it holds: its writes are then built on pending writes and
-// published.
+// pushes what it holds: its writes then count once pushed.
 func withRemote(t *testing.T, w *Workspace) *Workspace {
 	t.Helper()
 	bare := filepath.Join(t.TempDir(), "board.git")
@@ -771,40 +707,4 @@ func withRemote(t *testing.T, w *Workspace) *Workspace {
 		t.Fatal(err)
 	}
 	return w
-}
-
-// pendingWorkers starts a worker process for each id, each writing the
-// note t/p<id>-0, and returns once all their writes are built on the chain
-// of pending writes, none committed: the test holds the write lock while
-// they start, so that each finds the workspace busy, and the publish lock
-// until release is called. exited hears each worker's end; packs are the
-// chain's pending packs, one a worker.
-func pendingWorkers(t *testing.T, w *Workspace, ids ...int) (cmds []*exec.Cmd, exited <-chan error, packs []string, release func()) {
-	t.Helper()
-	releaseWrite := holdLock(t, filepath.Join(w.Dir(), note.LockFile))
-	release = holdLock(t, filepath.Join(w.Dir(), ".git", publishLockName))
-	done := make(chan error, len(ids))
-	for _, id := range ids {
-		cmd := worker(t, "create", w.Dir(), "BB_ID="+strconv.Itoa(id), "BB_N=1", "BB_DURABLE=1")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-		go func() { done <- cmd.Wait() }()
-	}
-	time.Sleep(300 * time.Millisecond) // each finds the write lock held
-	releaseWrite()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		head, err := w.b.repo.Head()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, chain, p, err := w.pipe.readPending(head); err == nil && len(chain) == len(ids) && len(p) == len(ids) {
-			return cmds, done, p, release
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the workers' %d writes never were all pending", len(ids))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -1,12 +1,15 @@
 package fsstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -18,71 +21,51 @@ import (
 // it. With one engine per board (cmd/internal/engine), every agent's
 // writes come to one process, and batch there.
 //
-// On a board without a remote, a batch runs straight down in one hold of
-// the write lock (commitBatch): the upkeep once, the writes built as a
-// chain in memory, the branch moved once for them all (move.go), then the
-// answers. A write that comes alone is a batch of one.
+// A batch runs straight down in one hold of the write lock (commitRound):
+// the upkeep once, the writes built as a chain in memory, the branch moved
+// once for them all (move.go), then the answers. A write that comes alone
+// is a batch of one.
 //
-// On a board with a remote, a write counts once a push holds it, and a
-// push costs tens of milliseconds (a host's rate limits, seconds). Writes
-// made while a push is in flight, by any process of the clone, go out
-// together in the next push, in two steps:
-//
-//  1. Under the write lock, each is built (tx.go) as its own commit,
-//     checked against its expect_version, on top of the clone's pending
-//     writes (pending.go): those built and not yet pushed, a chain from
-//     the branch whose tip a file in .git names. Its commit becomes the
-//     new tip. Writes that come to one process together are built in one
-//     hold of the lock.
-//  2. Under the publish lock (publish.go), one writer at a time pushes the
-//     whole chain (never by force) and moves the branch to it, files and
-//     all (move.go): every write in it is then acknowledged. A writer
-//     that finds its write on the branch already is done. When the remote
-//     refuses the push (another clone came first), the clone follows the
-//     remote and the chain is rebased on it: each write keeps its changes,
-//     and so its expect_version check and its version, unless the other
-//     clone's commits counted a version of its note; that write and those
-//     after it are dropped, and their writers build them again on what
-//     the remote holds, checked again.
-//
-// Reads never see pending writes: the branch holds only what the remote
-// took. A writer killed after step 1 leaves its write to be published by
-// the next writer (it counts if it reaches the remote, as a push that went
-// through before the kill does). Every answer is what git holds: a write
-// whose publish failed is refused only once the pending writes are dropped
-// (settleRefused).
+// On a board with a remote, a write counts once the remote took it, and a
+// push costs tens of milliseconds (a host's rate limits, seconds). The
+// round then pushes the chain, never by force, before the branch moves to
+// it: the push is the compare-and-swap against every clone's writes.
+// Writes that come meanwhile wait in the queue for the next batch. When
+// another clone pushed first, the clone fetches and follows the remote,
+// and the batch is built again on what it holds, each write checked
+// against its expect_version anew (pushBatch). Reads never see a write
+// the remote has not taken. Nothing of a batch outlives its round: a
+// process killed before the push leaves nothing that counts, and one
+// killed after it leaves writes the remote holds, which the clone follows.
 
-// batchLinger is how long a publisher waits for more writes once writers
-// are seen writing together: a push costs ten times as much.
+// batchLinger is how long a leader waits for more writes once writers
+// are seen writing together: a commit costs ten times as much.
 const batchLinger = 3 * time.Millisecond
 
-// pipeline is the part for tool writes: the queue, the build of a group
-// in one hold of the write lock (tx.go), the pending writes' record
-// (pending.go) and their publishing (publish.go). Before a build it has
-// people adopt the note's own edits; its commits reach the branch through
-// the mover, and the remote through up.
+// pipeline is the part for tool writes: the queue, and the build of a
+// batch in one hold of the write lock (tx.go). Before a build it has
+// people adopt the notes' own edits; its commits reach the remote through
+// up, and the branch through the mover.
 type pipeline struct {
 	*board
 	lock   *writeLock
 	mover  *mover
 	people *people
 	up     upstream
-	// queue holds this process's tool writes waiting to be built; pub
-	// publishes them.
+	// queue holds this process's tool writes waiting to be built.
 	queue writeQueue
-	pub   publisher
-	// pending is the record of the clone's pending writes (pending.go).
-	pending pendingFile
-	// pendingDiffs remembers what pending commits changed; guarded by the
-	// write lock.
-	pendingDiffs map[gitver.Hash][]gitver.PathChange
+	// chainDiffs remembers what the commits of a batch's chain changed;
+	// guarded by the write lock.
+	chainDiffs map[gitver.Hash][]gitver.PathChange
 }
 
-// submit makes one tool write: built on the pending writes, then
-// published with them. Writes that come to this process meanwhile wait in
-// a queue, and one of them, the leader, builds them all in one hold of the
-// write lock and publishes them together. unfinished hears of a failure
-// after the write counted (the remote or the branch took it).
+// maxChain bounds a batch's chain, as far as a write built on it reads.
+const maxChain = 1000
+
+// submit makes one tool write. Writes that come to this process meanwhile
+// wait in a queue, and one of them, the leader, commits them all as one
+// batch. unfinished hears of a failure after the write counted (the
+// remote or the branch took it).
 func (q *pipeline) submit(writer, op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
 	it := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
 		done: make(chan struct{}), lead: make(chan struct{})}
@@ -109,22 +92,18 @@ func (q *pipeline) submit(writer, op, uri string, attempt func(*writeTx) error, 
 	return it.err
 }
 
-// queuedWrite is one tool write waiting for a push.
+// queuedWrite is one tool write waiting for its batch.
 type queuedWrite struct {
 	op, uri string
 	// attempt builds the write (updateLocked) in the transaction it is
-	// given; it runs again when the write is dropped and built again.
+	// given; it runs again when the batch is built again.
 	attempt    func(*writeTx) error
 	unfinished func(error)
 	err        error
 	done       chan struct{} // closed when answered
 	lead       chan struct{} // closed when it is this write's turn to lead
 
-	mine             *builtWrite // its commit, once built
-	blockedByPending bool        // its conflict may be with pending writes
-	// inChain says the pending writes hold it, rebased on what another
-	// clone pushed: it is published with them, not built again.
-	inChain bool
+	mine *builtWrite // its commit, once built
 }
 
 // writeQueue is this process's queue of tool writes.
@@ -226,261 +205,128 @@ func (q *pipeline) leadWrites() {
 	wq.mu.Unlock()
 }
 
-// publishWrites builds items on the pending writes and publishes them,
-// again for those dropped, until each has its answer. On a board whose
-// branch is where writes count, they are committed at once (commitBatch).
+// publishWrites commits items and answers them: on a board whose branch
+// is where writes count, in one hold of the write lock (commitBatch); with
+// a remote, in rounds that each push the batch's chain before the branch
+// moves to it (pushBatch).
 func (q *pipeline) publishWrites(items []*queuedWrite) {
 	if q.up.onBranch() {
 		q.commitBatch(items)
 		return
 	}
+	q.pushBatch(items)
+}
+
+// pushBatch commits items on a board with a remote. Each round is
+// commitBatch's, in one hold of the write lock, with the chain pushed
+// before the branch moves (commitRound). Between rounds, outside the lock,
+// the clone waits for its turn (turns.go) and learns what other clones
+// pushed: when one pushed first, the batch is built again on it, every
+// write checked against its expect_version anew. The leader of the queue
+// alone runs it, so the turns it keeps need no lock of their own.
+func (q *pipeline) pushBatch(items []*queuedWrite) {
 	race := remoteRace{op: "write"}
+	yielded := false // this batch held its push back for another clone
+	fetched := false // this batch fetched to answer a conflict
+	moves := 0       // rounds a person's commit made start over
 	open := items
-	for waits := 0; len(open) > 0; {
-		// Build every open write, in one hold of the write lock, and
-		// record the pending writes' tip once for them all.
-		unbuilding := q.pub.announceBuilding()
-		err := q.lock.with(func() error {
-			// A killed writer's journal is finished before the builds
-			// compare the work tree (people.prepare).
-			if err := q.mover.recover(); err != nil {
-				return err
-			}
-			var built builtTip
-			defer q.repo.DropStaged()
-			for _, it := range open {
-				if it.inChain {
-					continue
-				}
-				it.mine, it.blockedByPending, it.err = q.buildPending(it.op, it.uri, it.attempt, &built)
-			}
-			if built.tip.IsZero() {
-				return nil
-			}
-			// The group's objects, as one pending pack, unsynced: the
-			// publisher syncs it with the chain's other packs, and makes
-			// them git's, before the branch names them.
-			sha, err := q.repo.WriteStaged()
-			if err != nil {
-				return err
-			}
-			packs := q.repo.StillPending(q.pending.packs())
-			if sha != "" {
-				packs = append(packs, sha)
-			}
-			return q.pending.save(built.tip, packs...)
-		})
-		unbuilding()
-		if err != nil {
+	for len(open) > 0 {
+		if err := race.over(); err != nil {
 			answerAll(open, err)
 			return
 		}
-		var last *builtWrite
-		var blocked []*queuedWrite
-		for _, it := range open {
-			switch {
-			case it.mine != nil:
-				last = it.mine
-			case it.blockedByPending && waits < maxMoves:
-				blocked = append(blocked, it)
-			}
-		}
-		if last == nil && len(blocked) == 0 {
-			return // each has its answer (an error)
-		}
-		if last != nil {
-			reach("built")
-		}
-		// Publish: the chain holds every write built above.
-		acked, finishErr, err := q.publishPending(last)
-		if err != nil {
-			for _, it := range open {
-				if slices.Contains(blocked, it) {
-					it.err = err
-				}
-			}
-			q.settleRefused(open, err)
-			return
-		}
-		head, err := q.repo.Head()
-		if err != nil {
-			answerAll(open, err)
-			return
-		}
-		next := blocked
-		if len(blocked) > 0 {
-			waits++ // a conflict with pending writes: answered once they are pushed
-		}
-		for _, it := range open {
-			if it.mine == nil {
-				continue
-			}
-			// This round built its writes in one chain, each on the one
-			// before, last at its tip: when last counted, they all did,
-			// even if the branch no longer holds them (a person's reset
-			// dropped them a moment after; the next write brings them
-			// back, and one built again would be answered conflict
-			// against its own commit). All, that is, that were built on
-			// the branch last was built on: a person's edit committed
-			// before a later write's build moves the branch, and the
-			// writes built before it are not in last's chain.
-			found := acked && it.mine.head == last.head
-			if !found {
-				if found, err = q.landed(head, it.mine); err != nil {
-					it.err = err
-					continue
-				}
-			}
-			if !found {
-				// Another process may have published it, and a person's
-				// reset dropped it a moment after: the repairs bring it
-				// back before it is looked for again, or it would be
-				// built again and answered conflict against its own
-				// commit.
-				if found, err = q.landedAfterRepairs(it.mine); err != nil {
-					it.err = err
-					continue
-				}
-			}
-			if found {
-				if finishErr != nil {
-					it.unfinished(finishErr)
-				}
-				continue
-			}
-			// Not on the branch, but maybe still pending: a repair that
-			// followed the remote (the watcher's, between this round's
-			// publish and its look) rebased the chain on another clone's
-			// push. Built again, the write would be answered conflict
-			// against its own pending commit.
-			if it.inChain, err = q.pendingHolds(it.mine); err != nil {
-				it.err = err
-				continue
-			}
-			next = append(next, it) // dropped, or pending: built again, or published, on what holds now
-		}
-		if len(next) > len(blocked) {
-			race.lose()
-			if err := race.over(); err != nil {
-				answerAll(next, err)
+		if q.up.awaitTurn(race.lost == 0) {
+			yielded = true
+			race.begin()
+			// The clone that waited has likely pushed meanwhile: what it
+			// pushed is learned now, rather than from a refusal.
+			if err := q.followRemote(nil); err != nil {
+				answerAll(open, err)
 				return
 			}
+			continue
 		}
-		open = next
-	}
-}
-
-// pendingHolds reports whether the pending writes hold the write, as
-// built or rebased.
-func (q *pipeline) pendingHolds(mine *builtWrite) (held bool, err error) {
-	err = q.lock.with(func() error {
-		head, err := q.repo.Head()
-		if err != nil {
-			return err
-		}
-		tip, chain, _, err := q.readPending(head)
-		if err != nil || len(chain) == 0 {
-			return err
-		}
-		held, err = q.findWrite(tip, head, mine)
-		return err
-	})
-	return held, err
-}
-
-// settleRefused answers the built writes of items whose publish failed
-// with err, so that each answer is what git holds: a write the branch holds
-// by now (another writer published it) is acknowledged, with the failure
-// as a warning; the others are refused, and the pending writes are dropped
-// first, so that no writer publishes a refused write later (their own
-// writers find them dropped and build them again). It takes the write lock
-// without finishing or repairing anything first: on a full disk that work
-// may be what fails, and the answer must not wait for it.
-func (q *pipeline) settleRefused(items []*queuedWrite, err error) {
-	settle := func() error {
-		head, herr := q.repo.Head()
-		if herr != nil {
-			return herr
-		}
-		// With a remote, that is where a write counts: a push that went
-		// through counts, whether or not the branch followed.
-		if theirs, terr := q.up.tracking(); terr != nil {
-			return terr
-		} else if !theirs.IsZero() {
-			head = theirs
-		}
-		refused := false
-		for _, it := range items {
-			if it.mine == nil {
-				continue
-			}
-			held, ferr := q.findWrite(head, it.mine.head, it.mine)
-			switch {
-			case ferr != nil:
-				return ferr
-			case held:
-				it.unfinished(err)
-			default:
-				it.err, refused = err, true
-			}
-		}
-		if refused {
-			return q.pending.drop()
-		}
-		return nil
-	}
-	// The publish lock first, as a publisher takes them: no push or move
-	// of the branch is half made while the writes are looked for.
-	unlock, serr := q.pub.lockPublish()
-	if serr == nil {
-		serr = q.lock.with(settle)
-		unlock()
-	}
-	if serr != nil {
-		// Whether the writes are held cannot be told: none is answered
-		// as refused while it may still be published.
-		q.logf("after a failed publish, the pending writes could not be dropped: %v", serr)
-		for _, it := range items {
-			if it.mine != nil {
-				it.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(err, serr))
-			}
-		}
-	}
-}
-
-// landedAfterRepairs is landed, looked for on the branch once the repairs
-// have brought back what a person's reset dropped from it.
-func (q *pipeline) landedAfterRepairs(mine *builtWrite) (found bool, err error) {
-	err = q.lock.with(func() error {
-		// Each look repairs first, so none is wanted between them.
-		noRepair := func() error { return nil }
-		return whileBranchMoves("write", "", noRepair, q.up, func() error {
-			if err := q.people.repair(); err != nil {
-				return err
-			}
-			head, err := q.repo.Head()
-			if err != nil {
-				return err
-			}
-			found, err = q.landed(head, mine)
+		var r round
+		err := q.lock.with(func() error {
+			var err error
+			r, err = q.commitRound(open)
 			return err
 		})
+		// A clone refused again after it held back waits too: else one
+		// that always holds back for the others' turns, and so is never
+		// refused for the branch, would never have a turn of its own.
+		othersWait := errors.Is(err, gitver.ErrOthersWaiting) && !yielded
+		switch {
+		case errors.Is(err, gitver.ErrRemoteMoved):
+			// Another clone pushed first, or announced that it waits for
+			// its turn: the batch is built again on what the remote holds.
+			if ferr := q.followRemote(q.up.pushed(err, othersWait)); ferr != nil {
+				answerAll(r.next, ferr)
+				return
+			}
+			race.begin()
+			if !othersWait {
+				race.lose()
+			}
+		case err != nil:
+			answerAll(r.next, err)
+			return
+		case !r.moved:
+			if moves++; moves >= maxMoves {
+				answerAll(r.next, errorf("write", "", ErrConflict,
+					"the branch kept moving under the write (someone is committing in a loop); try again"))
+				return
+			}
+		case r.pushed:
+			q.up.pushed(nil, false)
+		}
+		if !fetched {
+			// This clone may be behind the remote, where the writes count:
+			// a conflict is answered against what it holds now.
+			conflicts := slices.DeleteFunc(slices.Clone(open), func(it *queuedWrite) bool {
+				return !errors.Is(it.err, ErrConflict) || slices.Contains(r.next, it)
+			})
+			if len(conflicts) > 0 {
+				fetched = true
+				if moved, err := q.refreshRemote(); err == nil && moved {
+					r.next = append(r.next, conflicts...)
+				}
+			}
+		}
+		open = r.next
+	}
+}
+
+// refreshRemote fetches and brings the local branch to the remote's;
+// moved says it moved.
+func (q *pipeline) refreshRemote() (moved bool, err error) {
+	err = q.lock.with(func() error {
+		moved, err = q.up.refresh()
+		return err
 	})
-	return found, err
+	return moved, err
+}
+
+// followRemote learns what the remote holds now and brings the local
+// branch to it, with alongside (if any) run meanwhile, once the fetch is
+// done.
+func (q *pipeline) followRemote(alongside func()) error {
+	if err := q.up.fetch(context.Background()); err != nil {
+		return q.up.failure(err)
+	}
+	var g errgroup.Group
+	if alongside != nil {
+		g.Go(func() error { alongside(); return nil })
+	}
+	err := q.lock.with(q.up.follow)
+	return errors.Join(err, g.Wait())
 }
 
 // ErrOutcomeUnknown means a write failed at a point where whether git
-// holds it cannot be told (it may still be published): the writer reads
-// the note before writing it again. Every other failure of a write means
-// git does not hold it.
+// holds it cannot be told (a push that broke off, and the remote cannot
+// be asked): the writer reads the note before writing it again. Every
+// other failure of a write means git does not hold it.
 var ErrOutcomeUnknown = errors.New("whether the write was committed cannot be told")
-
-// lastBatchSize is how many of this process's writes the last batch held.
-func (q *pipeline) lastBatchSize() int {
-	q.queue.mu.Lock()
-	defer q.queue.mu.Unlock()
-	return q.queue.lastBatch
-}
 
 func answerAll(items []*queuedWrite, err error) {
 	for _, it := range items {
@@ -509,15 +355,13 @@ func (q *pipeline) commitBatch(items []*queuedWrite) {
 			if moves >= maxMoves {
 				return errorf("write", "", ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 			}
-			next, moved, err := q.commitRound(open)
+			r, err := q.commitRound(open)
+			open = r.next
 			switch {
 			case err != nil:
-				open = next // those the failure leaves without an answer
 				return err
-			case !moved:
+			case !r.moved:
 				moves++ // a person's commit came first: built again on it
-			default:
-				open = next
 			}
 		}
 		return nil
@@ -527,36 +371,49 @@ func (q *pipeline) commitBatch(items []*queuedWrite) {
 	}
 }
 
-// commitRound is one pass of commitBatch over open: it returns the writes
-// left for the next (those that waited for another of the batch), and
-// moved is false when the branch moved under the round, which then
-// changed nothing and answered none. On a failure, next is the writes it
-// leaves without an answer. The caller holds the write lock.
-func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved bool, err error) {
+// round is what one commitRound left.
+type round struct {
+	// next is the writes left for the next round: those that waited for
+	// another of the batch, all of them when the round started over, and
+	// those a failure leaves without an answer.
+	next []*queuedWrite
+	// moved is false when the branch moved under the round (a person's
+	// commit), which then changed nothing and answered none.
+	moved bool
+	// pushed says the round pushed its chain to the remote.
+	pushed bool
+}
+
+// commitRound is one pass of a batch over open, in one hold of the write
+// lock: the upkeep, the writes built as a chain, the chain pushed (with a
+// remote), the branch moved to it, the writes answered. A push the remote
+// refused is gitver.ErrRemoteMoved, with every write left for the next
+// round. The caller holds the write lock.
+func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	defer q.repo.DropStaged()
 	uris := make([]string, len(open))
 	for i, it := range open {
 		uris[i] = it.uri
 	}
-	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) {
-		return open, false, nil
+	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) || errors.Is(err, errRemoteMoved) {
+		return round{next: open}, nil
 	} else if err != nil {
-		return open, false, err
+		return round{next: open}, err
 	}
 	head, err := q.repo.Head()
 	if err != nil {
-		return open, false, err
+		return round{next: open}, err
 	}
 	built := builtTip{head: head, tip: head}
 	var chain []*queuedWrite
 	for _, it := range open {
 		it.mine, it.err = nil, nil
-		mine, waits, err := q.buildWrite(it.uri, it.attempt, &built, true)
+		mine, waits, err := q.buildWrite(it.uri, it.attempt, &built)
 		switch {
 		case errors.Is(err, errBranchMoved):
-			return open, false, nil
+			return round{next: open}, nil
 		case waits:
-			next = append(next, it) // built again once the write it waits for is on the branch
+			r.next = append(r.next, it) // built again once the write it waits for is on the branch
 		case mine != nil:
 			it.mine = mine
 			chain = append(chain, it)
@@ -564,8 +421,9 @@ func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved 
 			it.err = err // answered: refused, or without a commit
 		}
 	}
+	r.moved = true
 	if len(chain) == 0 {
-		return next, true, nil
+		return r, nil
 	}
 	reach("built")
 	last := chain[len(chain)-1].mine
@@ -592,27 +450,75 @@ func (q *pipeline) commitRound(open []*queuedWrite) (next []*queuedWrite, moved 
 			return err
 		}
 	}
-	moved, err = q.mover.commitChain(bm, len(chain))
-	if len(published) > 0 {
-		// The branch names their objects, or nothing does: git may pack
-		// them, or drop them.
-		q.repo.ReleasePacks(published)
-		if err := q.repo.MergeSmallPacks(); err != nil {
-			q.logf("merge the small packs of grouped writes: %v", err)
+	defer func() {
+		if len(published) > 0 {
+			// The branch names their objects, or nothing does: git may
+			// pack them, or drop them.
+			q.repo.ReleasePacks(published)
+			if err := q.repo.MergeSmallPacks(); err != nil {
+				q.logf("merge the small packs of grouped writes: %v", err)
+			}
 		}
+	}()
+	if !q.up.onBranch() {
+		// The chain counts once the remote took it: its objects are
+		// written where git's push finds them, and it is pushed before
+		// the branch moves.
+		if err := q.pushChain(&bm, chain); err != nil {
+			return round{next: append(chain, r.next...)}, err
+		}
+		r.pushed = true
 	}
+	moved, err := q.mover.commitChain(bm, len(chain))
 	switch {
+	case r.pushed && !moved:
+		// The remote holds the chain: the writes stand. A person's
+		// commit moved the branch before it could (or what kept it from
+		// moving is said in err): the branch follows the remote.
+		err = errors.Join(err, q.up.follow())
+		if err != nil {
+			for _, it := range chain {
+				it.unfinished(err)
+			}
+		}
 	case !moved && err == nil:
-		return open, false, nil // a person's commit came first: built again on it
+		return round{next: open}, nil // a person's commit came first: built again on it
 	case !moved:
-		return append(chain, next...), false, err
+		return round{next: append(chain, r.next...)}, err
 	case err != nil:
 		// Past the commit point: acknowledged, with a warning.
 		for _, it := range chain {
 			it.unfinished(err)
 		}
 	}
-	return next, true, nil
+	return r, nil
+}
+
+// pushChain writes the objects of bm's chain and pushes it. A push that
+// broke off is looked for on the remote: when the remote took it, the
+// writes stand; when it cannot be told, the writes are answered
+// ErrOutcomeUnknown. The caller holds the write lock.
+func (q *pipeline) pushChain(bm *branchMove, chain []*queuedWrite) error {
+	if err := bm.alongside(); err != nil {
+		return err
+	}
+	bm.alongside = nil
+	err := q.up.push(bm.to)
+	if err == nil || errors.Is(err, gitver.ErrRemoteMoved) {
+		return err
+	}
+	if ferr := q.up.fetch(context.Background()); ferr != nil {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.up.failure(err))
+	}
+	theirs, terr := q.up.tracking()
+	if terr != nil {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.up.failure(err), terr))
+	}
+	if took, terr := q.repo.IsAncestor(bm.to, theirs); terr == nil && took {
+		q.logf("a push that failed (%v) reached the remote: its %d writes stand", err, len(chain))
+		return nil
+	}
+	return q.up.failure(err)
 }
 
 // addedUp is what a chain of commits changed, from each commit's changes

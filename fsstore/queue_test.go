@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -39,12 +37,12 @@ func twoClones(t *testing.T) (a, b *Workspace, bare string) {
 	return a, openWorkspace(t, dir, false), bare
 }
 
-// A write built on the pending writes meets another clone's push to a note
-// it does not touch: the chain is rebased on that push and pushed again,
-// the write not built again, and acknowledged with the version it was
-// built with. Against a push to the note it writes, it is built again and
-// checked again: a conflict.
-func TestPendingWritesAreRebasedOnAnotherClonesPush(t *testing.T) {
+// A write whose push meets another clone's push to a note it does not
+// touch is built again on that push, checked again, pushed, and
+// acknowledged with the version it was built with; nothing of its first
+// build remains. Against a push to the note it writes, it is built again
+// and checked again: a conflict.
+func TestAWriteMeetsAnotherClonesPush(t *testing.T) {
 	t.Run("another note", func(t *testing.T) {
 		a, b, bare := twoClones(t)
 		builds := countBuilds(t, func() { put(t, b, "t/theirs", 0, "theirs", "from b") }) // pushed first
@@ -52,8 +50,8 @@ func TestPendingWritesAreRebasedOnAnotherClonesPush(t *testing.T) {
 		if res.Version != 1 {
 			t.Errorf("acknowledged as version %d, want 1", res.Version)
 		}
-		if *builds != 1 {
-			t.Errorf("the write was built %d times, want once (rebased, not built again)", *builds)
+		if *builds != 2 {
+			t.Errorf("the write was built %d times, want twice (built again on b's push)", *builds)
 		}
 		log := fixtures.Git(t, bare, "log", "--format=%s", "-2", "main")
 		if !strings.HasPrefix(log, "update t/mine v1: mine") || !strings.Contains(log, "update t/theirs v1: theirs") {
@@ -83,8 +81,8 @@ func TestPendingWritesAreRebasedOnAnotherClonesPush(t *testing.T) {
 	})
 }
 
-// countBuilds counts the writes built on the pending writes and about to
-// be published, and runs other (another clone's write, whose own builds
+// countBuilds counts the batches built and about to be pushed, and runs
+// other (another clone's write, whose own builds
 // are not counted) when the first is.
 func countBuilds(t *testing.T, other func()) *int {
 	builds, inOther := new(int), false
@@ -178,12 +176,12 @@ func TestLocalWritesCommittedTogether(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "fsck", "--no-progress", "--strict")
 }
 
-// A pending commit that changed a note's blob file alone (a second write of
-// one digest by one agent within a second: the note's file is the same) is
-// a version of the note, as the derived index counts it; counted as none, a
-// write built on it would pass its expect_version check on a stale version
-// and give that version a second time.
-func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
+// A commit of a batch's chain that changed a note's blob file alone (a
+// second write of one digest by one agent within a second: the note's file
+// is the same) is a version of the note, as the derived index counts it;
+// counted as none, a write built on it would pass its expect_version check
+// on a stale version and give that version a second time.
+func TestChainNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 	w := newWorkspace(t, false)
 	large := strings.Repeat("large ", 3000)
 	if _, err := agentView(w).Update(UpdateRequest{URI: "t/big", Digest: "d", Body: ptr("first " + large), ExpectVersion: ptr(0)}); err != nil {
@@ -204,17 +202,17 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 			return err
 		}
 		content := []byte("second " + large)
-		pending, err := w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"), Message: "update t/big v2",
+		earlier, err := w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"), Message: "update t/big v2",
 			Changes: map[string]gitver.Hash{blobFile: gitver.BlobHash(content)}, Blobs: [][]byte{content}})
 		if err != nil {
 			return err
 		}
-		n, err := (&writeTx{q: w.pipe, head: head, base: pending, tip: pending}).pendingNote("t/big")
+		n, err := (&writeTx{q: w.pipe, head: head, base: earlier, tip: earlier}).chainNote("t/big")
 		if err != nil {
 			return err
 		}
 		if n.Version != 2 {
-			t.Errorf("the note after a pending change of its blob file alone is at v%d, want v2", n.Version)
+			t.Errorf("the note after an earlier write of the batch changed its blob file alone is at v%d, want v2", n.Version)
 		}
 		return nil
 	})
@@ -223,302 +221,53 @@ func TestPendingNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 	}
 }
 
-// The publisher of a group of writes brings the derived index to the
-// branch it moved, in the same hold of the write lock. Left to whoever
-// reads next, every watching process would catch it up at once, each
-// waiting for the others' index transactions, the next write's build among
-// them.
-func TestGroupPublisherCatchesTheIndexUp(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	put(t, w, "t/a", 0, "first", "first body")
-	before := readFile(t, w, "t/a.md")
-	var pending gitver.Hash
-	err := w.lock.with(func() error {
-		head, err := w.b.repo.Head()
-		if err != nil {
-			return err
-		}
-		content := []byte(strings.ReplaceAll(before, "first", "second"))
-		if pending, err = w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"),
-			Message: "update t/a v2: second", Changes: map[string]gitver.Hash{"t/a.md": gitver.BlobHash(content)},
-			Blobs: [][]byte{content}}); err != nil {
-			return err
-		}
-		return w.pipe.pending.save(pending)
-	})
-	if err != nil {
-		t.Fatal(err)
+// A write on a clone with a remote brings the derived index to the branch
+// it moved, in the same hold of the write lock. Left to whoever reads
+// next, every reader would catch it up at once, each waiting for the
+// others' index transactions, the next write's build among them.
+func TestPushedWriteCatchesTheIndexUp(t *testing.T) {
+	a, _, bare := twoClones(t)
+	put(t, a, "t/a", 0, "first", "first body")
+	pushed := strings.TrimSpace(fixtures.Git(t, bare, "rev-parse", "main"))
+	if head, err := a.b.repo.Head(); err != nil || head.String() != pushed {
+		t.Fatalf("the branch is at %v (%v), want the pushed write %s", head, err, pushed)
 	}
-	if _, _, err := w.pipe.publishPending(nil); err != nil {
-		t.Fatal(err)
-	}
-	if head, err := w.b.repo.Head(); err != nil || head != pending {
-		t.Fatalf("the branch is at %v (%v), want the pending write %v", head, err, pending)
-	}
-	if indexed, _, err := w.b.idx.Head(); err != nil || indexed != pending {
-		t.Errorf("the derived index is at %v (%v) once the group is published, want %v", indexed, err, pending)
+	if indexed, _, err := a.b.idx.Head(); err != nil || indexed.String() != pushed {
+		t.Errorf("the derived index is at %v (%v) once the write is pushed, want %s", indexed, err, pushed)
 	}
 }
 
-// The pending writes' record is written over in place, the same file
-// every time: no file is made or freed per write. A reader that meets it
-// half written (a torn read, as one without the write lock may) reads it
-// again until it is whole; one that stays damaged names no pending writes;
-// one an earlier version renamed into place reads as it did.
-func TestPendingRecordInPlace(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	p := filepath.Join(w.b.repo.GitDir(), pendingName)
-	tip := gitver.BlobHash([]byte("a commit, as far as the record cares"))
-	read := func() (gitver.Hash, []string) {
-		t.Helper()
-		got, packs, err := w.pipe.pending.read()
-		if err != nil {
-			t.Fatal(err)
+// A write whose push fails (the remote is gone) is refused, and nothing of
+// it is left to be pushed later: once the remote is back, the next write
+// pushes itself alone, and the refused write is in no clone's history.
+func TestRefusedWriteIsNeverPushed(t *testing.T) {
+	a, b, bare := twoClones(t)
+	put(t, a, "t/first", 0, "first", "1")
+	away := bare + ".away"
+	if err := os.Rename(bare, away); err != nil {
+		t.Fatal(err)
+	}
+	body := "refused"
+	_, err := agentView(a).Update(UpdateRequest{URI: "t/refused", Digest: "refused write", Body: &body, ExpectVersion: ptr(0)})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write while the remote is gone: %v, want unavailable", err)
+	}
+	if err := os.Rename(away, bare); err != nil {
+		t.Fatal(err)
+	}
+	put(t, a, "t/second", 0, "second", "2")
+	if err := b.FetchRemote(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{bare, a.Dir(), b.Dir()} {
+		if log := fixtures.Git(t, dir, "log", "--format=%s", "main"); strings.Contains(log, "refused write") {
+			t.Errorf("the refused write is in %s's history:\n%s", dir, log)
 		}
-		return got, packs
 	}
-
-	if err := w.pipe.pending.save(tip, "p1", "p2", "p3"); err != nil {
-		t.Fatal(err)
+	if log := fixtures.Git(t, bare, "log", "--format=%s", "main"); !strings.Contains(log, "update t/second v1") {
+		t.Errorf("the write after the remote came back is not on it:\n%s", log)
 	}
-	before, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.pipe.pending.save(tip, "p4"); err != nil { // shorter: what is left of the longer one is no part of it
-		t.Fatal(err)
-	}
-	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p4"}) {
-		t.Errorf("read %v %v, want %v [p4]", got, packs, tip)
-	}
-	if err := w.pipe.pending.save(gitver.ZeroHash); err != nil {
-		t.Fatal(err)
-	}
-	if got, packs := read(); !got.IsZero() || len(packs) != 0 {
-		t.Errorf("no pending writes read as %v %v", got, packs)
-	}
-	after, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !os.SameFile(before, after) {
-		t.Error("the record was replaced by a new file")
-	}
-
-	// Torn: the header of a new record over the body of the old one, until
-	// its writer finishes.
-	whole := pendingRecord(tip.String() + "\np5\n")
-	torn := whole[:strings.Index(whole, "\n")+1] + strings.Repeat("x", len(whole))
-	if err := os.WriteFile(p, []byte(torn), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wrote := make(chan error, 1)
-	go func() {
-		time.Sleep(5 * time.Millisecond)
-		wrote <- os.WriteFile(p, []byte(whole), 0o644)
-	}()
-	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p5"}) {
-		t.Errorf("read %v %v once the record was whole, want %v [p5]", got, packs, tip)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
-
-	// Damaged for good (zeros after a power failure): nothing is pending.
-	if err := os.WriteFile(p, make([]byte, 64), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := read(); !got.IsZero() {
-		t.Errorf("a damaged record names %v", got)
-	}
-
-	// An earlier version's file.
-	if err := os.WriteFile(p, []byte(tip.String()+"\np6\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, packs := read(); got != tip || !slices.Equal(packs, []string{"p6"}) {
-		t.Errorf("an earlier version's file read as %v %v", got, packs)
-	}
-}
-
-// A writer of another process that is building its write (its shared
-// flock on buildingName, taken here through a file of its own) makes a
-// publisher wait for it to join, maxBuildersWait at most.
-func TestWritersWaitForOthersBuilding(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	other, err := os.OpenFile(filepath.Join(w.b.repo.GitDir(), buildingName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := flock(other, unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-
-	defer func(was time.Duration) { maxBuildersWait = was }(maxBuildersWait)
-	maxBuildersWait = time.Minute
-	waited := make(chan struct{})
-	go func() {
-		w.pipe.pub.waitForBuilders()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-		t.Fatal("the publisher did not wait for the writer building")
-	case <-time.After(50 * time.Millisecond):
-	}
-	if err := flock(other, unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-waited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publisher still waits once the writer has built")
-	}
-
-	maxBuildersWait = 20 * time.Millisecond
-	if err := flock(other, unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-	defer time.AfterFunc(10*time.Second, func() { _ = flock(other, unix.LOCK_UN) }).Stop() // a hang becomes a failure
-	began := time.Now()
-	w.pipe.pub.waitForBuilders()
-	if d := time.Since(began); d > 5*time.Second {
-		t.Errorf("the publisher waited %v for a writer that never finished, past maxBuildersWait", d)
-	}
-}
-
-// A publisher waits for the others' builds before it takes the publish
-// lock, not while it holds it: the writers of the last group learn through
-// that lock that their writes are on the branch, and go on to their next
-// writes, which then join.
-func TestPublisherWaitsWithoutThePublishLock(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	put(t, w, "t/a", 0, "a", "a body")
-	gitDir := w.b.repo.GitDir()
-	builder, err := os.OpenFile(filepath.Join(gitDir, buildingName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer builder.Close()
-	lastGroup, err := os.OpenFile(filepath.Join(gitDir, publishLockName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lastGroup.Close()
-
-	defer func(was time.Duration) { maxBuildersWait = was }(maxBuildersWait)
-	maxBuildersWait = time.Minute
-	w.pipe.pub.lastChain.Store(3) // its last push carried other processes' writes
-	w.pipe.pub.lastAt.Store(time.Now().UnixNano())
-	if err := flock(builder, unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-	published := make(chan error, 1)
-	go func() {
-		_, _, err := w.pipe.publishPending(nil)
-		published <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // past batchLinger: waiting for the builder now
-	select {
-	case err := <-published:
-		t.Fatalf("published (%v) while another process was building", err)
-	default:
-	}
-	if err := flock(lastGroup, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("the publish lock is held while the publisher waits for builds: %v", err)
-	}
-	if err := flock(lastGroup, unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	if err := flock(builder, unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-published:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publisher still waits once the build is done")
-	}
-}
-
-// buildPendingWrite builds one write of uri on the pending writes of w and
-// records it there, as a writer of a group does before the publish; it
-// returns the write, as its queue holds it.
-func buildPendingWrite(t *testing.T, w *Workspace, uri, digest string) *queuedWrite {
-	t.Helper()
-	addr, err := w.b.parseAddress(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := digest + "\n"
-	req := UpdateRequest{URI: uri, Digest: digest, Body: &body}
-	q := &queuedWrite{op: "update", uri: uri, unfinished: func(error) {}}
-	q.attempt = func(tx *writeTx) error {
-		_, err := agentView(w).updateLocked(tx, "update", addr, digest, nil, "", &req)
-		return err
-	}
-	err = w.lock.with(func() error {
-		defer w.b.repo.DropStaged()
-		var built builtTip
-		var err error
-		if q.mine, _, err = w.pipe.buildPending(q.op, q.uri, q.attempt, &built); err != nil {
-			return err
-		}
-		sha, err := w.b.repo.WriteStaged()
-		if err != nil {
-			return err
-		}
-		return w.pipe.pending.save(built.tip, append(w.b.repo.StillPending(w.pipe.pending.packs()), sha)...)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
-}
-
-// A writer whose publish failed answers what git holds: refused, its write
-// is dropped from the pending writes first, so that another process's
-// publisher, which read the chain before, never puts it on the branch;
-// acknowledged (with the failure as a warning) when another publisher put
-// it there already.
-func TestRefusedWriteIsNeverPublished(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	other := openWorkspace(t, w.Dir(), false) // another process's publisher
-	failed := errors.New("the publish failed")
-
-	refused := buildPendingWrite(t, w, "t/refused", "refused write")
-	w.pipe.settleRefused([]*queuedWrite{refused}, failed)
-	if !errors.Is(refused.err, failed) {
-		t.Fatalf("the write whose publish failed was answered %v, want refused", refused.err)
-	}
-	if acked, _, err := other.pipe.publishPending(nil); err != nil || acked {
-		t.Fatalf("another publisher after the refusal: acked %v, %v", acked, err)
-	}
-	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s"); strings.Contains(log, "refused write") {
-		t.Fatalf("a refused write is in git:\n%s", log)
-	}
-
-	var warned error
-	published := buildPendingWrite(t, w, "t/published", "published write")
-	published.unfinished = func(err error) { warned = err }
-	if _, _, err := other.pipe.publishPending(nil); err != nil {
-		t.Fatal(err)
-	}
-	w.pipe.settleRefused([]*queuedWrite{published}, failed)
-	if published.err != nil || !errors.Is(warned, failed) {
-		t.Fatalf("a write another publisher put on the branch was answered %v (warning %v), want acknowledged with a warning", published.err, warned)
-	}
-	if log := fixtures.Git(t, w.Dir(), "log", "--format=%s"); !strings.Contains(log, "published write") {
-		t.Fatalf("the published write is not in git:\n%s", log)
-	}
+	assertClean(t, a)
 }
 
 // A group's writes are built one on another, and the branch moves under

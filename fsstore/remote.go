@@ -53,7 +53,7 @@ type gitRemote struct {
 	lock   *writeLock
 	mover  *mover
 	// turns is this process's part in taking turns with other clones
-	// (turns.go); guarded by the publish lock.
+	// (turns.go); kept by the leader of the write queue (pushBatch).
 	turns turns
 }
 
@@ -69,26 +69,19 @@ func (r *gitRemote) offer(commit *gitver.PendingCommit) (took bool, err error) {
 	return true, nil
 }
 
-func (r *gitRemote) push(tip gitver.Hash, packs []string) (published []string, err error) {
-	if len(packs) > 0 {
-		// Writes built before the board had a remote are in pending
-		// packs, which git, pushing, does not see.
-		if published, err = r.repo.PublishPacks(packs); err != nil {
-			return published, err
-		}
-	}
+func (r *gitRemote) push(tip gitver.Hash) error {
 	holds, err := r.holdsTracking(tip)
 	if err != nil {
-		return published, err
+		return err
 	}
 	if !holds {
-		return published, gitver.ErrRemoteMoved
+		return gitver.ErrRemoteMoved
 	}
 	if err := r.turns.push(r.repo, r.remote, tip); err != nil {
-		return published, err
+		return err
 	}
 	reach("pushed")
-	return published, nil
+	return nil
 }
 
 func (r *gitRemote) awaitTurn(first bool) (yielded bool) {

@@ -44,7 +44,7 @@ func (p *people) repairs() error {
 // (agents' commits a person's reset dropped come back before anything is
 // built on the branch, rescue.go), then people's edits to the notes
 // committed, each its own commit (pushed on its own): rare, and they drop
-// pending writes, whose writers build them again. It returns
+// the batch being built, which is built again on them. It returns
 // errBranchMoved when a person's commit moved the branch meanwhile: the
 // write's one loop runs it again.
 func (p *people) prepare(uris ...string) error {

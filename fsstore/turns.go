@@ -34,7 +34,8 @@ const (
 	maxYield = 10 * time.Second
 )
 
-// turns is a process's part in taking turns: guarded by the publish lock.
+// turns is a process's part in taking turns: kept by the leader of the
+// write queue (pushBatch), one at a time.
 type turns struct {
 	losses int           // races lost in a row
 	lostAt time.Time     // when the last was lost

@@ -17,32 +17,29 @@ import (
 // writeTx is one tool write being built: the unit of work that travels
 // down the write path as an argument, from the caller's build function
 // (updateLocked, linkLocked) to the commit it makes. Every tool write is
-// built the same way, alone or in a batch: on base, the branch, the write
-// before it in its batch, or the tip of the pending writes of this clone,
-// checked against the note's version there (noteIn), and made one commit
-// on top (commit). Whether that commit is then moved onto the branch with
-// its batch (no remote) or published with the pending writes is the
-// queue's to decide (queue.go); the build is the same.
+// built the same way, alone or in a batch: on base, the branch or the
+// write before it in its batch, checked against the note's version there
+// (noteIn), and made one commit on top (commit). The batch's chain is then
+// pushed (with a remote) and moved onto the branch (queue.go); the build
+// is the same.
 type writeTx struct {
 	q    *pipeline   // what builds it
 	head gitver.Hash // the branch when the write began
-	base gitver.Hash // what the write builds on: head, or the pending writes' tip
+	base gitver.Hash // what the write builds on: head, or the batch's chain
 	tip  gitver.Hash // base, then the write's own commit once built
 	// built is the write's commit once built: its objects are staged in
-	// memory (gitver.Repo.Stage), readable until the group writes them.
+	// memory (gitver.Repo.Stage), readable until the batch writes them
+	// (as one pack, or loose when the write is alone).
 	built *gitver.PendingCommit
 	// changes are the files the commit changed, as gitver.Repo.Changes
 	// lists them, so that nothing need diff its trees again.
 	changes []gitver.PathChange
-	// stageOnly keeps the objects in memory alone (written later, as one
-	// pack with the group's, or loose by a write that commits alone);
-	// false writes them at once (a clone with a remote pushes them).
-	stageOnly bool
 }
 
 // noteIn is the note at key as tx builds on it: the derived index's row at
-// the branch, then each pending write that changed the note counted as a
-// version, as every reader counts them once they are published. The index
+// the branch, then each write of the batch before it that changed the note
+// counted as a version, as every reader counts them once they are on the
+// branch. The index
 // must be at tx.head: another process may have brought it to where the
 // branch went since (a person's reset), and then the write starts over
 // (errBranchMoved), or it would check its expect_version against one
@@ -52,7 +49,7 @@ func (tx *writeTx) noteIn(key string) (index.Note, error) {
 	if tx.base == tx.head {
 		return tx.q.noteAtHead(key, tx.head)
 	}
-	return tx.pendingNote(key)
+	return tx.chainNote(key)
 }
 
 // commit builds the write's commit of changes on tx's base, and makes it
@@ -77,11 +74,6 @@ func (tx *writeTx) commit(changes []fileChange, author gitver.Signature, message
 		return false, err
 	}
 	tx.q.repo.Stage(pending)
-	if !tx.stageOnly {
-		if err := pending.Write(); err != nil {
-			return false, err
-		}
-	}
 	tx.tip, tx.built, tx.changes = pending.Hash, pending, diff
 	return true, nil
 }
@@ -90,7 +82,7 @@ func (tx *writeTx) commit(changes []fileChange, author gitver.Signature, message
 // and lists them as gitver.Repo.Changes would list their commit's: each
 // file's blob before and after, by path. The blobs before come from the
 // derived index when it is at parent (a write on the branch), else from
-// git (a write on pending writes).
+// git (a write on the batch's chain).
 func (b *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
 	olds := make([]gitver.Hash, len(changes))
 	indexed := false
@@ -131,121 +123,34 @@ func (b *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChang
 	return real, diff, nil
 }
 
-// builtWrite is a write built on the pending writes. A rebase gives it
-// another commit; its message and its changes stay, and tell it.
+// builtWrite is a write built in a batch.
 type builtWrite struct {
 	commit gitver.Hash
-	head   gitver.Hash // the branch when it was built
 	info   *gitver.CommitInfo
 	diff   []gitver.PathChange
 	// pending is the commit as built, its objects in memory.
 	pending *gitver.PendingCommit
 }
 
-// is reports whether c is the write, as built or rebased.
-func (b *builtWrite) is(repo *gitver.Repo, c *gitver.CommitInfo) (bool, error) {
-	if c.Hash == b.commit {
-		return true, nil
-	}
-	if c.Message != b.info.Message {
-		return false, nil
-	}
-	diff, err := repo.Changes(c)
-	if err != nil || len(diff) != len(b.diff) {
-		return false, err
-	}
-	for _, d := range diff {
-		if !slices.ContainsFunc(b.diff, func(m gitver.PathChange) bool { return m.Path == d.Path && m.New == d.New }) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// landed reports whether the write is in the branch's history from head,
-// or, with a remote, in the remote's as this clone last saw it: a write
-// counts once the remote took it, even while the local branch does not
-// hold it yet (a person's commit moved the branch between the push and
-// the branch's move to the pushed commits; it follows the remote later).
-// Looked for on the local branch alone, such a write was built again, and
-// answered conflict against its own version.
-func (q *pipeline) landed(head gitver.Hash, mine *builtWrite) (bool, error) {
-	if found, err := q.findWrite(head, mine.head, mine); err != nil || found {
-		return found, err
-	}
-	theirs, err := q.up.tracking()
-	if err != nil || theirs.IsZero() || theirs == head {
-		return false, err
-	}
-	return q.findWrite(theirs, mine.head, mine)
-}
-
-// findWrite reports whether the first-parent history from from, down to
-// stop, holds the write.
-func (q *pipeline) findWrite(from, stop gitver.Hash, mine *builtWrite) (bool, error) {
-	chain, _, err := q.commitsUntil(from, stop, maxPending)
-	if err != nil {
-		return false, err
-	}
-	for _, c := range chain {
-		if found, err := mine.is(q.repo, c); err != nil || found {
-			return found, err
-		}
-	}
-	return false, nil
-}
-
-// buildPending builds a write on the pending writes (those built in this
-// hold of the write lock last, as built tells), starting over while a
-// person's commit moves the branch under it. blockedByPending says a
-// failure may be a conflict with pending writes. The caller holds the
-// write lock.
-func (q *pipeline) buildPending(op, uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, blockedByPending bool, err error) {
-	err = whileBranchMoves(op, uri, q.people.repair, q.up, func() error {
-		// The work tree as the write must see it: people's edits to its
-		// note committed first.
-		if err := q.people.prepare(uri); err != nil {
-			return err
-		}
-		var err error
-		mine, blockedByPending, err = q.buildWrite(uri, attempt, built, q.up.onBranch())
-		return err
-	})
-	return mine, blockedByPending, err
-}
-
-// buildWrite runs attempt in a new transaction on the pending writes'
-// tip, or on the branch when none is pending, and makes its commit the
-// tip in built. mine is nil for a write answered without a commit (it
-// changed nothing) or refused. stageOnly is the transaction's (writeTx):
-// true where the branch is where writes count (upstream.onBranch). The
-// caller holds the write lock.
-func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip, stageOnly bool) (mine *builtWrite, blockedByPending bool, err error) {
-	head, err := q.repo.Head()
-	if err != nil {
+// buildWrite runs attempt in a new transaction on the batch's chain as
+// built tells (the branch for the first), and makes its commit the tip in
+// built. mine is nil for a write answered without a commit (it changed
+// nothing) or refused. waits says the write changed nothing on a note an
+// earlier write of the batch changed: its answer waits for that write, and
+// it is built again on the branch it reaches. The caller holds the write
+// lock.
+func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, waits bool, err error) {
+	tx := &writeTx{q: q, head: built.head, base: built.tip, tip: built.tip}
+	if err := attempt(tx); err != nil {
 		return nil, false, err
 	}
-	base := built.tip
-	if base.IsZero() || built.head != head {
-		if base, err = q.pendingTip(head); err != nil {
-			return nil, false, err
-		}
-	}
-	tx := &writeTx{q: q, head: head, base: base, tip: base, stageOnly: stageOnly}
-	if err := attempt(tx); err != nil {
-		return nil, base != head && errors.Is(err, ErrConflict), err
-	}
-	if tx.tip == base {
+	if tx.tip == tx.base {
 		// Nothing to commit: answered as it is, at the note's version,
-		// unless that version counts pending writes of the note, which
-		// are not published yet (and may be built again otherwise): then
-		// the answer waits for them, and the write is built again on the
-		// branch they reach.
-		if base != head {
-			if touched, err := tx.pendingTouched(uri); err != nil || touched {
-				return nil, err == nil, errors.Join(err, errorf("write", uri, ErrConflict,
-					"another write of this note is being committed; read it, then write again if it still differs"))
-			}
+		// unless that version counts writes of the batch not on the
+		// branch yet.
+		if tx.base != tx.head {
+			touched, err := tx.chainTouched(uri)
+			return nil, touched && err == nil, err
 		}
 		return nil, false, nil
 	}
@@ -254,28 +159,26 @@ func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *b
 		return nil, false, err
 	}
 	q.rememberChanges(info.Hash, tx.changes)
-	*built = builtTip{head: head, tip: tx.tip}
-	return &builtWrite{commit: tx.tip, head: head, info: info, diff: tx.changes, pending: tx.built}, false, nil
+	built.tip = tx.tip
+	return &builtWrite{commit: tx.tip, info: info, diff: tx.changes, pending: tx.built}, false, nil
 }
 
-// pendingTouched reports whether the pending writes under tx changed the
+// chainTouched reports whether the batch's writes under tx changed the
 // note uri names.
-func (tx *writeTx) pendingTouched(uri string) (bool, error) {
+func (tx *writeTx) chainTouched(uri string) (bool, error) {
 	key, ok := tx.q.keyOf(uri)
 	if !ok {
 		return false, nil
 	}
-	published, err := tx.q.noteAtHead(key, tx.head)
+	onBranch, err := tx.q.noteAtHead(key, tx.head)
 	if err != nil {
 		return false, err
 	}
-	pending, err := tx.pendingNote(key)
-	return pending.Version != published.Version, err
+	inChain, err := tx.chainNote(key)
+	return inChain.Version != onBranch.Version, err
 }
 
-// builtTip is the tip of the pending writes one hold of the write lock
-// built, on the branch at head; the caller records it (pendingFile.save) once
-// for them all.
+// builtTip is the tip of the chain a batch built, on the branch at head.
 type builtTip struct{ head, tip gitver.Hash }
 
 // keyOf is the note key a tool write's address names.
@@ -287,15 +190,15 @@ func (b *board) keyOf(uri string) (string, bool) {
 	return a.Short(), true
 }
 
-// pendingNote is the note at key as the pending writes left it: the
-// derived index's at the branch, then each pending commit that changed its
-// file counted as a version.
-func (tx *writeTx) pendingNote(key string) (index.Note, error) {
+// chainNote is the note at key as the batch's writes before tx left it:
+// the derived index's at the branch, then each commit of the chain that
+// changed its file counted as a version.
+func (tx *writeTx) chainNote(key string) (index.Note, error) {
 	n, err := tx.q.noteAtHead(key, tx.head)
 	if err != nil || tx.base == tx.head {
 		return n, err
 	}
-	chain, _, err := tx.q.commitsUntil(tx.base, tx.head, maxPending)
+	chain, _, err := tx.q.commitsUntil(tx.base, tx.head, maxChain)
 	if err != nil {
 		return n, err
 	}
@@ -306,7 +209,7 @@ func (tx *writeTx) pendingNote(key string) (index.Note, error) {
 		if i+1 < len(chain) {
 			parent = chain[i+1].Hash
 		}
-		changed, err := tx.q.pendingChanged(c, parent, key)
+		changed, err := tx.q.chainChanged(c, parent, key)
 		if err != nil {
 			return n, err
 		}
@@ -348,14 +251,14 @@ func (tx *writeTx) pendingNote(key string) (index.Note, error) {
 	return n, err
 }
 
-// pendingChanged reports whether the pending commit c, made on parent,
-// changed the files of note key. A commit that changed the note's blob file
-// alone counts too, as the derived index counts it: two writes of one
-// digest by one agent within a second differ in their content only. A
-// pending commit is a tool write, which changes its own note's files
-// alone, and its message names the note: the commits of other notes'
-// writes (other processes', mostly) need no diff.
-func (q *pipeline) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
+// chainChanged reports whether the commit c of a batch's chain, made on
+// parent, changed the files of note key. A commit that changed the note's
+// blob file alone counts too, as the derived index counts it: two writes
+// of one digest by one agent within a second differ in their content
+// only. A commit of the chain is a tool write, which changes its own
+// note's files alone, and its message names the note: the commits of
+// other notes' writes need no diff.
+func (q *pipeline) chainChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
 	if about, _, ok := q.messageKey(c.Message); ok {
 		if about != key {
 			return false, nil
@@ -366,7 +269,7 @@ func (q *pipeline) pendingChanged(c *gitver.CommitInfo, parent gitver.Hash, key 
 		}
 		return p.Tree != c.Tree, nil
 	}
-	diff, err := q.pendingChanges(c)
+	diff, err := q.chainChanges(c)
 	if err != nil {
 		return false, err
 	}
@@ -384,11 +287,11 @@ func (b *board) messageKey(message string) (key string, version int, ok bool) {
 	return key, version, ok
 }
 
-// pendingChanges is what a pending commit changed, remembered: each write
-// built on the chain looks at every commit in it, and a chain grows long
-// while pushes are paced. The caller holds the write lock.
-func (q *pipeline) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
-	if diff, ok := q.pendingDiffs[c.Hash]; ok {
+// chainChanges is what a commit of a batch's chain changed, remembered:
+// each write built on the chain looks at every commit in it. The caller
+// holds the write lock.
+func (q *pipeline) chainChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
+	if diff, ok := q.chainDiffs[c.Hash]; ok {
 		return diff, nil
 	}
 	diff, err := q.repo.Changes(c)
@@ -399,13 +302,13 @@ func (q *pipeline) pendingChanges(c *gitver.CommitInfo) ([]gitver.PathChange, er
 	return diff, nil
 }
 
-// rememberChanges keeps what the pending commit c changed, for
-// pendingChanges. The caller holds the write lock.
+// rememberChanges keeps what the commit c of a batch's chain changed, for
+// chainChanges. The caller holds the write lock.
 func (q *pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
-	if q.pendingDiffs == nil || len(q.pendingDiffs) >= maxPending {
-		q.pendingDiffs = map[gitver.Hash][]gitver.PathChange{}
+	if q.chainDiffs == nil || len(q.chainDiffs) >= maxChain {
+		q.chainDiffs = map[gitver.Hash][]gitver.PathChange{}
 	}
-	q.pendingDiffs[c] = diff
+	q.chainDiffs[c] = diff
 }
 
 // errBranchMoved tells a write to start over: somebody outside the program

@@ -15,9 +15,8 @@ import (
 // the write path asks it once instead of testing for a remote.
 type upstream interface {
 	// onBranch reports that a write counts once the local branch holds
-	// it: no remote. Then a batch of writes is committed at once, in
-	// one hold of the write lock (commitBatch); with a remote, a write
-	// counts once the remote took it.
+	// it: no remote. With a remote, a write counts once the remote took
+	// it: a batch pushes its chain before the branch moves (pushBatch).
 	onBranch() bool
 	// offer makes commit, built on the local branch, count before the
 	// branch moves to it. took says the remote took it: it stands from
@@ -25,12 +24,11 @@ type upstream interface {
 	// clone's push that came first is errRemoteMoved, with the local
 	// branch brought to it. The caller holds the write lock.
 	offer(commit *gitver.PendingCommit) (took bool, err error)
-	// push offers tip, the pending writes' chain built on the local
-	// branch, after making git's the pending packs that hold objects
-	// pushing must see (returned, to be released once the branch names
-	// them). gitver.ErrRemoteMoved: the remote moved on, or another clone
-	// announced that it waits for its turn (gitver.ErrOthersWaiting).
-	push(tip gitver.Hash, packs []string) (published []string, err error)
+	// push publishes tip, a chain of commits built on the local branch,
+	// their objects written. gitver.ErrRemoteMoved: the remote moved on,
+	// or another clone announced that it waits for its turn
+	// (gitver.ErrOthersWaiting).
+	push(tip gitver.Hash) error
 	// awaitTurn waits before a push: until pacing allows it (first), and
 	// while another clone takes its turn; yielded says it held back.
 	awaitTurn(first bool) (yielded bool)
@@ -57,16 +55,16 @@ type upstream interface {
 // branch, and there is nothing to push, fetch or follow.
 type localOnly struct{}
 
-func (localOnly) onBranch() bool                               { return true }
-func (localOnly) offer(*gitver.PendingCommit) (bool, error)    { return false, nil }
-func (localOnly) push(gitver.Hash, []string) ([]string, error) { return nil, nil }
-func (localOnly) awaitTurn(bool) bool                          { return false }
-func (localOnly) pushed(error, bool) func()                    { return nil }
-func (localOnly) tracking() (gitver.Hash, error)               { return gitver.ZeroHash, nil }
-func (localOnly) fetch(context.Context) error                  { return nil }
-func (localOnly) follow() error                                { return nil }
-func (localOnly) refresh() (bool, error)                       { return false, nil }
-func (localOnly) failure(err error) error                      { return err }
+func (localOnly) onBranch() bool                            { return true }
+func (localOnly) offer(*gitver.PendingCommit) (bool, error) { return false, nil }
+func (localOnly) push(gitver.Hash) error                    { return nil }
+func (localOnly) awaitTurn(bool) bool                       { return false }
+func (localOnly) pushed(error, bool) func()                 { return nil }
+func (localOnly) tracking() (gitver.Hash, error)            { return gitver.ZeroHash, nil }
+func (localOnly) fetch(context.Context) error               { return nil }
+func (localOnly) follow() error                             { return nil }
+func (localOnly) refresh() (bool, error)                    { return false, nil }
+func (localOnly) failure(err error) error                   { return err }
 
 // remoteRace bounds how long a write keeps starting over because other
 // clones' pushes came first, or it held back for their turns: the one

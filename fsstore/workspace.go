@@ -196,9 +196,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		up = &gitRemote{board: b, remote: name, lock: lock, mover: mv}
 	}
 	ppl := &people{board: b, lock: lock, mover: mv, up: up, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
-	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, up: up,
-		pub:     publisher{gitDir: repo.GitDir()},
-		pending: pendingFile{path: filepath.Join(repo.GitDir(), pendingName), logf: b.logf}}
+	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, up: up}
 	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, up: up, people: ppl, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
@@ -234,7 +232,7 @@ func unrecordedBranch(dir string) string {
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
 	w.b.catch.Close()
-	return errors.Join(w.pipe.pub.close(), w.b.idx.Close(), w.lock.file.Close(), w.b.root.Close(), w.b.repo.Close())
+	return errors.Join(w.b.idx.Close(), w.lock.file.Close(), w.b.root.Close(), w.b.repo.Close())
 }
 
 // As returns the board as caller sees it. A process without access control

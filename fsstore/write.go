@@ -575,13 +575,14 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 		return nil
 	})
 	if tx.base != tx.head && err == nil {
-		// A note a pending write made is there for this write.
+		// A note an earlier write of the batch made is there for this
+		// write.
 		out = slices.DeleteFunc(out, func(u string) bool {
 			a, err := w.b.parseAddress(u)
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
-			n, err := tx.pendingNote(a.Short())
+			n, err := tx.chainNote(a.Short())
 			return err == nil && n.Present
 		})
 	}

@@ -271,19 +271,6 @@ func (r *Repo) ReleasePacks(shas []string) {
 	}
 }
 
-// StillPending is those of shas whose packs are pending yet: not
-// published, or half (a publisher was killed between its renames).
-func (r *Repo) StillPending(shas []string) []string {
-	dir := filepath.Join(r.gitDir, "objects", "pack")
-	var out []string
-	for _, sha := range shas {
-		if pack, idx := pendingPack(dir, sha); fileExists(idx) || fileExists(pack) {
-			out = append(out, sha)
-		}
-	}
-	return out
-}
-
 // packDeflate compresses a pack's objects as loose ones are (see deflate).
 func packDeflate(w io.Writer, t plumbing.ObjectType, content []byte) error {
 	return deflate(w, t.String(), content)

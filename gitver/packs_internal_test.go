@@ -184,3 +184,16 @@ func TestGeometricPrefix(t *testing.T) {
 		}
 	}
 }
+
+// StillPending, for the tests, is those of shas whose packs are pending
+// yet: not published, or half (a publisher was killed between its renames).
+func (r *Repo) StillPending(shas []string) []string {
+	dir := filepath.Join(r.gitDir, "objects", "pack")
+	var out []string
+	for _, sha := range shas {
+		if pack, idx := pendingPack(dir, sha); fileExists(idx) || fileExists(pack) {
+			out = append(out, sha)
+		}
+	}
+	return out
+}

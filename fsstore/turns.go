@@ -92,16 +92,16 @@ func (t *turns) won() { t.losses = 0 }
 
 // yield holds the clone's next push back while other clones wait for
 // their turn: each from when this process first saw its announcement, for
-// the hold its announcement asks (holdFor). The hold ends early once the
-// remote's branch moves (a waiting clone, or another, pushed): the remote
-// is asked every so often meanwhile, and the caller then fetches and asks
-// again, for the clones still waiting. A clone that waits itself never
-// holds back: the waiting clones race as equals. It reports whether it
-// held the push back.
+// the hold its announcement asks (holdFor). A clone that waits itself holds
+// back only for the clones that announced before it, so that the waiting
+// clones push one at a time, in the order of the turns chain, instead of
+// racing again all at once (three of four clones then lost every race,
+// and paid a push, a fetch and an announcement for each). The hold ends
+// early once the remote's branch or turns move (a waiting clone, or
+// another, pushed): the remote is asked every so often meanwhile, and the
+// caller then fetches and asks again, for the clones still waiting. It
+// reports whether it held the push back.
 func (t *turns) yield(repo *gitver.Repo, remote string) bool {
-	if t.losses > 0 {
-		return false
-	}
 	until, every := t.waiting(repo, remote)
 	if time.Until(until) <= 0 {
 		return false
@@ -131,7 +131,8 @@ const (
 
 // waiting returns until when this clone holds its pushes back for the
 // other clones that wait for their turn (zero when none does), and how
-// often to ask the remote meanwhile.
+// often to ask the remote meanwhile. A clone that waits itself, with its
+// turn on the chain, holds back for those whose turns came before it.
 func (t *turns) waiting(repo *gitver.Repo, remote string) (until time.Time, every time.Duration) {
 	announced, err := repo.RecentTurns(remote, recentTurns)
 	if err != nil || len(announced) == 0 {
@@ -157,6 +158,13 @@ func (t *turns) waiting(repo *gitver.Repo, remote string) (until time.Time, ever
 			continue
 		}
 		decided[a.Clone] = true
+		if a.Clone == me && t.losses > 0 && !a.Taken {
+			// This clone's own turn: the clones before it go first, those
+			// after it wait for it.
+			until = time.Time{}
+			every = 250 * time.Millisecond
+			continue
+		}
 		if a.Taken || a.Clone == me || now.Sub(a.When).Abs() > staleTurn {
 			continue
 		}

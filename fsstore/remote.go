@@ -96,7 +96,9 @@ func (r *gitRemote) pushed(err error, othersWait bool) (announce func()) {
 	case err == nil:
 		r.turns.won()
 	case !othersWait:
-		r.turns.lost()
+		if r.turns.lost(); !r.turns.starved() {
+			return nil
+		}
 		return func() { r.turns.announce(r.repo, r.remote, r.logf) }
 	}
 	return nil

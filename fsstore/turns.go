@@ -26,6 +26,11 @@ import (
 // on three shared counters it then took most increments.)
 
 const (
+	// announceAfter and starveAfter say when a clone that keeps losing
+	// announces its turn: after so many races lost in a row, or so long
+	// since the first.
+	announceAfter = 3
+	starveAfter   = 300 * time.Millisecond
 	// firstNeeds is how long a clone that lost its first race is thought
 	// to need before it pushes again, until it measured it.
 	firstNeeds = 200 * time.Millisecond
@@ -37,9 +42,11 @@ const (
 // turns is a process's part in taking turns: kept by the leader of the
 // write queue (pushBatch), one at a time.
 type turns struct {
-	losses int           // races lost in a row
-	lostAt time.Time     // when the last was lost
-	needs  time.Duration // how long, the last time, from a lost race to pushing again
+	losses int       // races lost in a row
+	lostAt time.Time // when the last was lost
+	// firstLostAt is when the first of the races lost in a row was.
+	firstLostAt time.Time
+	needs       time.Duration // how long, the last time, from a lost race to pushing again
 	// seen is when this process first saw each turn it holds back for.
 	seen map[gitver.Hash]time.Time
 }
@@ -48,6 +55,17 @@ type turns struct {
 func (t *turns) lost() {
 	t.losses++
 	t.lostAt = time.Now()
+	if t.losses == 1 {
+		t.firstLostAt = t.lostAt
+	}
+}
+
+// starved reports whether the clone has lost long enough to announce its
+// turn: an announcement costs a push of its own and refuses every other
+// clone's next push, while a clone that lost once or twice most often
+// gets its next push through.
+func (t *turns) starved() bool {
+	return t.losses >= announceAfter || time.Since(t.firstLostAt) >= starveAfter
 }
 
 // announce announces this clone's turn on the remote, after the fetch

@@ -257,6 +257,10 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 		// refused for the branch, would never have a turn of its own.
 		othersWait := errors.Is(err, gitver.ErrOthersWaiting) && !yielded
 		switch {
+		case errors.Is(err, errRemoteMoved):
+			// A person's edit, pushed on its own before the batch, lost
+			// a race: the clone follows the remote already.
+			race.lose()
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			// Another clone pushed first, or announced that it waits for
 			// its turn: the batch is built again on what the remote holds.
@@ -395,10 +399,10 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	for i, it := range open {
 		uris[i] = it.uri
 	}
-	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) || errors.Is(err, errRemoteMoved) {
+	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) {
 		return round{next: open}, nil
 	} else if err != nil {
-		return round{next: open}, err
+		return round{next: open}, err // errRemoteMoved: a person's edit lost a race to another clone
 	}
 	head, err := q.repo.Head()
 	if err != nil {

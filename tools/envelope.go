@@ -105,8 +105,11 @@ func fit(budget int, parts []part, extraOmitted int, at position, render rendere
 	named := make([]int, len(parts))
 	toCome := 0
 	for i := range parts {
-		parts[i].tokens = CountTokens(parts[i].text)
-		named[i] = CountTokens(strconv.Quote(parts[i].uri)) + 1
+		// Counted by segments, as the answer is (count): the answer then
+		// finds most of its segments counted already, its addresses above
+		// all, and a listing of 100 short items counts each once.
+		parts[i].tokens = a.count(parts[i].text)
+		named[i] = a.count(strconv.Quote(parts[i].uri)) + 1
 		toCome += named[i]
 	}
 	room := budget - size

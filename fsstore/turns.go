@@ -176,14 +176,15 @@ func (t *turns) waiting(repo *gitver.Repo, remote string) (until time.Time, ever
 			continue
 		}
 		decided[a.Clone] = true
-		if a.Clone == me && t.losses > 0 && !a.Taken {
-			// This clone's own turn: the clones before it go first, those
-			// after it wait for it.
-			until = time.Time{}
-			every = 250 * time.Millisecond
+		if a.Taken || now.Sub(a.When).Abs() > staleTurn {
 			continue
 		}
-		if a.Taken || a.Clone == me || now.Sub(a.When).Abs() > staleTurn {
+		if a.Clone == me {
+			if t.losses > 0 {
+				// This clone's own turn: the clones before it go first,
+				// those after it wait for it.
+				until, every = time.Time{}, 250*time.Millisecond
+			}
 			continue
 		}
 		first, ok := t.seen[a.Hash]

@@ -11,14 +11,15 @@ import (
 // lost a race to push must fetch, rebuild its writes on what won and push
 // again; the clone that won pushes its next writes at once, and where that
 // round takes the loser longer than the winner's push (a slow disk, a busy
-// host) the loser never gets a write through. So a clone that lost
-// announces a turn on the remote (gitver's turns.go), saying how many
-// races in a row it lost and how long it needs from losing to pushing
+// host) the loser never gets a write through. So a clone that keeps losing
+// (starved) announces a turn on the remote (gitver's turns.go), saying how
+// many races in a row it lost and how long it needs from losing to pushing
 // again; every push of the branch is refused while a turn this clone has
-// not seen is announced, and a clone that is not waiting itself then holds
-// its next push back for that long (doubled for each race in a row the
-// waiting clone lost, so a waiter whose estimate was short gets through the
-// next time), while its writes gather for that push. The waiting clone
+// not seen is announced, and a clone then holds its next push back for
+// that long (doubled for each race in a row the waiting clone lost, so a
+// waiter whose estimate was short gets through the next time), while its
+// writes gather for that push; a clone that waits itself holds back for
+// the clones whose turns came before its own (yield). The waiting clone
 // pushes meanwhile; had it lost once more, it announces again. A waiting
 // clone whose writes all conflicted when built again keeps its turn: its
 // agents read again and write within the hold. (Given up at once, the turn

@@ -699,8 +699,8 @@ func (c *CommitInfo) Subject() string {
 }
 
 // ReadCommit reads a commit object. Commits are immutable: the same ones
-// are read again and again (every process walks the pending writes and
-// the history it catches up with), so recent ones are kept decoded.
+// are read again and again (a batch walks the chain it builds, the
+// catch-up the history it takes in), so recent ones are kept decoded.
 func (r *Repo) ReadCommit(h Hash) (*CommitInfo, error) {
 	if c, ok := r.commits.get(h); ok {
 		return c, nil

@@ -179,7 +179,7 @@ func (r *Repo) PublishPacks(shas []string) ([]string, error) {
 			files = append(files, m.fromPack, m.fromIdx)
 		}
 		if err := syncAll(files); err != nil {
-			return nil, fmt.Errorf("sync the pending writes' objects: %w", err)
+			return nil, fmt.Errorf("sync the pending packs: %w", err)
 		}
 	}
 	for _, m := range todo {

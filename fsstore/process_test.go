@@ -432,6 +432,24 @@ func TestCrashLoop(t *testing.T) {
 	crashLoop(t, 1, []string{"built", "journal", "staging", "objects", "branch", "files", "gitindex", "index"})
 }
 
+// TestCrashLoopWithARemote is the crash loop on a clone with a remote,
+// with three writers at once, each a process that serves the board
+// itself: killed at every step of a batch's round, the push among them.
+// A write the remote took before its writer was killed counts, and the
+// next write brings the clone to it; none is in history twice.
+func TestCrashLoopWithARemote(t *testing.T) {
+	w := withRemote(t, newWorkspace(t, true))
+	dir := w.Dir()
+	bare := strings.TrimPrefix(fixtures.Git(t, dir, "remote", "get-url", "origin"), "file://")
+	crashLoopOn(t, w, 3, []string{"built", "pushed", "journal", "objects", "branch", "files", "index"})
+	// The clone's branch holds only what the remote took, and the last
+	// write brought it to all of that.
+	if ours, theirs := fixtures.Git(t, dir, "rev-parse", "HEAD"), fixtures.Git(t, bare, "rev-parse", "main"); ours != theirs {
+		t.Errorf("the clone is at %s, the remote at %s", ours, theirs)
+	}
+	t.Logf("the remote holds %s commits", fixtures.Git(t, bare, "rev-list", "--count", "main"))
+}
+
 // TestCrashLoopGroupCommit is the crash loop with three writers at once,
 // whose writes meet a busy workspace and are committed in groups: killed
 // at the steps of a group's branch move too.
@@ -440,8 +458,12 @@ func TestCrashLoopGroupCommit(t *testing.T) {
 }
 
 func crashLoop(t *testing.T, writers int, steps []string) {
+	crashLoopOn(t, newWorkspace(t, true), writers, steps)
+}
+
+// crashLoopOn is crashLoop on w, which it closes first.
+func crashLoopOn(t *testing.T, w *Workspace, writers int, steps []string) {
 	fixtures.RequireGit(t)
-	w := newWorkspace(t, true)
 	dir := w.Dir()
 	w.Close()
 	ackPath := filepath.Join(t.TempDir(), "acks")
@@ -568,7 +590,17 @@ func crashLoop(t *testing.T, writers int, steps []string) {
 			t.Errorf("acknowledged write %s v%d is not in history", key, version)
 		}
 	}
-	t.Logf("%d rounds, %d acknowledged writes, all present", rounds, len(lines))
+	// No write is in history twice: each body's first line is its own.
+	seen := map[string]bool{}
+	for _, line := range strings.Split(fixtures.Git(t, dir, "log", "-p", "--format=", "--", "c"), "\n") {
+		if strings.HasPrefix(line, "+pid ") {
+			if seen[line] {
+				t.Errorf("%q is in history twice", line[1:])
+			}
+			seen[line] = true
+		}
+	}
+	t.Logf("%d rounds, %d acknowledged writes, all present, none twice", rounds, len(lines))
 }
 
 // acked returns a channel that is closed once n more lines are in the ack

@@ -240,7 +240,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			race.begin()
 			// The clone that waited has likely pushed meanwhile: what it
 			// pushed is learned now, rather than from a refusal.
-			if err := q.followRemote(nil); err != nil {
+			if _, err := q.followRemote(nil); err != nil {
 				answerAll(open, err)
 				return
 			}
@@ -264,7 +264,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			// Another clone pushed first, or announced that it waits for
 			// its turn: the batch is built again on what the remote holds.
-			if ferr := q.followRemote(q.up.pushed(err, othersWait)); ferr != nil {
+			if _, ferr := q.followRemote(q.up.pushed(err, othersWait)); ferr != nil {
 				answerAll(r.next, ferr)
 				return
 			}
@@ -292,7 +292,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			})
 			if len(conflicts) > 0 {
 				fetched = true
-				if moved, err := q.refreshRemote(); err == nil && moved {
+				if moved, err := q.followRemote(nil); err == nil && moved {
 					r.next = append(r.next, conflicts...)
 				}
 			}
@@ -301,29 +301,30 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 	}
 }
 
-// refreshRemote fetches and brings the local branch to the remote's;
-// moved says it moved.
-func (q *pipeline) refreshRemote() (moved bool, err error) {
-	err = q.lock.with(func() error {
-		moved, err = q.up.refresh()
-		return err
-	})
-	return moved, err
-}
-
 // followRemote learns what the remote holds now and brings the local
 // branch to it, with alongside (if any) run meanwhile, once the fetch is
-// done.
-func (q *pipeline) followRemote(alongside func()) error {
+// done; moved says the branch moved.
+func (q *pipeline) followRemote(alongside func()) (moved bool, err error) {
 	if err := q.up.fetch(context.Background()); err != nil {
-		return q.up.failure(err)
+		return false, q.up.failure(err)
 	}
 	var g errgroup.Group
 	if alongside != nil {
 		g.Go(func() error { alongside(); return nil })
 	}
-	err := q.lock.with(q.up.follow)
-	return errors.Join(err, g.Wait())
+	err = q.lock.with(func() error {
+		before, err := q.repo.Head()
+		if err != nil {
+			return err
+		}
+		if err := q.up.follow(); err != nil {
+			return err
+		}
+		after, err := q.repo.Head()
+		moved = after != before
+		return err
+	})
+	return moved, errors.Join(err, g.Wait())
 }
 
 // ErrOutcomeUnknown means a write failed at a point where whether git

@@ -412,3 +412,20 @@ func TestAddedUpIsTheChainsDiff(t *testing.T) {
 		}
 	}
 }
+
+// A clone that has not fetched yet answers a write's expect_version
+// against what the remote holds, where the write counts: the version
+// another clone pushed is no conflict, once the clone follows it.
+func TestAStaleCloneChecksAgainstTheRemote(t *testing.T) {
+	a, b, _ := twoClones(t)
+	put(t, a, "t/n", 0, "first, from a", "1")
+	body := "2"
+	res, err := agentView(b).Update(UpdateRequest{URI: "t/n", Digest: "second, from b", Body: &body, ExpectVersion: ptr(1)})
+	if err != nil {
+		t.Fatalf("b's write at version 1, which the remote holds: %v", err)
+	}
+	if res.Version != 2 {
+		t.Errorf("acknowledged as version %d, want 2", res.Version)
+	}
+	assertClean(t, b)
+}

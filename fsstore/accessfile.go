@@ -23,7 +23,7 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 		return err
 	}
 	return w.lock.with(func() error {
-		return whileBranchMoves("save access", note.AccessFile, w.people.repair, w.up, func() error {
+		return whileBranchMoves("save access", note.AccessFile, w.people.repair, w.follower, func() error {
 			head, _, err := w.b.catch.CatchUp(nil, nil)
 			if err != nil {
 				return err

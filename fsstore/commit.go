@@ -81,12 +81,11 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 	// With a remote, that is where the commit counts: the local branch
 	// moves only once it took it, and from then on it stands, whatever
 	// happens here.
-	took, err := p.up.offer(pending)
+	took, err := p.follower.offer(pending)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
 	if took {
-		reach("pushed")
 		objects = nil
 	}
 	moved, err := p.mover.moveBranch(branchMove{from: parent, to: commit, reason: ownMove + subject(message),
@@ -100,7 +99,7 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 	case took && err == nil:
 		// The remote took the commit, and the local branch moved or the
 		// work tree changed hands since: the next fetch brings the
-		// branch to it (remote.go), and its files with it.
+		// branch to it (follow.go), and its files with it.
 		return commit, nil
 	case err != nil:
 		return gitver.ZeroHash, err

@@ -36,9 +36,11 @@
 //	           since (saves.go), the repairs (repair.go, rescue.go,
 //	           unplaced.go, checkouts.go), and prepare, the upkeep a batch
 //	           runs once before it is built
-//	upstream   where a write counts (upstream.go): localOnly, or gitRemote
-//	           (remote.go, turns.go), which pushes, fetches and follows;
-//	           the one back-off of every loop that pushes (remoteRace)
+//	follower   the upstream, where a write counts (upstream.go: the
+//	           interface, and remoteRace, the one back-off of every loop
+//	           that publishes), and the local branch brought to what it
+//	           holds, with local commits it has not rebuilt on it
+//	           (follow.go)
 //	mover      the commit point (move.go): the journal, the branch move
 //	           (never onto a branch a person's reset took the program's
 //	           last commit from, until it is back), the files placed,
@@ -73,6 +75,10 @@
 //	journal   the write journal's format
 //	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
+//	localboard the upstream of a board without a remote
+//	gitremote  the upstream of a board with a git remote: a chain of
+//	          commits published, what other clones published learned,
+//	          and this clone's turns among them and its pacing
 //
 // One lone update_state on a board without a remote runs straight down, in
 // one hold of the write lock from the upkeep to the move:

@@ -45,7 +45,7 @@ type people struct {
 	*board
 	lock      *writeLock
 	mover     *mover
-	up        upstream
+	follower  *follower     // publishes its commits where writes count
 	edits     *pendingEdits // people's changes reported and not yet committed
 	displaced *displacedFiles
 	vanished  vanishedFiles  // files found missing, not yet committed as deleted
@@ -555,7 +555,7 @@ func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, err
 	// A person's git commit landing meanwhile moves the branch: compare
 	// again.
 	return p.commitEditsWith(keys, gitver.ZeroHash, func(attempt func() error) error {
-		return whileBranchMoves("commit people's edits", "", p.repair, p.up, attempt)
+		return whileBranchMoves("commit people's edits", "", p.repair, p.follower, attempt)
 	})
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -44,14 +42,15 @@ const batchLinger = 3 * time.Millisecond
 
 // pipeline is the part for tool writes: the queue, and the build of a
 // batch in one hold of the write lock (tx.go). Before a build it has
-// people adopt the notes' own edits; its commits reach the remote through
-// up, and the branch through the mover.
+// people adopt the notes' own edits; its commits reach the upstream, and
+// what other clones published reaches the branch, through the follower,
+// and the branch moves through the mover.
 type pipeline struct {
 	*board
-	lock   *writeLock
-	mover  *mover
-	people *people
-	up     upstream
+	lock     *writeLock
+	mover    *mover
+	people   *people
+	follower *follower
 	// queue holds this process's tool writes waiting to be built.
 	queue writeQueue
 	// chainDiffs remembers what the commits of a batch's chain changed;
@@ -210,7 +209,7 @@ func (q *pipeline) leadWrites() {
 // a remote, in rounds that each push the batch's chain before the branch
 // moves to it (pushBatch).
 func (q *pipeline) publishWrites(items []*queuedWrite) {
-	if q.up.onBranch() {
+	if q.follower.up.OnBranch() {
 		q.commitBatch(items)
 		return
 	}
@@ -218,15 +217,13 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 }
 
 // pushBatch commits items on a board with a remote. Each round is
-// commitBatch's, in one hold of the write lock, with the chain pushed
+// commitBatch's, in one hold of the write lock, with the chain published
 // before the branch moves (commitRound). Between rounds, outside the lock,
-// the clone waits for its turn (turns.go) and learns what other clones
-// pushed: when one pushed first, the batch is built again on it, every
-// write checked against its expect_version anew. The leader of the queue
-// alone runs it, so the turns it keeps need no lock of their own.
+// the clone waits until it may publish (upstream.Await) and learns what
+// other clones published: when one came first, the batch is built again on
+// it, every write checked against its expect_version anew.
 func (q *pipeline) pushBatch(items []*queuedWrite) {
 	race := remoteRace{op: "write"}
-	yielded := false // this batch held its push back for another clone
 	fetched := false // this batch fetched to answer a conflict
 	moves := 0       // rounds a person's commit made start over
 	open := items
@@ -235,12 +232,11 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			answerAll(open, err)
 			return
 		}
-		if q.up.awaitTurn(race.lost == 0) {
-			yielded = true
+		if q.follower.up.Await(race.lost == 0) {
 			race.begin()
 			// The clone that waited has likely pushed meanwhile: what it
 			// pushed is learned now, rather than from a refusal.
-			if _, err := q.followRemote(nil); err != nil {
+			if _, err := q.followRemote(); err != nil {
 				answerAll(open, err)
 				return
 			}
@@ -252,10 +248,6 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			r, err = q.commitRound(open)
 			return err
 		})
-		// A clone refused again after it held back waits too: else one
-		// that always holds back for the others' turns, and so is never
-		// refused for the branch, would never have a turn of its own.
-		othersWait := errors.Is(err, gitver.ErrOthersWaiting) && !yielded
 		switch {
 		case errors.Is(err, errRemoteMoved):
 			// A person's edit, pushed on its own before the batch, lost
@@ -264,12 +256,11 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			// Another clone pushed first, or announced that it waits for
 			// its turn: the batch is built again on what the remote holds.
-			if _, ferr := q.followRemote(q.up.pushed(err, othersWait)); ferr != nil {
+			if _, ferr := q.followRemote(); ferr != nil {
 				answerAll(r.next, ferr)
 				return
 			}
-			race.begin()
-			if !othersWait {
+			if race.begin(); !errors.Is(err, gitver.ErrOthersWaiting) {
 				race.lose()
 			}
 		case err != nil:
@@ -281,8 +272,6 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 					"the branch kept moving under the write (someone is committing in a loop); try again"))
 				return
 			}
-		case r.pushed:
-			q.up.pushed(nil, false)
 		}
 		if !fetched {
 			// This clone may be behind the remote, where the writes count:
@@ -292,7 +281,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			})
 			if len(conflicts) > 0 {
 				fetched = true
-				if moved, err := q.followRemote(nil); err == nil && moved {
+				if moved, err := q.followRemote(); err == nil && moved {
 					r.next = append(r.next, conflicts...)
 				}
 			}
@@ -301,30 +290,25 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 	}
 }
 
-// followRemote learns what the remote holds now and brings the local
-// branch to it, with alongside (if any) run meanwhile, once the fetch is
-// done; moved says the branch moved.
-func (q *pipeline) followRemote(alongside func()) (moved bool, err error) {
-	if err := q.up.fetch(context.Background()); err != nil {
-		return false, q.up.failure(err)
-	}
-	var g errgroup.Group
-	if alongside != nil {
-		g.Go(func() error { alongside(); return nil })
+// followRemote learns what the upstream holds now and brings the local
+// branch to it; moved says the branch moved.
+func (q *pipeline) followRemote() (moved bool, err error) {
+	if err := q.follower.up.Learn(context.Background()); err != nil {
+		return false, q.follower.failure(err)
 	}
 	err = q.lock.with(func() error {
 		before, err := q.repo.Head()
 		if err != nil {
 			return err
 		}
-		if err := q.up.follow(); err != nil {
+		if err := q.follower.follow(); err != nil {
 			return err
 		}
 		after, err := q.repo.Head()
 		moved = after != before
 		return err
 	})
-	return moved, errors.Join(err, g.Wait())
+	return moved, err
 }
 
 // ErrOutcomeUnknown means a write failed at a point where whether git
@@ -465,7 +449,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 			}
 		}
 	}()
-	if !q.up.onBranch() {
+	if !q.follower.up.OnBranch() {
 		// The chain counts once the remote took it: its objects are
 		// written where git's push finds them, and it is pushed before
 		// the branch moves.
@@ -480,7 +464,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 		// The remote holds the chain: the writes stand. A person's
 		// commit moved the branch before it could (or what kept it from
 		// moving is said in err): the branch follows the remote.
-		err = errors.Join(err, q.up.follow())
+		err = errors.Join(err, q.follower.follow())
 		if err != nil {
 			for _, it := range chain {
 				it.unfinished(err)
@@ -508,22 +492,23 @@ func (q *pipeline) pushChain(bm *branchMove, chain []*queuedWrite) error {
 		return err
 	}
 	bm.alongside = nil
-	err := q.up.push(bm.to)
+	up := q.follower.up
+	err := up.Publish(bm.to)
 	if err == nil || errors.Is(err, gitver.ErrRemoteMoved) {
 		return err
 	}
-	if ferr := q.up.fetch(context.Background()); ferr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.up.failure(err))
+	if ferr := up.Learn(context.Background()); ferr != nil {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.follower.failure(err))
 	}
-	theirs, terr := q.up.tracking()
+	theirs, terr := up.Published()
 	if terr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.up.failure(err), terr))
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.follower.failure(err), terr))
 	}
 	if took, terr := q.repo.IsAncestor(bm.to, theirs); terr == nil && took {
 		q.logf("a push that failed (%v) reached the remote: its %d writes stand", err, len(chain))
 		return nil
 	}
-	return q.up.failure(err)
+	return q.follower.failure(err)
 }
 
 // addedUp is what a chain of commits changed, from each commit's changes

@@ -327,7 +327,7 @@ var errRemoteMoved = errors.New("the remote moved during the write")
 // remote to another clone's push (errRemoteMoved) runs again after a
 // random pause that grows with each loss, for at most maxRemoteRace.
 // The caller holds the write lock.
-func whileBranchMoves(op, uri string, repair func() error, up upstream, attempt func() error) error {
+func whileBranchMoves(op, uri string, repair func() error, follow *follower, attempt func() error) error {
 	fetched := false
 	race := remoteRace{op: op, uri: uri}
 	for moves := 0; moves < maxMoves; {
@@ -344,7 +344,7 @@ func whileBranchMoves(op, uri string, repair func() error, up upstream, attempt 
 			// This clone may be behind the remote, where the write would
 			// count: a conflict is answered against what it holds now.
 			fetched = true
-			if moved, ferr := up.refresh(); ferr == nil && moved {
+			if moved, ferr := follow.refresh(); ferr == nil && moved {
 				moves++
 				continue
 			}

@@ -98,7 +98,7 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		}
 	})
 	ws.done.Go(ws.embedLoop)
-	if w.gitRemote() != nil {
+	if !w.follower.up.OnBranch() {
 		if opts.FetchEvery <= 0 {
 			opts.FetchEvery = RemoteFetchEvery
 		}
@@ -172,7 +172,7 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if r := ws.w.gitRemote(); r != nil && r.heardFromRemoteWithin(every) {
+		if ws.w.heardFromRemoteWithin(every) {
 			// Another process of the clone fetched, or a push went
 			// through (which the remote takes only from a clone that
 			// holds all it has): the branch is as current as a fetch

@@ -10,7 +10,9 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/localboard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/vectors"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -62,14 +64,15 @@ type Workspace struct {
 	b     *board
 	agent string
 	// The parts, each with one job, each holding the parts below it:
-	// lock, then mover (the branch move with its files and journal), up
-	// (the remote), people (people's edits and git), pipe (tool writes).
-	lock    *writeLock
-	mover   *mover
-	up      upstream
-	people  *people
-	pipe    *pipeline
-	vectors *vectors.Vectors // the notes' meaning, made in the background
+	// lock, then mover (the branch move with its files and journal),
+	// follower (the upstream, where writes count, and the branch brought
+	// to it), people (people's edits and git), pipe (tool writes).
+	lock     *writeLock
+	mover    *mover
+	follower *follower
+	people   *people
+	pipe     *pipeline
+	vectors  *vectors.Vectors // the notes' meaning, made in the background
 }
 
 // Name is the workspace name that full addresses carry.
@@ -191,13 +194,14 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	lock := &writeLock{file: lockFile}
 	mv := &mover{board: b, lock: lock, journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()),
 		edits: edits, displaced: displaced}
-	var up upstream = localOnly{}
+	var up upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
-		up = &gitRemote{board: b, remote: name, lock: lock, mover: mv}
+		up = gitremote.New(repo, name, b.logf, reach)
 	}
-	ppl := &people{board: b, lock: lock, mover: mv, up: up, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
-	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, up: up}
-	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, up: up, people: ppl, pipe: pipe,
+	follow := &follower{board: b, mover: mv, up: up}
+	ppl := &people{board: b, lock: lock, mover: mv, follower: follow, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
+	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follow}
+	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are

@@ -1,4 +1,4 @@
-package fsstore
+package gitremote
 
 import (
 	"context"
@@ -40,14 +40,16 @@ const (
 	maxYield = 10 * time.Second
 )
 
-// turns is a process's part in taking turns: kept by the leader of the
-// write queue (pushBatch), one at a time.
+// turns is this process's part in taking turns; guarded by Remote.mu.
 type turns struct {
 	losses int       // races lost in a row
 	lostAt time.Time // when the last was lost
 	// firstLostAt is when the first of the races lost in a row was.
 	firstLostAt time.Time
 	needs       time.Duration // how long, the last time, from a lost race to pushing again
+	// held: the clone held a push back for another's turn since its last
+	// push went through.
+	held bool
 	// seen is when this process first saw each turn it holds back for.
 	seen map[gitver.Hash]time.Time
 }
@@ -69,20 +71,6 @@ func (t *turns) starved() bool {
 	return t.losses >= announceAfter || time.Since(t.firstLostAt) >= starveAfter
 }
 
-// announce announces this clone's turn on the remote, after the fetch
-// that follows a lost race (so that it follows the last turn announced).
-// A failed announcement is no failure of the write: the push itself says
-// whether the remote can be reached.
-func (t *turns) announce(repo *gitver.Repo, remote string, logf func(string, ...any)) {
-	id, err := repo.CloneID()
-	if err == nil {
-		err = repo.AnnounceTurn(context.Background(), remote, gitver.Turn{Clone: id, Lost: t.losses, Needs: t.needs})
-	}
-	if err != nil {
-		logf("announce this clone's turn to push on %s: %v", remote, err)
-	}
-}
-
 // pushing records that the clone pushes now: how long it needed since it
 // lost.
 func (t *turns) pushing() {
@@ -92,22 +80,8 @@ func (t *turns) pushing() {
 	}
 }
 
-// push pushes tip as the remote's branch, saying that this clone took its
-// turn when it had announced one.
-func (t *turns) push(repo *gitver.Repo, remote string, tip gitver.Hash) error {
-	t.pushing()
-	if t.losses == 0 {
-		return repo.Push(context.Background(), remote, tip)
-	}
-	id, err := repo.CloneID()
-	if err != nil {
-		return err
-	}
-	return repo.PushTaking(context.Background(), remote, tip, gitver.Turn{Clone: id, Lost: t.losses, Needs: t.needs})
-}
-
 // won records a push the remote took.
-func (t *turns) won() { t.losses = 0 }
+func (t *turns) won() { t.losses, t.held = 0, false }
 
 // yield holds the clone's next push back while other clones wait for
 // their turn: each from when this process first saw its announcement, for
@@ -120,18 +94,23 @@ func (t *turns) won() { t.losses = 0 }
 // another, pushed): the remote is asked every so often meanwhile, and the
 // caller then fetches and asks again, for the clones still waiting. It
 // reports whether it held the push back.
-func (t *turns) yield(repo *gitver.Repo, remote string) bool {
-	until, every := t.waiting(repo, remote)
+func (r *Remote) yield() bool {
+	r.mu.Lock()
+	until, every := r.turns.waiting(r.git, r.name)
+	r.mu.Unlock()
 	if time.Until(until) <= 0 {
 		return false
 	}
-	branch, turns, err := repo.KnownRefs(remote)
+	branch, turns, err := r.git.KnownRefs(r.name)
 	if err != nil {
 		return false
 	}
+	r.mu.Lock()
+	r.turns.held = true
+	r.mu.Unlock()
 	for wait := time.Until(until); wait > 0; wait = time.Until(until) {
 		time.Sleep(min(wait, every))
-		nowBranch, nowTurns, err := repo.RemoteRefs(context.Background(), remote)
+		nowBranch, nowTurns, err := r.git.RemoteRefs(context.Background(), r.name)
 		if err != nil || nowBranch != branch || nowTurns != turns {
 			break // someone pushed, or a clone's turn changed: look again
 		}
@@ -152,12 +131,12 @@ const (
 // other clones that wait for their turn (zero when none does), and how
 // often to ask the remote meanwhile. A clone that waits itself, with its
 // turn on the chain, holds back for those whose turns came before it.
-func (t *turns) waiting(repo *gitver.Repo, remote string) (until time.Time, every time.Duration) {
-	announced, err := repo.RecentTurns(remote, recentTurns)
+func (t *turns) waiting(git Git, remote string) (until time.Time, every time.Duration) {
+	announced, err := git.RecentTurns(remote, recentTurns)
 	if err != nil || len(announced) == 0 {
 		return time.Time{}, 0
 	}
-	me, err := repo.CloneID()
+	me, err := git.CloneID()
 	if err != nil {
 		return time.Time{}, 0
 	}

@@ -1,0 +1,331 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
+)
+
+// follower brings the local branch to what the upstream holds, the other
+// clones' writes: forward, files and all, or, when the local branch holds
+// commits the remote has not, with those rebuilt on the remote's and
+// published. The pipeline follows after another clone published first,
+// people when their commit lost that race, the server every few seconds.
+type follower struct {
+	*board
+	mover *mover
+	up    upstream
+}
+
+// offer publishes commit, built on the local branch, before the branch
+// moves to it (people's commits, commit.go). took says the upstream took
+// it: it stands from now on, whatever happens here, and its objects are
+// written. Another clone's publish that came first is errRemoteMoved,
+// with the local branch brought to it. The caller holds the write lock.
+func (f *follower) offer(commit *gitver.PendingCommit) (took bool, err error) {
+	if f.up.OnBranch() {
+		return false, nil
+	}
+	if err := commit.Write(); err != nil {
+		return false, err
+	}
+	err = f.up.Publish(commit.Hash)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, gitver.ErrRemoteMoved) {
+		return false, f.failure(err)
+	}
+	if err := f.up.Learn(context.Background()); err != nil {
+		return false, f.failure(err)
+	}
+	if err := f.follow(); err != nil {
+		return false, err
+	}
+	return false, errRemoteMoved
+}
+
+// failure words a failed network operation for the writer.
+func (f *follower) failure(err error) error {
+	var re *gitver.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	url := gitver.Redact(f.repo.RemoteURL(f.up.Name()))
+	switch {
+	case errors.Is(err, gitver.ErrRemoteRewritten):
+		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
+			"what this clone fetched from it; nothing was written; reads still work; run `blackboard-mcp remote repair` to push "+
+			"a merge that keeps both", f.up.Name(), url).because(err)
+	default:
+		return errorf("write", "", ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
+			"still work from this clone; write again once it is back", f.up.Name(), url, re.Stderr).because(err)
+	}
+}
+
+// refresh learns what the upstream holds and brings the local branch to
+// it; moved says whether the local branch moved. The caller holds the
+// write lock.
+func (f *follower) refresh() (moved bool, err error) {
+	before, err := f.repo.Head()
+	if err != nil {
+		return false, err
+	}
+	if err := f.up.Learn(context.Background()); err != nil {
+		return false, err
+	}
+	if err := f.follow(); err != nil {
+		return false, err
+	}
+	after, err := f.repo.Head()
+	return after != before, err
+}
+
+// follow brings the local branch to the remote's, as last learned:
+// forward, files and all, when the remote holds the local branch; when the
+// local branch holds commits the remote has not (a person's commits, or
+// the whole board when the remote was just attached), they are rebuilt on
+// the remote's and published. The caller holds the write lock.
+func (f *follower) follow() error {
+	if f.up.OnBranch() {
+		return nil
+	}
+	theirs, err := f.up.Published()
+	if err != nil {
+		return err
+	}
+	ours, err := f.repo.Head()
+	if err != nil || ours == theirs {
+		return err
+	}
+	if !theirs.IsZero() {
+		if behind, err := f.repo.IsAncestor(ours, theirs); err != nil || behind {
+			if err != nil {
+				return err
+			}
+			_, err := f.mover.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+f.up.Name(), nil)
+			return err
+		}
+	}
+	// The local branch has commits the remote has not.
+	tip := ours
+	if !theirs.IsZero() {
+		if ahead, err := f.repo.IsAncestor(theirs, ours); err != nil {
+			return err
+		} else if !ahead {
+			if tip, err = f.rebuildOn(theirs, ours); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.up.Publish(tip); err != nil {
+		if errors.Is(err, gitver.ErrRemoteMoved) {
+			return nil // the next fetch brings what came first
+		}
+		return f.failure(err)
+	}
+	if tip != ours {
+		_, err := f.mover.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+f.up.Name(), nil)
+		return err
+	}
+	return nil
+}
+
+// rebuildOn places the commits ours has and theirs has not on top of theirs,
+// oldest first, each with its author and message. A note both sides changed
+// keeps the remote's content; the local side's is kept as a sibling note
+// linked `contradicts` to it, and the local commits as they were under a
+// rescue ref. It returns the new tip, written but on no branch.
+func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
+	base, err := f.repo.MergeBase(theirs, ours)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	mine, found, err := f.commitsUntil(ours, base, maxDropped) // newest first
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	for _, c := range mine {
+		if len(c.Parents) > 1 {
+			// A person's merge not pushed yet (a `git pull` while the
+			// agents wrote), and the remote moved since: their commits go
+			// to the remote as they are, joined with the remote's.
+			return f.mergeOnto(theirs, ours, base)
+		}
+	}
+	if !found {
+		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
+	}
+	changedThere, err := f.changedSince(base, theirs)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	theirNotes := notesOf(changedThere)
+	tip, kept := theirs, false
+	for i := len(mine) - 1; i >= 0; i-- {
+		c := mine[i]
+		var parentTree gitver.Hash
+		if p := c.FirstParent(); !p.IsZero() {
+			pc, err := f.repo.ReadCommit(p)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			parentTree = pc.Tree
+		}
+		changes, err := f.repo.DiffTrees(parentTree, c.Tree)
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		edit := map[string]gitver.Hash{}
+		var blobs [][]byte
+		for _, ch := range changes {
+			key, isNote := note.KeyOf(ch.Path)
+			if !isNote || !theirNotes[key] {
+				edit[ch.Path] = ch.New
+				continue
+			}
+			// Both sides changed the note: the remote's stays; this
+			// side's becomes a sibling that contradicts it.
+			kept = true
+			if !note.IsNoteFile(ch.Path) || ch.New.IsZero() {
+				continue
+			}
+			sibling, content, err := f.contradicting(key, ch.New, c.Hash)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			edit[sibling] = gitver.BlobHash(content)
+			blobs = append(blobs, content)
+		}
+		pending, err := f.repo.BuildCommit(gitver.CommitRequest{Parent: tip, Changes: edit, Blobs: blobs, Author: c.Author, Message: c.Message})
+		if err != nil {
+			return gitver.ZeroHash, err
+		}
+		if err := pending.Write(); err != nil {
+			return gitver.ZeroHash, err
+		}
+		tip = pending.Hash
+	}
+	if kept {
+		who := f.agentSignature(note.InitAgent)
+		if err := f.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
+			!errors.Is(err, gitver.ErrBranchMoved) {
+			return gitver.ZeroHash, err
+		}
+		f.logf("local commits changed notes the remote changed too: the remote's content stays, this clone's is kept as sibling notes "+
+			"linked `contradicts`, and the local commits as they were under %s%s", RescuePrefix, ours.Short())
+	}
+	return tip, nil
+}
+
+// mergeOnto joins ours, which holds a person's merge the remote has not,
+// with theirs, the remote's branch that moved since, in a merge commit:
+// rebuilding a merge would rewrite the person's commits, which are theirs
+// to keep. The remote's branch is the merge's first parent. The derived
+// index numbers the commits in the order a walk that follows first parents
+// first finishes them (syncIndex), so every commit on the first-parent
+// history of the remote keeps its place, and every write acknowledged there
+// its version; the person's commits come after them. Every file ours
+// changed since base comes along; a note both sides changed keeps the
+// remote's content, and ours becomes a sibling note linked `contradicts`
+// to it, as rebuildOn does. It returns the merge, written but on no
+// branch.
+func (f *follower) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
+	changedHere, err := f.changedSince(base, ours)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	changedThere, err := f.changedSince(base, theirs)
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	theirNotes := notesOf(changedThere)
+	theirBlobs := make(map[string]gitver.Hash, len(changedThere))
+	for _, ch := range changedThere {
+		theirBlobs[ch.Path] = ch.New
+	}
+	edit := map[string]gitver.Hash{}
+	var blobs [][]byte
+	kept := 0
+	for _, ch := range changedHere {
+		key, isNote := note.KeyOf(ch.Path)
+		switch {
+		case !isNote || !theirNotes[key]:
+			edit[ch.Path] = ch.New
+		case theirBlobs[ch.Path] == ch.New:
+			// Both sides made the same change.
+		case note.IsNoteFile(ch.Path) && !ch.New.IsZero():
+			sibling, content, err := f.contradicting(key, ch.New, ours)
+			if err != nil {
+				return gitver.ZeroHash, err
+			}
+			edit[sibling] = gitver.BlobHash(content)
+			blobs = append(blobs, content)
+			kept++
+		}
+	}
+	who := f.agentSignature(note.InitAgent)
+	branch := strings.TrimPrefix(f.repo.Branch(), "refs/heads/")
+	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", f.up.Name(), branch, branch),
+		Lines: []string{fmt.Sprintf("The local %s held a merge the remote had not when the remote moved on;", branch),
+			"this joins both, so the person's commits reach the remote as they were."},
+		Agent: note.InitAgent}
+	if kept > 0 {
+		msg.Lines = append(msg.Lines, fmt.Sprintf("%d notes both sides changed keep the remote's content; this clone's are sibling notes linked contradicts.", kept))
+	}
+	merge, err := f.repo.BuildCommit(gitver.CommitRequest{Parent: theirs, MergeParents: []gitver.Hash{ours}, Changes: edit, Blobs: blobs,
+		Author: who, Message: msg.String()})
+	if err != nil {
+		return gitver.ZeroHash, err
+	}
+	return merge.Hash, merge.Write()
+}
+
+// notesOf is the set of notes whose files changes touch.
+func notesOf(changes []gitver.PathChange) map[string]bool {
+	out := map[string]bool{}
+	for _, ch := range changes {
+		if key, ok := note.KeyOf(ch.Path); ok {
+			out[key] = true
+		}
+	}
+	return out
+}
+
+// contradicting returns the path and content of a sibling note holding a
+// local version of key (blob) that lost to the remote's: key-<commit>,
+// linked `contradicts` to key.
+func (f *follower) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
+	raw, err := f.repo.ReadBlob(blob)
+	if err != nil {
+		return "", nil, err
+	}
+	return contradictingText(key, raw, commit)
+}
+
+// contradictingText is contradicting of a note file's text raw, which git
+// may not hold yet (a person's save).
+func contradictingText(key string, raw []byte, commit gitver.Hash) (string, []byte, error) {
+	sibling := key + "-" + commit.Short()
+	f, err := note.Parse(raw)
+	if err != nil {
+		return sibling + ".md", raw, nil // unreadable front matter: kept as it is
+	}
+	rels, targets := f.Links()
+	if !slices.Contains(targets[relContradicts], key) {
+		if targets[relContradicts] == nil {
+			rels = append(rels, relContradicts)
+		}
+		targets[relContradicts] = append(targets[relContradicts], key)
+	}
+	if err := f.SetLinks(rels, targets); err != nil {
+		return "", nil, err
+	}
+	out, err := f.Render()
+	return sibling + ".md", out, err
+}

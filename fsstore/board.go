@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"errors"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"os"
 	"time"
 
@@ -23,6 +24,7 @@ type board struct {
 	repo        *gitver.Repo
 	idx         *index.DB
 	catch       *catchup.Catcher // brings idx to the branch
+	hist        *history.History // questions about the branch's history
 	root        *os.Root         // every note file is opened through it: no link leads out
 	files       *worktree.Files  // writes and places the notes' files, through root
 	logFn       func(format string, args ...any)

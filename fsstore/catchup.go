@@ -119,35 +119,3 @@ func (b *board) branchGone(last gitver.Hash) error {
 // Progress reports a long rebuild: stage is "history", "commits", "notes"
 // or "vectors" (total 0: unknown).
 type Progress = catchup.Progress
-
-// commitsUntil lists the commits on the first-parent history of from that
-// come after stop, newest first. found is false when stop is not on that
-// history within limit commits.
-func (b *board) commitsUntil(from, stop gitver.Hash, limit int) (chain []*gitver.CommitInfo, found bool, err error) {
-	for h := from; h != stop; {
-		if h.IsZero() || len(chain) == limit {
-			return chain, false, nil
-		}
-		c, err := b.repo.ReadCommit(h)
-		if err != nil {
-			return chain, false, err
-		}
-		chain = append(chain, c)
-		h = c.FirstParent()
-	}
-	return chain, true, nil
-}
-
-// changedSince lists the files whose content differs between a commit and
-// a later one.
-func (b *board) changedSince(from, to gitver.Hash) ([]gitver.PathChange, error) {
-	older, err := b.repo.ReadCommit(from)
-	if err != nil {
-		return nil, err
-	}
-	newer, err := b.repo.ReadCommit(to)
-	if err != nil {
-		return nil, err
-	}
-	return b.repo.DiffTrees(older.Tree, newer.Tree)
-}

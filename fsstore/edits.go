@@ -689,7 +689,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 
 	var changes []fileChange
 	unchanged := map[string]index.DiskStat{}
-	leftovers := &checkoutLeftovers{b: p.board}
+	leftovers := p.hist.Leftovers()
 	olderFromCheckouts := map[string]gitver.Hash{}
 	stale := &staleLook{p: p, head: head}
 	olderLeft := map[string]gitver.Hash{} // earlier versions put right, kept or not
@@ -708,7 +708,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		var blob gitver.Hash
 		if ch != nil && !ch.deleted && ch.info != nil {
 			blob = gitver.BlobHash(ch.content)
-			if older, err = leftovers.holds(rel, blob, ch.info.ModTime()); err != nil {
+			if older, err = leftovers.Holds(rel, blob, ch.info.ModTime()); err != nil {
 				return head, rep, err
 			}
 			if older {

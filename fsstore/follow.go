@@ -146,7 +146,7 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	mine, found, err := f.commitsUntil(ours, base, maxDropped) // newest first
+	mine, found, err := f.hist.CommitsUntil(ours, base, maxDropped) // newest first
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -161,7 +161,7 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	if !found {
 		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
 	}
-	changedThere, err := f.changedSince(base, theirs)
+	changedThere, err := f.hist.ChangedSince(base, theirs)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -236,11 +236,11 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 // to it, as rebuildOn does. It returns the merge, written but on no
 // branch.
 func (f *follower) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
-	changedHere, err := f.changedSince(base, ours)
+	changedHere, err := f.hist.ChangedSince(base, ours)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	changedThere, err := f.changedSince(base, theirs)
+	changedThere, err := f.hist.ChangedSince(base, theirs)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}

@@ -18,10 +18,10 @@ import (
 // graphKeys are the notes of the random histories.
 var graphKeys = []string{"t/a", "t/b", "t/c", "u/d"}
 
-// history is a random commit graph made with gitver: commits on any earlier
+// randomGraph is a random commit graph made with gitver: commits on any earlier
 // commit, merges of any two, contents drawn from a few values so that a
 // note often gets a content it had before.
-type history struct {
+type randomGraph struct {
 	t       *testing.T
 	w       *Workspace
 	rng     *rand.Rand
@@ -32,18 +32,18 @@ type history struct {
 
 // newHistory is a random history on a new workspace, drawn from seed,
 // holding the workspace's first commit.
-func newHistory(t *testing.T, seed uint64) *history {
+func newHistory(t *testing.T, seed uint64) *randomGraph {
 	t.Helper()
 	w := newWorkspace(t, false)
 	init, err := w.b.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &history{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
+	return &randomGraph{t: t, w: w, rng: rand.New(rand.NewPCG(seed, 7)), commits: []gitver.Hash{init}, when: time.Unix(1_700_000_000, 0),
 		blobs: map[string]gitver.Hash{}}
 }
 
-func (h *history) content() gitver.Hash {
+func (h *randomGraph) content() gitver.Hash {
 	if h.rng.IntN(6) == 0 {
 		return gitver.ZeroHash // the note is deleted, or stays absent
 	}
@@ -56,7 +56,7 @@ func (h *history) content() gitver.Hash {
 
 // commit makes a commit on parents[0] with some notes changed, and the
 // other parents as further parents.
-func (h *history) commit(parents ...gitver.Hash) gitver.Hash {
+func (h *randomGraph) commit(parents ...gitver.Hash) gitver.Hash {
 	h.t.Helper()
 	changes := map[string]gitver.Hash{}
 	for range 1 + h.rng.IntN(2) {
@@ -94,10 +94,10 @@ func (h *history) commit(parents ...gitver.Hash) gitver.Hash {
 	return merge
 }
 
-func (h *history) pick() gitver.Hash { return h.commits[h.rng.IntN(len(h.commits))] }
+func (h *randomGraph) pick() gitver.Hash { return h.commits[h.rng.IntN(len(h.commits))] }
 
 // reach lists every commit c reaches, c included.
-func (h *history) reach(c gitver.Hash) []*gitver.CommitInfo {
+func (h *randomGraph) reach(c gitver.Hash) []*gitver.CommitInfo {
 	seen := map[gitver.Hash]bool{c: true}
 	var out []*gitver.CommitInfo
 	for queue := []gitver.Hash{c}; len(queue) > 0; queue = queue[1:] {
@@ -116,7 +116,7 @@ func (h *history) reach(c gitver.Hash) []*gitver.CommitInfo {
 	return out
 }
 
-func (h *history) blob(c gitver.Hash, key string) gitver.Hash {
+func (h *randomGraph) blob(c gitver.Hash, key string) gitver.Hash {
 	if b, ok := h.blobs[c.String()+key]; ok {
 		return b
 	}
@@ -130,7 +130,7 @@ func (h *history) blob(c gitver.Hash, key string) gitver.Hash {
 
 // files is what commit c holds at the note: its file's blob and its blob
 // file's.
-func (h *history) files(c gitver.Hash, key string) [2]gitver.Hash {
+func (h *randomGraph) files(c gitver.Hash, key string) [2]gitver.Hash {
 	blobFile, err := h.w.b.repo.PathBlob(c, key+".blob.md")
 	if err != nil {
 		h.t.Fatal(err)
@@ -141,7 +141,7 @@ func (h *history) files(c gitver.Hash, key string) [2]gitver.Hash {
 // version is the definition, computed the slow way: the commits c reaches
 // whose content at the note's files differs from a parent's (from nothing,
 // for a root commit).
-func (h *history) version(c gitver.Hash, key string) int {
+func (h *randomGraph) version(c gitver.Hash, key string) int {
 	n := 0
 	for _, info := range h.reach(c) {
 		mine := h.files(info.Hash, key)
@@ -158,7 +158,7 @@ func (h *history) version(c gitver.Hash, key string) int {
 
 // firstParentVersion counts the first-parent commits that changed the note:
 // the definition of a linear history.
-func (h *history) firstParentVersion(c gitver.Hash, key string) int {
+func (h *randomGraph) firstParentVersion(c gitver.Hash, key string) int {
 	n := 0
 	for !c.IsZero() {
 		info, err := h.w.b.repo.ReadCommit(c)
@@ -178,7 +178,7 @@ func (h *history) firstParentVersion(c gitver.Hash, key string) int {
 }
 
 // moveBranch points the board's branch at c, as a person's git would.
-func (h *history) moveBranch(c gitver.Hash) {
+func (h *randomGraph) moveBranch(c gitver.Hash) {
 	h.t.Helper()
 	old, err := h.w.b.repo.Head()
 	if err != nil {
@@ -192,7 +192,7 @@ func (h *history) moveBranch(c gitver.Hash) {
 
 // checkIndex brings the index to the branch, at head, and compares it with
 // the definition there.
-func (h *history) checkIndex(head gitver.Hash, what string) {
+func (h *randomGraph) checkIndex(head gitver.Hash, what string) {
 	h.t.Helper()
 	if _, err := h.w.Cursor(); err != nil {
 		h.t.Fatal(err)
@@ -280,7 +280,7 @@ func TestVersionsOnTheCommitGraph(t *testing.T) {
 // checkLog compares every version the log gives with the version on the
 // graph at its commit: what a write that made that commit was
 // acknowledged at, whatever merges came after.
-func (h *history) checkLog() {
+func (h *randomGraph) checkLog() {
 	h.t.Helper()
 	for _, key := range graphKeys {
 		entries, err := agentView(h.w).Log("bb://acme/"+key, 1000)
@@ -335,7 +335,7 @@ func TestLogVersionsAreTheGraphs(t *testing.T) {
 // checkIndexAsFar compares the index, at whatever commit it holds now, with
 // the definition there (every note's version and blob, the cursor), and
 // returns that commit: a build in steps leaves it whole after each step.
-func (h *history) checkIndexAsFar(what string) gitver.Hash {
+func (h *randomGraph) checkIndexAsFar(what string) gitver.Hash {
 	h.t.Helper()
 	var at gitver.Hash
 	err := h.w.ReadIndex(func(s *index.Snapshot) error {
@@ -437,7 +437,7 @@ func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
 // the index, at at, is behind the branch at head (catchup.NoteFromGit)
 // with the definition at head, and returns them. A branch that no longer
 // reaches at gives none.
-func (h *history) checkNotesFromGit(head, at gitver.Hash, what string) map[string]index.Note {
+func (h *randomGraph) checkNotesFromGit(head, at gitver.Hash, what string) map[string]index.Note {
 	h.t.Helper()
 	out := map[string]index.Note{}
 	for _, key := range graphKeys {
@@ -466,7 +466,7 @@ func (h *history) checkNotesFromGit(head, at gitver.Hash, what string) map[strin
 // checkSameAsIndexed compares notes read from git during a build with the
 // index's rows once the build is done, at the same commit: the cursor of
 // their last change and who made it too.
-func (h *history) checkSameAsIndexed(fromGit map[string]index.Note, what string) {
+func (h *randomGraph) checkSameAsIndexed(fromGit map[string]index.Note, what string) {
 	h.t.Helper()
 	err := h.w.ReadIndex(func(s *index.Snapshot) error {
 		for key, g := range fromGit {

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"io/fs"
 	"path"
 	"time"
@@ -106,7 +107,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	changes, hint := bm.changes, bm.commits
 	switch {
 	case changes == nil:
-		if changes, err = m.changedSince(from, to); err != nil {
+		if changes, err = m.hist.ChangedSince(from, to); err != nil {
 			return false, err
 		}
 	case hint == nil:
@@ -202,7 +203,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
-	if dropped, err := m.buildsOnADrop(from, to, bm.fresh); err != nil || dropped {
+	if dropped, err := m.hist.BuildsOnADrop(from, to, bm.fresh); err != nil || dropped {
 		// A person's reset took the program's last commit away, and the
 		// repairs have not brought it back yet: built on that, this
 		// move would count a version again. The caller repairs and looks
@@ -371,7 +372,7 @@ func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
 
 // ownMove starts the reflog message of every move of the branch the program
 // makes.
-const ownMove = "blackboard: "
+const ownMove = history.OwnMove
 
 // commitChain makes m, the commits of n tool writes, through the one
 // branch-move step (moveBranch), with their objects made durable

@@ -403,7 +403,7 @@ func TestAddedUpIsTheChainsDiff(t *testing.T) {
 			diffs = append(diffs, diff)
 			parent = c
 		}
-		want, err := w.b.changedSince(start, parent)
+		want, err := w.b.hist.ChangedSince(start, parent)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"strings"
 	"time"
 
@@ -43,11 +44,11 @@ import (
 
 // RescuePrefix names the refs that keep commits a person's rewind dropped
 // from the board's branch.
-const RescuePrefix = "refs/blackboard/rescued/"
+const RescuePrefix = history.RescuePrefix
 
 // maxDropped bounds the walks from the program's last commit back to where
 // a reset went, and from the branch back to that commit.
-const maxDropped = 10000
+const maxDropped = history.MaxDropped
 
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
@@ -56,75 +57,21 @@ func (p *people) bringBackDropped() error {
 	if err != nil {
 		return err
 	}
-	d, err := p.droppedByAReset(head)
+	d, err := p.hist.DroppedByAReset(head)
 	if err != nil || d == nil {
 		return err
 	}
-	move := gitver.ReflogEntry{Old: d.ours, New: head, Message: d.moves[len(d.moves)-1].Message}
-	if d.races == d.resets {
-		if d.behind && p.repo.WorkTree().Operation == "" {
-			return p.restoreBranch(move, d.dropped)
+	move := gitver.ReflogEntry{Old: d.Ours, New: head, Message: d.Moves[len(d.Moves)-1].Message}
+	if d.Races == d.Resets {
+		if d.Behind && p.repo.WorkTree().Operation == "" {
+			return p.restoreBranch(move, d.Dropped)
 		}
-		return p.keepDropped(move, d.dropped)
+		return p.keepDropped(move, d.Dropped)
 	}
-	if done, err := p.undoOnTop(d.ours, head, d.rewind, d.dropped); err != nil || done {
+	if done, err := p.undoOnTop(d.Ours, head, d.Rewind, d.Dropped); err != nil || done {
 		return err
 	}
-	return p.keepDropped(move, d.dropped)
-}
-
-// resetDrop is what a person's reset took from the branch: the program's
-// commits after the branch as the reset left it, up to ours, the program's
-// last move.
-type resetDrop struct {
-	ours          gitver.Hash
-	moves         []gitver.ReflogEntry // the branch's recent moves, oldest first
-	resets, races int                  // the resets that moved away from ours; races: those "to HEAD"
-	rewind        gitver.ReflogEntry   // the last reset that was not a race
-	dropped       int                  // the program's commits dropped
-	behind        bool                 // the branch is on ours' history
-}
-
-// droppedByAReset is what a person's reset dropped from the branch at
-// head, nil for nothing: head holds the program's last commit, or no reset
-// moved away from it (a rebase or a pull rewrote it, and has its content),
-// or it dropped none of the program's commits. The one decision both
-// bringBackDropped and the mover's check (buildsOnADrop) take.
-func (b *board) droppedByAReset(head gitver.Hash) (*resetDrop, error) {
-	own, found, err := b.repo.LastMoveBy(ownMove)
-	if err != nil || !found || head == own.New {
-		return nil, err
-	}
-	d := &resetDrop{ours: own.New}
-	if held, err := b.reaches(head, d.ours); err != nil || held {
-		return nil, err // commits, merges and pulls on top keep the program's commit
-	}
-	// The branch no longer holds the program's last commit. The moves that
-	// left it say how. git and this program both log a move while they
-	// hold the branch's lock, so the reflog has them in order; all of those
-	// that moved away from the program's commit are read.
-	if d.moves, err = b.repo.RecentBranchMoves(); err != nil {
-		return nil, err
-	}
-	for _, m := range d.moves {
-		if m.Old == d.ours && !strings.HasPrefix(m.Message, ownMove) {
-			switch {
-			case m.Message == "reset: moving to HEAD":
-				d.resets++
-				d.races++
-			case strings.HasPrefix(m.Message, "reset: moving to "):
-				d.resets++
-				d.rewind = m
-			}
-		}
-	}
-	if d.resets == 0 {
-		return nil, nil
-	}
-	if d.dropped, d.behind, err = b.droppedProgramCommits(d.ours, head); err != nil || d.dropped == 0 {
-		return nil, err
-	}
-	return d, nil
+	return p.keepDropped(move, d.Dropped)
 }
 
 // undoOnTop keeps a person's rewind of the branch to an older commit of its
@@ -139,11 +86,11 @@ func (b *board) droppedByAReset(head gitver.Hash) (*resetDrop, error) {
 // the dropped commits' history, or followed by more than a linear history
 // of commits on top): that case is kept under a rescue ref.
 func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
-	if onOurs, err := p.reaches(ours, rewind.New); err != nil || !onOurs {
+	if onOurs, err := p.hist.Reaches(ours, rewind.New); err != nil || !onOurs {
 		return false, err
 	}
 	// The person's commits on the rewound branch, newest first.
-	since, found, err := p.commitsUntil(head, rewind.New, maxDropped)
+	since, found, err := p.hist.CommitsUntil(head, rewind.New, maxDropped)
 	if err != nil || !found {
 		return false, err
 	}
@@ -192,58 +139,6 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 		"(%s), so the notes it changed get new versions; `git log %s` shows all of it", rewind.Message, branch, dropped,
 		tip.Short(), branch)
 	return true, nil
-}
-
-// reaches reports whether target is on the first-parent history of from,
-// within maxDropped commits.
-func (b *board) reaches(from, target gitver.Hash) (bool, error) {
-	_, found, err := b.commitsUntil(from, target, maxDropped)
-	return found, err
-}
-
-// droppedProgramCommits counts the program's commits on the first-parent
-// history of from that are not on to's: those a move from from to to
-// dropped. onChain is false when to is not an ancestor of from within
-// maxDropped commits (the branch went elsewhere).
-func (b *board) droppedProgramCommits(from, to gitver.Hash) (n int, onChain bool, err error) {
-	chain, onChain, err := b.commitsUntil(from, to, maxDropped)
-	for _, c := range chain {
-		if note.ByProgram(c.Message) {
-			n++
-		}
-	}
-	return n, onChain, err
-}
-
-// buildsOnADrop reports whether moving the branch from `from` to `to`
-// would build on what a person's reset left, while the program's commits
-// it dropped are neither brought back nor kept (bringBackDropped): a write
-// built there would be checked against the version the reset dropped, and
-// given that number again. The reset's move is in the reflog once the
-// branch it left is read, so the mover asks at the commit point, and the
-// move waits for the repairs. A move of fresh commits (branchMove.fresh)
-// never brings the dropped ones back: made on from, they reach the
-// program's last commit only by being it again, a write that read the
-// reset's version and was acknowledged at that number once already.
-func (b *board) buildsOnADrop(from, to gitver.Hash, fresh bool) (bool, error) {
-	d, err := b.droppedByAReset(from)
-	if err != nil || d == nil {
-		return false, err
-	}
-	if !fresh {
-		if d.ours == to {
-			return false, nil // the repairs' own move
-		}
-		if back, err := b.reaches(to, d.ours); err != nil || back {
-			return false, err // the move brings them back
-		}
-	}
-	kept, err := b.repo.Refs(RescuePrefix)
-	if err != nil {
-		return false, err
-	}
-	_, isKept := kept[RescuePrefix+d.ours.String()]
-	return !isKept, nil
 }
 
 // restoreBranch moves the branch forward again to the commits a racing

@@ -198,7 +198,7 @@ func (tx *writeTx) chainNote(key string) (index.Note, error) {
 	if err != nil || tx.base == tx.head {
 		return n, err
 	}
-	chain, _, err := tx.q.commitsUntil(tx.base, tx.head, maxChain)
+	chain, _, err := tx.q.hist.CommitsUntil(tx.base, tx.head, maxChain)
 	if err != nil {
 		return n, err
 	}

@@ -223,7 +223,7 @@ func (m *mover) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
 		return nil, 0, nil // an unborn or unreadable HEAD, or the branch's own commit
 	}
 	// The board's commits the checkout is behind.
-	ahead, behind, err := m.commitsUntil(head, at, maxLeakWalk)
+	ahead, behind, err := m.hist.CommitsUntil(head, at, maxLeakWalk)
 	if err != nil || !behind {
 		return nil, 0, err
 	}
@@ -239,7 +239,7 @@ func (m *mover) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
 	if err != nil || len(changes) == 0 || len(changes) > maxLeakPaths {
 		return nil, 0, err
 	}
-	versions, err := m.versionsOf(ahead, changes)
+	versions, err := m.hist.VersionsOf(ahead, changes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -260,7 +260,7 @@ func (m *mover) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
 	leaked := func(p string, old, blob gitver.Hash) bool {
 		return blob != old && (slices.Contains(versions[p], blob) || slices.Contains(waiting.Paths[p], blob))
 	}
-	leftovers := &checkoutLeftovers{b: m.board}
+	leftovers := m.hist.Leftovers()
 	var entries []gitver.IndexEntry
 	older := map[string]gitver.Hash{}
 	for _, ch := range changes {
@@ -280,7 +280,7 @@ func (m *mover) takeBack(head gitver.Hash) ([]gitver.IndexEntry, int, error) {
 		fileLeaked := leaked(ch.Path, ch.Old, disk)
 		indexLeaked := leaked(ch.Path, ch.Old, staged[ch.Path])
 		if !fileLeaked && exists && disk != ch.Old {
-			if fileLeaked, err = leftovers.holds(ch.Path, disk, fi.ModTime()); err != nil {
+			if fileLeaked, err = leftovers.Holds(ch.Path, disk, fi.ModTime()); err != nil {
 				return nil, 0, err
 			}
 			// git wrote the checkout's index entry with its file.
@@ -323,27 +323,4 @@ func (m *mover) putBlob(p string, blob gitver.Hash) error {
 		return err
 	}
 	return m.files.WriteAtomic(p, content)
-}
-
-// versionsOf returns, for each changed path, every blob it had in the
-// commits of chain (zero: no file). The work tree can hold any of them: the
-// last write before a checkout moved HEAD put its files in place, and later
-// ones only moved the branch.
-func (b *board) versionsOf(chain []*gitver.CommitInfo, changes []gitver.PathChange) (map[string][]gitver.Hash, error) {
-	versions := make(map[string][]gitver.Hash, len(changes))
-	for _, ch := range changes {
-		versions[ch.Path] = nil
-	}
-	for _, c := range chain {
-		diff, err := b.repo.Changes(c)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range diff {
-			if vs, ok := versions[d.Path]; ok && !slices.Contains(vs, d.New) {
-				versions[d.Path] = append(vs, d.New)
-			}
-		}
-	}
-	return versions, nil
 }

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -186,6 +187,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	b := &board{dir: abs, name: cfg.Workspace, repo: repo, idx: idx, root: root,
 		sourceRoots: resolveRoots(roots), logFn: opts.Logf}
 	b.files = worktree.New(root, repo, reach)
+	b.hist = history.New(repo)
 	b.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
 		InBackground: opts.IndexInBackground})

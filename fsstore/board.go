@@ -2,12 +2,12 @@ package fsstore
 
 import (
 	"errors"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"os"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -51,6 +51,10 @@ func (b *board) stillOpen() error {
 		because(ErrWorkspaceReplaced)
 }
 
+// ownMove starts the reflog message of every move of the branch the program
+// makes.
+const ownMove = history.OwnMove
+
 // ErrWorkspaceReplaced is the cause of the error of a process whose
 // workspace directory was removed or replaced under it (board.stillOpen).
 var ErrWorkspaceReplaced = errors.New("the workspace directory was removed or replaced")
@@ -76,5 +80,15 @@ func (b *board) agentSignature(agent string) gitver.Signature {
 func (b *board) logf(format string, args ...any) {
 	if b.logFn != nil {
 		b.logFn(format, args...)
+	}
+}
+
+// crashPoint, when set (only by the crash tests), is called as a write passes
+// each step; the tests kill the process there to prove every step recoverable.
+var crashPoint func(step string)
+
+func reach(step string) {
+	if crashPoint != nil {
+		crashPoint(step)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -12,7 +13,7 @@ import (
 // tool write: a person's edits found in the work tree (onDisk: their files
 // are in place already), the board's first commit, the access file. Tool
 // writes are built in a writeTx (tx.go); both reach the branch through the
-// one branch-move step (moveBranch, move.go), which makes a crash at any
+// one branch-move step (Mover.Move), which makes a crash at any
 // point recoverable.
 //
 // A person's edits are the branch's only while the files are: while
@@ -88,13 +89,13 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 	if took {
 		objects = nil
 	}
-	moved, err := p.mover.moveBranch(branchMove{from: parent, to: commit, reason: ownMove + subject(message),
-		alongside: objects, changes: diff, onDisk: onDisk, infos: infos, fresh: true})
+	moved, err := p.mover.Move(mover.Move{From: parent, To: commit, Reason: ownMove + subject(message),
+		Alongside: objects, Changes: diff, OnDisk: onDisk, Infos: infos, Fresh: true})
 	switch {
 	case moved && err != nil:
 		return commit, &unfinishedError{commit: commit, err: err}
 	case moved:
-		p.mover.counted(1)
+		p.mover.Counted(1)
 		return commit, nil
 	case took && err == nil:
 		// The remote took the commit, and the local branch moved or the

@@ -4,22 +4,19 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
-
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -43,7 +40,6 @@ import (
 // kept), or once it has been unchanged for keepDisplaced.
 
 const (
-	displacedDir = "blackboard-displaced" // in .git
 	// keepDisplaced is how long a displaced file that nobody writes into is
 	// kept: a file handle held open longer than this and written later
 	// writes into a file no one reads.
@@ -52,85 +48,18 @@ const (
 	// was written into it is taken (a person may still be writing), and how
 	// often the kept files are looked at.
 	displacedQuiet = time.Second
-	// baseSuffix names the copy of what a kept file held when something
-	// written into it was last taken (its blob may be in no commit).
-	baseSuffix = ".base"
 )
-
-// displacedFiles is the watch the workspace keeps on the files it kept.
-type displacedFiles struct {
-	kept atomic.Bool  // some are kept, as the last look or keep found
-	look atomic.Int64 // when they were last looked at, unix nanoseconds
-}
-
-// displacedName says what a kept file held: its blob, size and time.
-func displacedName(blob gitver.Hash, size, mtime int64) string {
-	return fmt.Sprintf("%s.%d.%d", blob, size, mtime)
-}
-
-func parseDisplacedName(name string) (blob gitver.Hash, size, mtime int64, ok bool) {
-	parts := strings.Split(name, ".")
-	if len(parts) != 3 {
-		return blob, 0, 0, false
-	}
-	var err error
-	if blob, err = gitver.ParseHash(parts[0]); err != nil {
-		return blob, 0, 0, false
-	}
-	size, err1 := strconv.ParseInt(parts[1], 10, 64)
-	mtime, err2 := strconv.ParseInt(parts[2], 10, 64)
-	return blob, size, mtime, err1 == nil && err2 == nil
-}
-
-// place puts a staged file in place (worktree.Files.Place) and keeps the
-// file it moved aside, which a person may still write into.
-func (m *mover) place(staged worktree.Staged, dst string, expect, ours gitver.Hash) (bool, error) {
-	placed, kept, err := m.files.Place(staged, dst, expect, ours)
-	if kept != nil {
-		m.keepDisplaced(kept.Tmp, kept.Path, kept.Blob, kept.Info, kept.Base)
-	}
-	return placed, err
-}
-
-// keepDisplaced keeps tmp, the file a write displaced from path, which
-// held blob when its stat fi was taken (or blob with text appended, which
-// then goes onto the note), and removes tmp's own name. base is blob's
-// content when git may not have it. A failure only loses the chance to see
-// later writes into it: the write itself went through.
-func (m *mover) keepDisplaced(tmp, path string, blob gitver.Hash, fi fs.FileInfo, base []byte) {
-	defer m.root.Remove(tmp)
-	dir := filepath.Join(m.repo.GitDir(), displacedDir, filepath.FromSlash(path))
-	held := filepath.Join(dir, displacedName(blob, fi.Size(), fi.ModTime().UnixNano()))
-	from := filepath.Join(m.dir, filepath.FromSlash(tmp))
-	if base != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return
-		}
-		if err := os.WriteFile(held+baseSuffix, base, 0o644); err != nil {
-			return
-		}
-	}
-	err := os.Link(from, held)
-	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(dir, 0o755) == nil {
-		err = os.Link(from, held)
-	}
-	if err != nil {
-		os.Remove(held + baseSuffix)
-		return
-	}
-	m.displaced.kept.Store(true)
-}
 
 // takeDisplaced looks at the kept files, at most once a second: what a
 // person wrote into one is committed as their edit (adoptDisplaced); one
 // unchanged for keepDisplaced is let go. The caller holds the write lock.
 func (p *people) takeDisplaced() error {
 	now := time.Now()
-	if last := p.displaced.look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
+	if last := p.displaced.Look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
 		return nil
 	}
-	p.displaced.look.Store(now.UnixNano())
-	root := filepath.Join(p.repo.GitDir(), displacedDir)
+	p.displaced.Look.Store(now.UnixNano())
+	root := filepath.Join(p.repo.GitDir(), mover.DisplacedDir)
 	// The kept files of each note, oldest first, each committed as its own
 	// edit (or kept as a sibling note, committed here) before the next is
 	// looked at: a later one never writes over an earlier one's text
@@ -143,7 +72,7 @@ func (p *people) takeDisplaced() error {
 			}
 			return err
 		}
-		if !d.IsDir() && !strings.HasSuffix(held, baseSuffix) {
+		if !d.IsDir() && !strings.HasSuffix(held, mover.BaseSuffix) {
 			byNote[filepath.Dir(held)] = append(byNote[filepath.Dir(held)], held)
 		}
 		return nil
@@ -171,7 +100,7 @@ func (p *people) takeDisplaced() error {
 			}
 		}
 	}
-	p.displaced.kept.Store(kept)
+	p.displaced.Kept.Store(kept)
 	return nil
 }
 
@@ -194,9 +123,9 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 		return false, false, err
 	}
 	path := filepath.ToSlash(rel)
-	blob, size, mtime, ok := parseDisplacedName(filepath.Base(held))
+	blob, size, mtime, ok := mover.ParseDisplacedName(filepath.Base(held))
 	letGo := func() (bool, bool, error) {
-		os.Remove(held + baseSuffix)
+		os.Remove(held + mover.BaseSuffix)
 		err := os.Remove(held)
 		os.Remove(filepath.Dir(held)) // when it was the last one there
 		return false, false, err
@@ -233,7 +162,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 	if now != blob {
 		// What it held: the note's blob when it was displaced, or what was
 		// taken from it last.
-		base, err := os.ReadFile(held + baseSuffix)
+		base, err := os.ReadFile(held + mover.BaseSuffix)
 		if errors.Is(err, fs.ErrNotExist) {
 			base, err = p.repo.ReadBlob(blob)
 		}
@@ -246,11 +175,11 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 		}
 		took = true
 	}
-	renamed := filepath.Join(filepath.Dir(held), displacedName(now, fi.Size(), fi.ModTime().UnixNano()))
-	if err := os.WriteFile(renamed+baseSuffix, written, 0o644); err != nil {
+	renamed := filepath.Join(filepath.Dir(held), mover.DisplacedName(now, fi.Size(), fi.ModTime().UnixNano()))
+	if err := os.WriteFile(renamed+mover.BaseSuffix, written, 0o644); err != nil {
 		return true, took, err
 	}
-	os.Remove(held + baseSuffix)
+	os.Remove(held + mover.BaseSuffix)
 	return true, took, os.Rename(held, renamed)
 }
 
@@ -270,7 +199,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 // taken for an edit of the branch's version, and the text be in no
 // version. Once the branch holds it, that save is merged with it; and a
 // save that lands before the commit's file is placed stays the person's,
-// merged in turn (moveBranch).
+// merged in turn (Mover.Move).
 func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
 	if p.repo.WorkTree().Busy() != "" {
 		return false, nil // the files are git's now

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 )
 
@@ -37,7 +38,7 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 		put(t, w, "t/busy", v, fmt.Sprintf("busy v%d", v+1), fmt.Sprintf("%d\n", v))
 	}
 	kept := func(note string) int {
-		entries, _ := os.ReadDir(filepath.Join(w.Dir(), ".git", displacedDir, "t", note))
+		entries, _ := os.ReadDir(filepath.Join(w.Dir(), ".git", mover.DisplacedDir, "t", note))
 		return len(entries)
 	}
 	if kept("busy.md") == 0 || kept("held.md") != 1 {

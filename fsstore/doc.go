@@ -34,26 +34,21 @@
 //	           theirs (edits.go, commit.go, stale.go, displaced.go), a save
 //	           made from an earlier version merged with what was written
 //	           since (saves.go), the repairs (repair.go, rescue.go,
-//	           unplaced.go, checkouts.go), and prepare, the upkeep a batch
-//	           runs once before it is built
+//	           unplaced.go), and prepare, the upkeep a batch runs once
+//	           before it is built
 //	follower   the upstream, where a write counts (upstream.go: the
 //	           interface, and remoteRace, the one back-off of every loop
 //	           that publishes), and the local branch brought to what it
 //	           holds, with local commits it has not rebuilt on it
 //	           (follow.go)
-//	mover      the commit point (move.go): the journal, the branch move
-//	           (never onto a branch a person's reset took the program's
-//	           last commit from, until it is back), the files placed,
-//	           git's index, the derived index caught up;
-//	           and a killed writer's journal finished by whoever comes
-//	           next (journal.go); files a move replaced kept for a person
-//	           (displaced.go), and files for another checkout (unplaced.go)
+//	mover      the commit point, the package fsstore/internal/mover
+//	           (below)
 //	writeLock  the write lock across processes (lock.go); a hold runs
 //	           nothing but what its holder asks
 //	board      what every part shares (board.go): the directory, git, the
-//	           derived index and its catch-up, the files; and the reads
-//	           over them: catchup.go, read.go, list.go, search.go,
-//	           feedback.go, files.go
+//	           derived index and its catch-up, the files, the history;
+//	           and the reads over them: catchup.go, read.go, list.go,
+//	           search.go, feedback.go, files.go
 //
 // errors.go holds the errors callers branch on; crashpoints.go, built only
 // with the crashpoints tag, lets tests kill a process at a named step.
@@ -69,6 +64,15 @@
 // handed what they use; they import downward only, and tell the engine by
 // what they return, or through the functions it hands them:
 //
+//	mover     the commit point: the journal, the branch move (never onto
+//	          a branch a person's reset took the program's last commit
+//	          from, until it is back), the files placed, git's index, the
+//	          derived index caught up; a killed writer's journal finished
+//	          by whoever comes next (Recover); files a move replaced kept
+//	          for a person (displaced.go), and files for another checkout
+//	          (unplaced.go)
+//	history   questions about the branch's history: what a person's reset
+//	          dropped, what a checkout wrote, the commits between two
 //	catchup   the derived index brought to the branch, bounded for a
 //	          caller, in steps in the background
 //	worktree  the notes' files on disk
@@ -76,7 +80,7 @@
 //	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
 //	localboard the upstream of a board without a remote
-//	gitremote  the upstream of a board with a git remote: a chain of
+//	gitremote the upstream of a board with a git remote: a chain of
 //	          commits published, what other clones published learned,
 //	          and this clone's turns among them and its pacing
 //
@@ -85,26 +89,27 @@
 //
 //	View.Update (write.go)           the request checked, the caller's right
 //	pipeline.submit, leadWrites,     the queue: alone, so a batch of one,
-//	  publishWrites, commitBatch,    committed at once (upstream.onBranch);
+//	  publishWrites, commitBatch,    committed at once (upstream.OnBranch);
 //	  commitRound (queue.go)         the round runs again only when a
 //	                                 person's commit moves the branch first
 //	writeLock.with (lock.go)         the flock
 //	people.prepare (repair.go)       the upkeep, once: a killed writer's
-//	                                 journal finished (mover.recover), the
+//	                                 journal finished (Mover.Recover), the
 //	                                 repairs of a person's git, the notes'
 //	                                 own edits committed (adoptEdits)
 //	buildWrite, writeTx (tx.go)      the note read as the write sees it and
 //	                                 checked against expect_version
 //	                                 (noteIn), its commit built in memory
-//	mover.commitChain, moveBranch    the commit point: the journal written,
-//	  (move.go)                      the files staged, the branch moved, the
+//	Mover.CommitChain, Move          the commit point: the journal written,
+//	  (internal/mover)               the files staged, the branch moved, the
 //	                                 files placed, git's index written, the
 //	                                 journal cleared, the index caught up
 //
-// With a remote, the batch runs the same round, and pushes its chain
-// (pushChain, upstream.push) before the mover moves the branch, in the
-// same hold of the write lock; when another clone pushed first, the clone
-// follows the remote and the batch is built again on it (pushBatch).
+// With a remote, the batch runs the same round, and publishes its chain
+// (pushChain, upstream.Publish) before the mover moves the branch, in the
+// same hold of the write lock; when another clone published first, the
+// clone follows the remote (follower.follow) and the batch is built again
+// on it (pushBatch).
 // docs/architecture.md walks this path function by function, with the relay
 // that brings an agent's call to the engine, a read and a search, and says
 // which files and tests a common change touches; `blackboard-bench path`

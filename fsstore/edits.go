@@ -14,6 +14,8 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -44,10 +46,10 @@ import (
 type people struct {
 	*board
 	lock      *writeLock
-	mover     *mover
+	mover     *mover.Mover
 	follower  *follower     // publishes its commits where writes count
 	edits     *pendingEdits // people's changes reported and not yet committed
-	displaced *displacedFiles
+	displaced *mover.Displaced
 	vanished  vanishedFiles  // files found missing, not yet committed as deleted
 	saves     committedSaves // people's commits looked at for saves to merge (saves.go)
 	onEdits   func(*EditReport)
@@ -401,7 +403,7 @@ func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
 			case ok && record && p.files.CheckNoLinks(file) == nil:
 				// A link's stat is never recorded: the look at the whole
 				// tree names it as a problem (walkNotes) each time.
-				if st := statOf(fi); trustworthy(st) {
+				if st := worktree.StatOf(fi); worktree.Trustworthy(st) {
 					st.Blob = committed
 					same[file] = st
 				}
@@ -785,7 +787,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 	p.edits.add(rep.Unsettled, false)
 	if len(olderFromCheckouts)+len(olderLeft) > 0 {
 		maps.Copy(olderLeft, olderFromCheckouts)
-		if err := p.mover.recordUnplaced(olderLeft); err != nil {
+		if err := p.mover.RecordUnplaced(olderLeft); err != nil {
 			return head, rep, err
 		}
 		if err := p.placeUnplaced(); err != nil {
@@ -850,7 +852,7 @@ func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskSta
 		if err != nil {
 			return nil, nil, err
 		}
-		st = statOf(fi)
+		st = worktree.StatOf(fi)
 	}
 	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && sameStat(c.recorded, st) {
 		return nil, nil, nil // unchanged since it last matched git
@@ -866,7 +868,7 @@ func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskSta
 		return nil, nil, nil
 	}
 	if gitver.BlobHash(content) == c.committed {
-		if st := statOf(info); trustworthy(st) {
+		if st := worktree.StatOf(info); worktree.Trustworthy(st) {
 			st.Blob = c.committed
 			return nil, &st, nil
 		}
@@ -1095,7 +1097,3 @@ func (p *people) editMessage(edits []Edit, who string) note.Message {
 // mergedLine explains, in the message of a person's commit, a save that
 // was merged (saves.go).
 const mergedLine = "Saved from an earlier version of the note: what was written since is kept, and the person's changes are on top."
-
-// settleBeforeEdits is how long a commit of people's edits that met a git
-// command in the work tree waits before it compares again.
-const settleBeforeEdits = 100 * time.Millisecond

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -14,12 +13,6 @@ import (
 // The engine's view of the work tree's files: what a recorded stat is
 // worth, and the walk of the whole tree. Writing and placing the files is
 // fsstore/internal/worktree's.
-
-// statOf is the part of a file's metadata that tells whether it changed,
-// as the index records it (the blob left zero).
-func statOf(fi fs.FileInfo) index.DiskStat {
-	return diskStat(gitver.StatOfFile(fi))
-}
 
 func diskStat(st gitver.FileStat) index.DiskStat {
 	return index.DiskStat{Size: st.Size, MTime: st.MTime, Ino: st.Ino}
@@ -120,27 +113,3 @@ func (b *board) rel(abs string) string {
 	}
 	return filepath.ToSlash(rel)
 }
-
-// racyWindow is how recently a file may have been modified for its stat to
-// be worth nothing: a file system's clock is coarse (a few milliseconds on
-// Linux), so a second write within the same tick can leave size, time and
-// inode unchanged. Files younger than this are compared by content.
-const racyWindow = time.Second
-
-// trustworthy reports whether st may stand for the content read with it.
-func trustworthy(st index.DiskStat) bool {
-	return time.Since(time.Unix(0, st.MTime)) >= racyWindow
-}
-
-// staleInfo is a stat that matches no file: recorded in git's index for a
-// path whose file is not the committed content (a person's save kept by
-// placeFile), it makes git compare the content instead of trusting the
-// entry.
-type staleInfo struct{}
-
-func (staleInfo) Name() string       { return "" }
-func (staleInfo) Size() int64        { return 0 }
-func (staleInfo) Mode() fs.FileMode  { return 0o644 }
-func (staleInfo) ModTime() time.Time { return time.Unix(0, 0) }
-func (staleInfo) IsDir() bool        { return false }
-func (staleInfo) Sys() any           { return nil }

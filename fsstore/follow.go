@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -18,7 +19,7 @@ import (
 // people when their commit lost that race, the server every few seconds.
 type follower struct {
 	*board
-	mover *mover
+	mover *mover.Mover
 	up    upstream
 }
 
@@ -108,7 +109,7 @@ func (f *follower) follow() error {
 			if err != nil {
 				return err
 			}
-			_, err := f.mover.moveBranchWithFiles(ours, theirs, ownMove+"fast-forward to "+f.up.Name(), nil)
+			_, err := f.mover.MoveWithFiles(ours, theirs, ownMove+"fast-forward to "+f.up.Name(), nil)
 			return err
 		}
 	}
@@ -130,7 +131,7 @@ func (f *follower) follow() error {
 		return f.failure(err)
 	}
 	if tip != ours {
-		_, err := f.mover.moveBranchWithFiles(ours, tip, ownMove+"rebuild the local commits on "+f.up.Name(), nil)
+		_, err := f.mover.MoveWithFiles(ours, tip, ownMove+"rebuild the local commits on "+f.up.Name(), nil)
 		return err
 	}
 	return nil

@@ -14,13 +14,13 @@ import (
 // writeLock serializes writes: mu this process's goroutines (go-git and
 // our caches are not goroutine-safe), an exclusive flock on file
 // (.blackboard/write.lock) the processes sharing the workspace. It runs
-// nothing of its own in a hold: the upkeep is the parts' (mover.recover,
+// nothing of its own in a hold: the upkeep is the parts' (Mover.Recover,
 // people.repair), where they need it.
 type writeLock struct {
 	mu   sync.Mutex
 	file *os.File
 	// holds counts the holds taken, guarded by mu: a part that did its
-	// upkeep in this hold (mover.recover) knows not to do it again.
+	// upkeep in this hold (Mover.Recover) knows not to do it again.
 	holds uint64
 }
 
@@ -28,7 +28,7 @@ type writeLock struct {
 // mutex (go-git and our caches are not goroutine-safe) and an exclusive flock
 // on .blackboard/write.lock (other processes). The kernel releases the flock
 // when a process dies, so a killed writer never blocks the next one; what it
-// left half-done is the mover's to finish (mover.recover), before the next
+// left half-done is the mover's to finish (Mover.Recover), before the next
 // move of the branch and before anyone compares the work tree.
 func (l *writeLock) with(fn func() error) error {
 	l.mu.Lock()
@@ -46,6 +46,9 @@ func (l *writeLock) with(fn func() error) error {
 	l.holds++
 	return fn()
 }
+
+// count is how many holds were taken so far. The caller holds the lock.
+func (l *writeLock) count() uint64 { return l.holds }
 
 // flock is unix.Flock on f, again when a signal interrupts it.
 func flock(f *os.File, how int) error {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // A batch runs straight down in one hold of the write lock (commitRound):
 // the upkeep once, the writes built as a chain in memory, the branch moved
-// once for them all (move.go), then the answers. A write that comes alone
+// once for them all (Mover.CommitChain), then the answers. A write that comes alone
 // is a batch of one.
 //
 // On a board with a remote, a write counts once the remote took it, and a
@@ -48,7 +49,7 @@ const batchLinger = 3 * time.Millisecond
 type pipeline struct {
 	*board
 	lock     *writeLock
-	mover    *mover
+	mover    *mover.Mover
 	people   *people
 	follower *follower
 	// queue holds this process's tool writes waiting to be built.
@@ -329,7 +330,7 @@ func answerAll(items []*queuedWrite, err error) {
 // a killed writer's journal finished, the repairs, people's edits to their
 // notes committed); each write built on the one before as its own commit,
 // checked against its own expect_version, its objects in memory
-// (buildWrite); the chain moved onto the branch once (mover.commitChain),
+// (buildWrite); the chain moved onto the branch once (Mover.CommitChain),
 // its objects made durable in the same round as the journal and the files;
 // then every write answered. A write that came alone is a batch of one,
 // its objects written loose. When a person's commit moves the branch
@@ -416,21 +417,21 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	}
 	reach("built")
 	last := chain[len(chain)-1].mine
-	bm := branchMove{from: head, to: last.commit, reason: ownMove + subject(last.info.Message),
-		alongside: last.pending.Write, changes: last.diff, fresh: true}
+	bm := mover.Move{From: head, To: last.commit, Reason: ownMove + subject(last.info.Message),
+		Alongside: last.pending.Write, Changes: last.diff, Fresh: true}
 	var published []string
 	if len(chain) > 1 {
 		// One pack for the batch's objects, synced with the journal and
 		// the files; each commit's changes are known from its build, and
 		// the batch's are theirs, added up.
-		bm.reason = fmt.Sprintf("%scommit %d writes", ownMove, len(chain))
-		bm.commits = map[gitver.Hash][]gitver.PathChange{}
+		bm.Reason = fmt.Sprintf("%scommit %d writes", ownMove, len(chain))
+		bm.Commits = map[gitver.Hash][]gitver.PathChange{}
 		diffs := make([][]gitver.PathChange, len(chain))
 		for i, it := range chain {
-			bm.commits[it.mine.commit], diffs[i] = it.mine.diff, it.mine.diff
+			bm.Commits[it.mine.commit], diffs[i] = it.mine.diff, it.mine.diff
 		}
-		bm.changes = addedUp(diffs)
-		bm.alongside = func() error {
+		bm.Changes = addedUp(diffs)
+		bm.Alongside = func() error {
 			sha, err := q.repo.WriteStaged()
 			if err != nil || sha == "" {
 				return err
@@ -458,7 +459,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 		}
 		r.pushed = true
 	}
-	moved, err := q.mover.commitChain(bm, len(chain))
+	moved, err := q.mover.CommitChain(bm, len(chain))
 	switch {
 	case r.pushed && !moved:
 		// The remote holds the chain: the writes stand. A person's
@@ -487,13 +488,13 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 // broke off is looked for on the remote: when the remote took it, the
 // writes stand; when it cannot be told, the writes are answered
 // ErrOutcomeUnknown. The caller holds the write lock.
-func (q *pipeline) pushChain(bm *branchMove, chain []*queuedWrite) error {
-	if err := bm.alongside(); err != nil {
+func (q *pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
+	if err := bm.Alongside(); err != nil {
 		return err
 	}
-	bm.alongside = nil
+	bm.Alongside = nil
 	up := q.follower.up
-	err := up.Publish(bm.to)
+	err := up.Publish(bm.To)
 	if err == nil || errors.Is(err, gitver.ErrRemoteMoved) {
 		return err
 	}
@@ -504,7 +505,7 @@ func (q *pipeline) pushChain(bm *branchMove, chain []*queuedWrite) error {
 	if terr != nil {
 		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.follower.failure(err), terr))
 	}
-	if took, terr := q.repo.IsAncestor(bm.to, theirs); terr == nil && took {
+	if took, terr := q.repo.IsAncestor(bm.To, theirs); terr == nil && took {
 		q.logf("a push that failed (%v) reached the remote: its %d writes stand", err, len(chain))
 		return nil
 	}

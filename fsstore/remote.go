@@ -11,7 +11,6 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
-
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -227,7 +226,7 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 		if err := w.b.repo.PushOver(ctx, remote, merge, theirs); err != nil {
 			return w.follower.failure(err)
 		}
-		if _, err := w.mover.moveBranchWithFiles(ours, merge, ownMove+"join the rewritten history of "+remote, nil); err != nil {
+		if _, err := w.mover.MoveWithFiles(ours, merge, ownMove+"join the rewritten history of "+remote, nil); err != nil {
 			return err
 		}
 		return w.b.repo.DeleteRef(ref)

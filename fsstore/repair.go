@@ -11,7 +11,7 @@ import (
 // write is taken for a person's edit; a watching server also runs them
 // every second while there may be something to repair (Repair).
 func (p *people) repair() error {
-	if err := p.mover.recover(); err != nil {
+	if err := p.mover.Recover(); err != nil {
 		return err
 	}
 	return p.repairs()
@@ -40,7 +40,7 @@ func (p *people) repairs() error {
 
 // prepare readies the board for tool writes of the notes uris name, once
 // in the hold of the write lock that builds them, before they are built:
-// a killed writer's journal finished (mover.recover), then the repairs
+// a killed writer's journal finished (Mover.Recover), then the repairs
 // (agents' commits a person's reset dropped come back before anything is
 // built on the branch, rescue.go), then people's edits to the notes
 // committed, each its own commit (pushed on its own): rare, and they drop

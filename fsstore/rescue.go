@@ -3,10 +3,10 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -145,7 +145,7 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 // reset dropped, and puts their files back.
 func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
-	moved, err := p.mover.moveBranchWithFiles(move.New, move.Old, reason, nil)
+	moved, err := p.mover.MoveWithFiles(move.New, move.Old, reason, nil)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -84,12 +85,12 @@ func droppedByARacingReset(t *testing.T) (w *Workspace, left, dropped gitver.Has
 // refusedThenConflicts checks that the commit point refuses move, and that
 // the next write, which repairs first, brings the dropped v2 back and
 // conflicts as a write that read the reset's version (v1) must.
-func refusedThenConflicts(t *testing.T, w *Workspace, move branchMove, digest, body string) {
+func refusedThenConflicts(t *testing.T, w *Workspace, move mover.Move, digest, body string) {
 	t.Helper()
 	err := w.lock.with(func() error {
-		moved, err := w.mover.moveBranch(move)
+		moved, err := w.mover.Move(move)
 		if err != nil || moved {
-			t.Errorf("%s: moved %t, %v; want it refused", move.reason, moved, err)
+			t.Errorf("%s: moved %t, %v; want it refused", move.Reason, moved, err)
 		}
 		return nil
 	})
@@ -121,7 +122,7 @@ func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	if err := pending.Write(); err != nil {
 		t.Fatal(err)
 	}
-	refusedThenConflicts(t, w, branchMove{from: left, to: pending.Hash, reason: ownMove + "a write on the reset's branch"},
+	refusedThenConflicts(t, w, mover.Move{From: left, To: pending.Hash, Reason: ownMove + "a write on the reset's branch"},
 		"two again", "2 again\n")
 }
 
@@ -132,7 +133,7 @@ func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 // as it refuses any other write there, and the write then conflicts.
 func TestTheDroppedWriteMadeAgainIsNotAcknowledgedAgain(t *testing.T) {
 	w, left, dropped := droppedByARacingReset(t)
-	refusedThenConflicts(t, w, branchMove{from: left, to: dropped, reason: ownMove + "the dropped write made again", fresh: true},
+	refusedThenConflicts(t, w, mover.Move{From: left, To: dropped, Reason: ownMove + "the dropped write made again", Fresh: true},
 		"two", "2")
 }
 

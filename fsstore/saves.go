@@ -236,7 +236,7 @@ func stillReads(merged, branch, person []byte) bool {
 }
 
 // replaceSave puts content in the file at rel in place of a person's save,
-// which held expect, the way a write replaces a file (mover.place): a
+// which held expect, the way a write replaces a file (Mover.Place): a
 // person who holds it open, or saved it again meanwhile, loses nothing.
 // placed is false when the file changed under it; it is compared again.
 func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (placed bool, err error) {
@@ -244,7 +244,7 @@ func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (pl
 	if err != nil {
 		return false, err
 	}
-	placed, err = p.mover.place(worktree.Staged{Tmp: tmp, Info: info}, rel, expect, gitver.BlobHash(content))
+	placed, err = p.mover.Place(worktree.Staged{Tmp: tmp, Info: info}, rel, expect, gitver.BlobHash(content))
 	if err != nil || !placed {
 		p.edits.add([]string{rel}, false)
 		return false, err

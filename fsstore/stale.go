@@ -257,7 +257,7 @@ func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
 			if err != nil {
 				return fileChange{}, err
 			}
-			if _, err := w.mover.place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
+			if _, err := w.mover.Place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
 				return fileChange{}, err
 			}
 			if err := w.files.SyncDir(path.Dir(p)); err != nil {

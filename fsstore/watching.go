@@ -453,7 +453,7 @@ func (w *Workspace) Repair() error {
 // event announces: files kept for a person who may still write into them,
 // or another branch checked out.
 func (w *Workspace) NeedsRepair() bool {
-	return w.people.displaced.kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.toLookAt()
+	return w.people.displaced.Kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.toLookAt()
 }
 
 // FilesChanged tells the workspace that these work-tree paths (relative,

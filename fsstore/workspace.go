@@ -3,7 +3,6 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +11,10 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/localboard"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/vectors"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -69,7 +70,7 @@ type Workspace struct {
 	// follower (the upstream, where writes count, and the branch brought
 	// to it), people (people's edits and git), pipe (tool writes).
 	lock     *writeLock
-	mover    *mover
+	mover    *mover.Mover
 	follower *follower
 	people   *people
 	pipe     *pipeline
@@ -192,10 +193,13 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
 		InBackground: opts.IndexInBackground})
 	edits := &pendingEdits{oneShot: opts.OneShot}
-	displaced := &displacedFiles{}
+	displaced := &mover.Displaced{}
 	lock := &writeLock{file: lockFile}
-	mv := &mover{board: b, lock: lock, journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()),
-		edits: edits, displaced: displaced}
+	mv := mover.New(mover.Options{Git: repo, Dir: abs, Root: root, Files: b.files,
+		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: b.catch, History: b.hist,
+		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen,
+		Signature: func() gitver.Signature { return b.agentSignature(note.InitAgent) },
+		Edited:    func(paths []string) { edits.add(paths, false) }, Reach: reach})
 	var up upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
 		up = gitremote.New(repo, name, b.logf, reach)

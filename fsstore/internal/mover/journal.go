@@ -1,4 +1,4 @@
-package fsstore
+package mover
 
 import (
 	"fmt"
@@ -6,33 +6,34 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// recover finishes or drops the write a killed process left in the
+// Recover finishes or drops the write a killed process left in the
 // journal, whichever process comes next: before the branch moves again
-// (moveBranch), and before anyone compares the work tree (people.repair).
+// (Move), and before anyone compares the work tree (the engine's repairs).
 // The caller holds the write lock.
 //
 // It reads the journal once a hold: no other process writes one while this
 // one holds the lock, and this process's own moves clear theirs, unless
 // one failed past its commit point (journal.File.Written).
-func (m *mover) recover() error {
+func (m *Mover) Recover() error {
 	if err := m.stillOpen(); err != nil {
 		return err
 	}
-	if m.recoveredIn != 0 && m.recoveredIn == m.lock.holds && !m.journal.Written() {
+	if m.recoveredIn != 0 && m.recoveredIn == m.holds() && !m.journal.Written() {
 		return nil
 	}
 	if err := m.finishInterrupted(); err != nil {
 		return fmt.Errorf("finish an interrupted write: %w", err)
 	}
-	m.recoveredIn = m.lock.holds
+	m.recoveredIn = m.holds()
 	return nil
 }
 
 // finishInterrupted is recover, unworded.
-func (m *mover) finishInterrupted() error {
+func (m *Mover) finishInterrupted() error {
 	j, torn, err := m.journal.Read()
 	if err != nil {
 		return err
@@ -48,15 +49,15 @@ func (m *mover) finishInterrupted() error {
 	if newHash.IsZero() {
 		return m.journal.Clear()
 	}
-	if _, err := m.repo.RemoveStaleLock(newHash); err != nil {
+	if _, err := m.git.RemoveStaleLock(newHash); err != nil {
 		return err
 	}
 	// File times come from a coarse kernel clock that may lag the journal's
 	// time by a tick: allow a second.
-	if _, err := m.repo.RemoveStaleIndexLock(j.Time.Add(-time.Second)); err != nil {
+	if _, err := m.git.RemoveStaleIndexLock(j.Time.Add(-time.Second)); err != nil {
 		return err
 	}
-	head, err := m.repo.Head()
+	head, err := m.git.Head()
 	if err != nil {
 		return err
 	}
@@ -75,8 +76,8 @@ func (m *mover) finishInterrupted() error {
 // finishJournal does what is left of j once the branch holds j.New: the
 // files in place (a person's change to one since stays), git's index
 // entries, the temporary files gone, the journal cleared.
-func (m *mover) finishJournal(j *journal.Journal) error {
-	gitIndex, err := m.repo.LockIndex()
+func (m *Mover) finishJournal(j *journal.Journal) error {
+	gitIndex, err := m.git.LockIndex()
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (m *mover) finishJournal(j *journal.Journal) error {
 
 // finishJournalHolding is finishJournal for a caller that holds git's
 // index lock, which it releases: no git command writes files meanwhile.
-func (m *mover) finishJournalHolding(j *journal.Journal, gitIndex *gitver.IndexLock) error {
+func (m *Mover) finishJournalHolding(j *journal.Journal, gitIndex *gitver.IndexLock) error {
 	var entries []gitver.IndexEntry
 	for _, f := range j.Files {
 		entry, err := m.finishFile(f, j.OnDisk)
@@ -107,8 +108,8 @@ func (m *mover) finishJournalHolding(j *journal.Journal, gitIndex *gitver.IndexL
 // finishFile puts one file of an interrupted write in place, unless a person
 // changed it since (then their content stays, to be committed as their edit).
 // It returns the git index entry to record, or nil.
-func (m *mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, error) {
-	content, _, exists, err := m.readFile(f.Path)
+func (m *Mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, error) {
+	content, _, exists, err := m.files.ReadFile(f.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func (m *mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, e
 			}
 			break
 		}
-		blob, err := m.repo.ReadBlob(f.New)
+		blob, err := m.git.ReadBlob(f.New)
 		if err != nil {
 			return nil, err
 		}
@@ -139,10 +140,10 @@ func (m *mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, e
 		// commit, or a person's next `git commit` would revert it: it gets
 		// the commit's blob with a stat that matches no file, so git
 		// compares the content and sees the edit.
-		m.edits.add([]string{f.Path}, false)
+		m.edited([]string{f.Path})
 		entry := &gitver.IndexEntry{Path: f.Path}
 		if !f.New.IsZero() {
-			entry.Blob, entry.Info = f.New, staleInfo{}
+			entry.Blob, entry.Info = f.New, worktree.StaleInfo{}
 		}
 		return entry, nil
 	}
@@ -157,7 +158,7 @@ func (m *mover) finishFile(f journal.Change, onDisk bool) (*gitver.IndexEntry, e
 	return entry, nil
 }
 
-func (m *mover) dropTemps(j *journal.Journal) {
+func (m *Mover) dropTemps(j *journal.Journal) {
 	blobs := map[string][]gitver.Hash{}
 	for _, f := range j.Files {
 		blobs[f.Path] = []gitver.Hash{f.Old, f.New} // New last: see removeTemps
@@ -169,15 +170,5 @@ func (m *mover) dropTemps(j *journal.Journal) {
 			seen[dir] = true
 			m.files.RemoveTemps(dir, blobs)
 		}
-	}
-}
-
-// crashPoint, when set (only by the crash tests), is called as a write passes
-// each step; the tests kill the process there to prove every step recoverable.
-var crashPoint func(step string)
-
-func reach(step string) {
-	if crashPoint != nil {
-		crashPoint(step)
 	}
 }

@@ -1,39 +1,111 @@
-package fsstore
+// Package mover is the commit point of every write: it moves the board's
+// branch from one commit to another, with the files, git's index and the
+// derived index, through a journal that makes a crash at any step
+// recoverable, and it finishes what a killed writer's journal left. Files
+// a move replaced are kept for a person who may still write into them
+// (displaced.go); files of writes made while another branch is checked out
+// wait to be placed (unplaced.go).
+//
+// It knows commits and files, not notes or people: what a move means for
+// them it tells through the functions it is handed (Options).
+package mover
 
 import (
 	"errors"
 	"fmt"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"io/fs"
+	"os"
 	"path"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// mover moves the branch, with the files and git's index, through the
-// journal, and finishes what a killed writer's journal left: the commit
-// point of every write (move.go, journal.go). edits hears of a person's
-// change a move left in place; displaced keeps the files a move replaced.
-type mover struct {
-	*board
-	lock    *writeLock    // whose hold every step runs in
-	journal *journal.File // the intent of the write in progress, for whoever comes next
-	// recoveredIn is the hold of the write lock in which recover last
+// Git is what the mover needs of the board's repository.
+type Git interface {
+	Head() (gitver.Hash, error)
+	WorkTree() gitver.WorkTree
+	LockIndex() (*gitver.IndexLock, error)
+	UpdateBranch(from, to gitver.Hash, who gitver.Signature, reason string) error
+	ReadBlob(h gitver.Hash) ([]byte, error)
+	ReadCommit(h gitver.Hash) (*gitver.CommitInfo, error)
+	DiffTrees(a, b gitver.Hash) ([]gitver.PathChange, error)
+	CheckedOut() (gitver.Hash, error)
+	IndexBlobs(paths []string) (map[string]gitver.Hash, error)
+	RemoveStaleLock(newHash gitver.Hash) (bool, error)
+	RemoveStaleIndexLock(before time.Time) (bool, error)
+	MaybeMaintain()
+	GitDir() string
+	Sync(f *os.File) error
+}
+
+// Options is what a Mover is handed: the board's parts it moves, and what
+// it tells the engine through.
+type Options struct {
+	Git     Git
+	Dir     string          // the workspace's directory
+	Root    *os.Root        // the workspace, every file opened through it
+	Files   *worktree.Files // the notes' files
+	Journal *journal.File
+	Catch   *catchup.Catcher // brings the derived index to the branch
+	History *history.History
+	// Displaced is the watch on the files moves kept for a person.
+	Displaced *Displaced
+	// Holds counts the holds of the write lock taken so far: Recover
+	// reads the journal once a hold.
+	Holds func() uint64
+	// StillOpen fails when the workspace's directory is no longer the
+	// one opened: nothing is moved or compared then.
+	StillOpen func() error
+	// Signature is the program's, for the reflog.
+	Signature func() gitver.Signature
+	// Edited hears of paths a person changed while a move placed them:
+	// their change stays, to be committed as their edit.
+	Edited func(paths []string)
+	// Reach marks a step of a write for the crash tests.
+	Reach func(step string)
+}
+
+// Mover moves the branch; every step runs in a hold of the write lock.
+type Mover struct {
+	git       Git
+	dir       string
+	root      *os.Root
+	files     *worktree.Files
+	journal   *journal.File // the intent of the write in progress, for whoever comes next
+	catch     *catchup.Catcher
+	hist      *history.History
+	displaced *Displaced
+	holds     func() uint64
+	stillOpen func() error
+	signature func() gitver.Signature
+	edited    func(paths []string)
+	reach     func(step string)
+	// recoveredIn is the hold of the write lock in which Recover last
 	// left no journal to finish.
 	recoveredIn uint64
 	writes      int // commits made by this process, guarded by the write lock: paces maintenance
-	edits       *pendingEdits
-	displaced   *displacedFiles
 }
 
-// moveBranchWithFiles is the one branch-move step: every tool write (one
+// New is the mover of opts' board.
+func New(opts Options) *Mover {
+	return &Mover{git: opts.Git, dir: opts.Dir, root: opts.Root, files: opts.Files, journal: opts.Journal,
+		catch: opts.Catch, hist: opts.History, displaced: opts.Displaced, holds: opts.Holds, stillOpen: opts.StillOpen,
+		signature: opts.Signature, edited: opts.Edited, reach: opts.Reach}
+}
+
+// SettleBeforeEdits is how long a commit of people's edits that met a git
+// command in the work tree waits before it compares again.
+const SettleBeforeEdits = 100 * time.Millisecond
+
+// MoveWithFiles is the one branch-move step: every tool write (one
 // that came alone, or a group of them), a fast-forward to the remote, a
 // rebuild on it, goes onto the branch through it. It moves the local
 // branch from one commit to another and puts the files that differ in
@@ -64,47 +136,47 @@ type mover struct {
 // nothing then changed. An error with moved set is a failure past the
 // commit point, which the journal finishes on the next hold of the write
 // lock. The caller holds the write lock.
-func (m *mover) moveBranchWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
-	return m.moveBranch(branchMove{from: from, to: to, reason: reason, alongside: alongside})
+func (m *Mover) MoveWithFiles(from, to gitver.Hash, reason string, alongside func() error) (moved bool, err error) {
+	return m.Move(Move{From: from, To: to, Reason: reason, Alongside: alongside})
 }
 
-// branchMove is one move of the branch, for moveBranch.
-type branchMove struct {
-	from, to gitver.Hash
-	reason   string // the reflog's message
+// Move is one move of the branch, for Mover.Move.
+type Move struct {
+	From, To gitver.Hash
+	Reason   string // the reflog's message
 	// alongside is what else must be durable before the branch names to
 	// (the commits' objects); nil for nothing.
-	alongside func() error
+	Alongside func() error
 	// changes are the files to differs in from, and commits each commit's
 	// own changes from its parent, when the caller built the commits from
 	// from to to (tool writes): neither the move nor the derived index
 	// then diffs the trees. Nil: they are diffed. A lone commit needs
 	// changes alone.
-	changes []gitver.PathChange
-	commits map[gitver.Hash][]gitver.PathChange
+	Changes []gitver.PathChange
+	Commits map[gitver.Hash][]gitver.PathChange
 	// onDisk is set when the work tree holds to's files already: a
 	// person's edits, committed as they saved them. Nothing is staged or
 	// written over them; a file they changed again since stays theirs.
-	onDisk bool
+	OnDisk bool
 	// infos are the stats of onDisk's files, taken before their content
 	// was read: recorded in git's index, a later save never looks
 	// committed.
-	infos map[string]fs.FileInfo
+	Infos map[string]fs.FileInfo
 	// fresh is set when to is commits made on from for this move (tool
 	// writes, people's edits): they bring back nothing a reset dropped,
 	// even one that is the dropped commit made again byte for byte (the
 	// same write, built on the reset's branch within the same second).
-	fresh bool
+	Fresh bool
 }
 
-// moveBranch is moveBranchWithFiles, given the move.
-func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
+// Move is MoveWithFiles, given the move.
+func (m *Mover) Move(bm Move) (moved bool, err error) {
 	// The journal is this move's from here: a killed writer's goes first.
-	if err := m.recover(); err != nil {
+	if err := m.Recover(); err != nil {
 		return false, err
 	}
-	from, to, reason, alongside := bm.from, bm.to, bm.reason, bm.alongside
-	changes, hint := bm.changes, bm.commits
+	from, to, reason, alongside := bm.From, bm.To, bm.Reason, bm.Alongside
+	changes, hint := bm.Changes, bm.Commits
 	switch {
 	case changes == nil:
 		if changes, err = m.hist.ChangedSince(from, to); err != nil {
@@ -113,16 +185,16 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	case hint == nil:
 		hint = map[gitver.Hash][]gitver.PathChange{to: changes}
 	}
-	who := m.agentSignature(note.InitAgent)
-	wt := m.repo.WorkTree()
-	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: bm.onDisk, BranchOnly: wt.Elsewhere != ""}
+	who := m.signature()
+	wt := m.git.WorkTree()
+	j := &journal.Journal{Old: from, New: to, Time: who.When, OnDisk: bm.OnDisk, BranchOnly: wt.Elsewhere != ""}
 	for _, ch := range changes {
 		j.Files = append(j.Files, journal.Change{Path: ch.Path, Old: ch.Old, New: ch.New})
 	}
 	if err := m.journal.Write(j); err != nil {
 		return false, err
 	}
-	reach("journal")
+	m.reach("journal")
 	staged := make([]worktree.Staged, len(j.Files))
 	defer func() {
 		for _, f := range staged {
@@ -132,12 +204,12 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		}
 	}()
 	var durable errgroup.Group
-	durable.SetLimit(stagingWorkers)
+	durable.SetLimit(StagingWorkers)
 	durable.Go(m.journal.Sync)
 	if alongside != nil {
 		durable.Go(alongside)
 	}
-	if !j.BranchOnly && !bm.onDisk {
+	if !j.BranchOnly && !bm.OnDisk {
 		for i, f := range j.Files {
 			if f.New.IsZero() {
 				continue
@@ -146,7 +218,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 				if m.files.Holds(f.Path, f.New) {
 					return nil // in place already
 				}
-				content, err := m.repo.ReadBlob(f.New)
+				content, err := m.git.ReadBlob(f.New)
 				if err != nil {
 					return err
 				}
@@ -158,7 +230,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	if err := durable.Wait(); err != nil {
 		return false, errors.Join(err, m.journal.Clear())
 	}
-	reach("objects")
+	m.reach("objects")
 	// git's index lock is held from before the branch moves until the
 	// files are in place: a git command that read the branch before the
 	// move (a person's `git reset --hard`) cannot write its older files
@@ -167,7 +239,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	// reflog tells.
 	var gitIndex *gitver.IndexLock
 	if !j.BranchOnly {
-		if gitIndex, err = m.repo.LockIndex(); err != nil {
+		if gitIndex, err = m.git.LockIndex(); err != nil {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 		defer gitIndex.Release()
@@ -176,11 +248,11 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		// that ended since may have left files older than the branch's,
 		// to be put right before anything is placed (see unplaced.go);
 		// a person's pull or merge that began since goes first.
-		if now := m.repo.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || now.Starting != "" || m.hasUnplaced() {
+		if now := m.git.WorkTree(); now.Operation != wt.Operation || now.Elsewhere != wt.Elsewhere || now.Starting != "" || m.HasUnplaced() {
 			gitIndex.Release()
 			return false, m.journal.Clear()
 		}
-		if bm.onDisk && gitIndex.Waited {
+		if bm.OnDisk && gitIndex.Waited {
 			// A person's edits were read from the work tree while a git
 			// command was writing it: a `git reset --hard` that read the
 			// branch before an agent's write writes older files, and
@@ -189,7 +261,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 			// then, and the repairs put the agent's write back instead of
 			// taking the older files for an edit.
 			gitIndex.Release()
-			time.Sleep(settleBeforeEdits)
+			time.Sleep(SettleBeforeEdits)
 			return false, m.journal.Clear()
 		}
 	} else {
@@ -199,18 +271,18 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		for _, ch := range changes {
 			older[ch.Path] = ch.Old
 		}
-		if err := m.recordUnplaced(older); err != nil {
+		if err := m.RecordUnplaced(older); err != nil {
 			return false, errors.Join(err, m.journal.Clear())
 		}
 	}
-	if dropped, err := m.hist.BuildsOnADrop(from, to, bm.fresh); err != nil || dropped {
+	if dropped, err := m.hist.BuildsOnADrop(from, to, bm.Fresh); err != nil || dropped {
 		// A person's reset took the program's last commit away, and the
 		// repairs have not brought it back yet: built on that, this
 		// move would count a version again. The caller repairs and looks
 		// again.
 		return false, errors.Join(err, m.journal.Clear())
 	}
-	if err := m.repo.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
+	if err := m.git.UpdateBranch(from, to, who, reason); errors.Is(err, gitver.ErrMovedUnsynced) {
 		return true, err // the journal stays: the next hold of the write lock finishes the files
 	} else if err != nil {
 		if cerr := m.journal.Clear(); cerr != nil {
@@ -221,10 +293,10 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 		}
 		return false, err
 	}
-	reach("branch")
+	m.reach("branch")
 	var stats map[string]index.DiskStat
 	if !j.BranchOnly {
-		if stats, err = m.placeStaged(j, staged, bm.infos, gitIndex); err != nil {
+		if stats, err = m.placeStaged(j, staged, bm.Infos, gitIndex); err != nil {
 			return true, err
 		}
 	}
@@ -243,7 +315,7 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	// takes these commits in its turn: the write was checked against git
 	// (noteAtHead), and does not wait for the build.
 	if _, building := m.catch.Building(); building {
-		reach("index")
+		m.reach("index")
 		return true, nil
 	}
 	if _, _, err := m.catch.CatchUpAll(hint, func(tx *index.Tx) error {
@@ -256,12 +328,12 @@ func (m *mover) moveBranch(bm branchMove) (moved bool, err error) {
 	}); err != nil {
 		return true, err
 	}
-	reach("index")
+	m.reach("index")
 	return true, nil
 }
 
-// stagingWorkers bounds the files a branch move stages at once.
-const stagingWorkers = 16
+// StagingWorkers bounds the files a branch move stages at once.
+const StagingWorkers = 16
 
 // placeStaged puts a branch move's files in place once the branch holds
 // j.New: each file staged for it renamed into place (or removed, for a
@@ -269,7 +341,7 @@ const stagingWorkers = 16
 // directories synced in one round; git's index entries written. It
 // returns the stat of each file placed, with its blob. The caller holds
 // git's index lock.
-func (m *mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
+func (m *Mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos map[string]fs.FileInfo, gitIndex *gitver.IndexLock) (map[string]index.DiskStat, error) {
 	entries := make([]gitver.IndexEntry, 0, len(j.Files))
 	stats := make(map[string]index.DiskStat, len(j.Files))
 	dirs := map[string]bool{}
@@ -289,13 +361,13 @@ func (m *mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos 
 				}
 			}
 		default:
-			placed, err = m.place(staged[i], f.Path, f.Old, f.New)
+			placed, err = m.Place(staged[i], f.Path, f.Old, f.New)
 			staged[i].Tmp = ""
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finish %s: %w", f.Path, err)
 		}
-		reach("placed")
+		m.reach("placed")
 		dirs[path.Dir(f.Path)] = true
 		e := gitver.IndexEntry{Path: f.Path}
 		switch {
@@ -304,36 +376,36 @@ func (m *mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos 
 			// committed as their edit; git's index gets the commit's blob
 			// with a stat that matches no file, so git compares the
 			// content and sees the difference.
-			m.edits.add([]string{f.Path}, false)
+			m.edited([]string{f.Path})
 			if !f.New.IsZero() {
-				e.Blob, e.Info = f.New, staleInfo{}
+				e.Blob, e.Info = f.New, worktree.StaleInfo{}
 			}
 		case !f.New.IsZero():
 			// The staged file's own stat: a rename keeps its inode, size
 			// and time, and a save that replaced it since does not match.
 			e.Blob, e.Info = f.New, info
-			if st := statOf(info); trustworthy(st) {
+			if st := worktree.StatOf(info); worktree.Trustworthy(st) {
 				st.Blob = f.New
 				stats[f.Path] = st
 			}
 		}
 		entries = append(entries, e)
 	}
-	reach("files")
-	if m.repo.WorkTree().Elsewhere != "" {
+	m.reach("files")
+	if m.git.WorkTree().Elsewhere != "" {
 		// `git checkout -b` moves HEAD after it lets git's index lock go:
 		// it did so during this move, and the work tree is now that
 		// checkout's, of a commit behind this one. The board's files go
 		// back out of it, to be put in place when the branch is checked
 		// out again.
-		back, _, err := m.takeBack(j.New)
+		back, _, err := m.TakeBack(j.New)
 		if err != nil {
 			return nil, err
 		}
 		entries, stats = replaceEntries(entries, back), nil
 	}
 	var synced errgroup.Group
-	synced.SetLimit(stagingWorkers)
+	synced.SetLimit(StagingWorkers)
 	for d := range dirs {
 		synced.Go(func() error { return m.files.SyncDir(d) })
 	}
@@ -343,7 +415,7 @@ func (m *mover) placeStaged(j *journal.Journal, staged []worktree.Staged, infos 
 	if err := gitIndex.Write(entries); err != nil {
 		return nil, err
 	}
-	reach("gitindex")
+	m.reach("gitindex")
 	return stats, nil
 }
 
@@ -370,31 +442,27 @@ func replaceEntries(entries, taken []gitver.IndexEntry) []gitver.IndexEntry {
 	return out
 }
 
-// ownMove starts the reflog message of every move of the branch the program
-// makes.
-const ownMove = history.OwnMove
-
-// commitChain makes m, the commits of n tool writes, through the one
-// branch-move step (moveBranch), with their objects made durable
+// CommitChain makes m, the commits of n tool writes, through the one
+// branch-move step (Move), with their objects made durable
 // alongside: the commit point of every tool write. moved is false, and
 // nothing changed, when the branch was no longer at m.from; an error with
 // moved set is a failure past the commit point. The caller holds the write
 // lock.
-func (m *mover) commitChain(move branchMove, n int) (moved bool, err error) {
-	moved, err = m.moveBranch(move)
+func (m *Mover) CommitChain(move Move, n int) (moved bool, err error) {
+	moved, err = m.Move(move)
 	if moved {
-		m.counted(n)
+		m.Counted(n)
 	}
 	return moved, err
 }
 
-// counted counts commits this process made, and now and then has git pack
+// Counted counts commits this process made, and now and then has git pack
 // the loose objects they left (each commit leaves about five). The caller
 // holds the write lock.
-func (m *mover) counted(commits int) {
+func (m *Mover) Counted(commits int) {
 	before := m.writes
 	m.writes += commits
 	if before/64 != m.writes/64 || before == 0 {
-		m.repo.MaybeMaintain()
+		m.git.MaybeMaintain()
 	}
 }

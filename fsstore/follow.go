@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -18,9 +19,13 @@ import (
 // published. The pipeline follows after another clone published first,
 // people when their commit lost that race, the server every few seconds.
 type follower struct {
-	*board
+	repo  *gitver.Repo
+	hist  *history.History
 	mover *mover.Mover
 	up    upstream
+	// program signs the commits it builds (a merge, a rescue ref).
+	program func() gitver.Signature
+	logf    func(format string, args ...any)
 }
 
 // offer publishes commit, built on the local branch, before the branch
@@ -213,7 +218,7 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 		tip = pending.Hash
 	}
 	if kept {
-		who := f.agentSignature(note.InitAgent)
+		who := f.program()
 		if err := f.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
 			!errors.Is(err, gitver.ErrBranchMoved) {
 			return gitver.ZeroHash, err
@@ -270,7 +275,7 @@ func (f *follower) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error
 			kept++
 		}
 	}
-	who := f.agentSignature(note.InitAgent)
+	who := f.program()
 	branch := strings.TrimPrefix(f.repo.Branch(), "refs/heads/")
 	msg := note.Message{Subject: fmt.Sprintf("merge %s/%s into %s", f.up.Name(), branch, branch),
 		Lines: []string{fmt.Sprintf("The local %s held a merge the remote had not when the remote moved on;", branch),

@@ -194,17 +194,17 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		InBackground: opts.IndexInBackground})
 	edits := &pendingEdits{oneShot: opts.OneShot}
 	displaced := &mover.Displaced{}
+	program := func() gitver.Signature { return b.agentSignature(note.InitAgent) }
 	lock := &writeLock{file: lockFile}
 	mv := mover.New(mover.Options{Git: repo, Dir: abs, Root: root, Files: b.files,
 		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: b.catch, History: b.hist,
-		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen,
-		Signature: func() gitver.Signature { return b.agentSignature(note.InitAgent) },
-		Edited:    func(paths []string) { edits.add(paths, false) }, Reach: reach})
+		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen, Signature: program,
+		Edited: func(paths []string) { edits.add(paths, false) }, Reach: reach})
 	var up upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
 		up = gitremote.New(repo, name, b.logf, reach)
 	}
-	follow := &follower{board: b, mover: mv, up: up}
+	follow := &follower{repo: repo, hist: b.hist, mover: mv, up: up, program: program, logf: b.logf}
 	ppl := &people{board: b, lock: lock, mover: mv, follower: follow, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
 	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follow}
 	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, pipe: pipe,

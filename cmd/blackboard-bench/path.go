@@ -23,10 +23,11 @@ import (
 
 // defaultCounts are the functions path counts unless --count names others,
 // as regular expressions over a function's name without the module path
-// (fsstore.(*mover).recover): upkeep that a lone write should not have to
-// wait for, journal recovery and the derived index's catch-up.
+// (fsstore/internal/mover.(*Mover).Recover): upkeep that a lone write
+// should not have to wait for, journal recovery and the derived index's
+// catch-up.
 var defaultCounts = []string{
-	`^fsstore(/.*)?\.(.*\.)?recover$`,
+	`^fsstore(/.*)?\.(.*\.)?[rR]ecover$`,
 	`^fsstore(/internal/catchup)?\.(.*\.)?(CatchUp|CatchUpAll|catchUp\w*)$`,
 }
 

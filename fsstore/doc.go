@@ -79,6 +79,7 @@
 //	journal   the write journal's format
 //	linemerge a three-way merge of a text by lines
 //	vectors   the notes' meaning for search
+//	batch     group commit: the queue whose leader runs the batch
 //	localboard the upstream of a board without a remote
 //	gitremote the upstream of a board with a git remote: a chain of
 //	          commits published, what other clones published learned,
@@ -88,7 +89,7 @@
 // one hold of the write lock from the upkeep to the move:
 //
 //	View.Update (write.go)           the request checked, the caller's right
-//	pipeline.submit, leadWrites,     the queue: alone, so a batch of one,
+//	pipeline.submit, batch.Queue,    the queue: alone, so a batch of one,
 //	  publishWrites, commitBatch,    committed at once (upstream.OnBranch);
 //	  commitRound (queue.go)         the round runs again only when a
 //	                                 person's commit moves the branch first

@@ -6,24 +6,25 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/batch"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 // The write queue: how a tool write reaches the branch. Writes that come
-// to one process while it commits others wait in its queue, and go
-// together in the next batch (group commit): each its own commit, checked
+// to one process while it commits others wait in its queue
+// (fsstore/internal/batch), and go together in the next batch (group
+// commit): each its own commit, checked
 // against its own expect_version, none answered before the branch holds
 // it. With one engine per board (cmd/internal/engine), every agent's
 // writes come to one process, and batch there.
 //
 // A batch runs straight down in one hold of the write lock (commitRound):
 // the upkeep once, the writes built as a chain in memory, the branch moved
-// once for them all (Mover.CommitChain), then the answers. A write that comes alone
-// is a batch of one.
+// once for them all (Mover.CommitChain), then the answers. A write that
+// comes alone is a batch of one.
 //
 // On a board with a remote, a write counts once the remote took it, and a
 // push costs tens of milliseconds (a host's rate limits, seconds). The
@@ -38,7 +39,8 @@ import (
 // killed after it leaves writes the remote holds, which the clone follows.
 
 // batchLinger is how long a leader waits for more writes once writers
-// are seen writing together: a commit costs ten times as much.
+// are seen writing together (batch.Queue.Linger): a commit costs ten
+// times as much.
 const batchLinger = 3 * time.Millisecond
 
 // pipeline is the part for tool writes: the queue, and the build of a
@@ -53,7 +55,7 @@ type pipeline struct {
 	people   *people
 	follower *follower
 	// queue holds this process's tool writes waiting to be built.
-	queue writeQueue
+	queue batch.Queue[*queuedWrite]
 	// chainDiffs remembers what the commits of a batch's chain changed;
 	// guarded by the write lock.
 	chainDiffs map[gitver.Hash][]gitver.PathChange
@@ -63,32 +65,12 @@ type pipeline struct {
 const maxChain = 1000
 
 // submit makes one tool write. Writes that come to this process meanwhile
-// wait in a queue, and one of them, the leader, commits them all as one
-// batch. unfinished hears of a failure after the write counted (the
-// remote or the branch took it).
+// wait in the queue, and one of their callers, the leader, commits them
+// all as one batch (publishWrites). unfinished hears of a failure after
+// the write counted (the remote or the branch took it).
 func (q *pipeline) submit(writer, op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
-	it := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished,
-		done: make(chan struct{}), lead: make(chan struct{})}
-	wq := &q.queue
-	wq.mu.Lock()
-	wq.waiting = append(wq.waiting, it)
-	wq.wrote(writer)
-	lead := !wq.leading
-	wq.leading = true
-	select {
-	case wq.arrivals() <- struct{}{}:
-	default:
-	}
-	wq.mu.Unlock()
-	if !lead {
-		select {
-		case <-it.done:
-			return it.err
-		case <-it.lead:
-		}
-	}
-	q.leadWrites()
-	<-it.done
+	it := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished}
+	q.queue.Submit(writer, it, q.publishWrites)
 	return it.err
 }
 
@@ -99,110 +81,9 @@ type queuedWrite struct {
 	// given; it runs again when the batch is built again.
 	attempt    func(*writeTx) error
 	unfinished func(error)
-	err        error
-	done       chan struct{} // closed when answered
-	lead       chan struct{} // closed when it is this write's turn to lead
+	err        error // the answer, once its batch ran
 
 	mine *builtWrite // its commit, once built
-}
-
-// writeQueue is this process's queue of tool writes.
-type writeQueue struct {
-	mu      sync.Mutex
-	waiting []*queuedWrite
-	leading bool // a writer is leading
-	// lastBatch is how many writes the last batch held.
-	lastBatch int
-	// arrived hears of each write queued, for a leader waiting for the
-	// last batch's writers to come back; made by arrivals.
-	arrived chan struct{}
-	// lastWrote is when each writer (a caller's name) last queued a write.
-	lastWrote map[string]time.Time
-}
-
-// activeWindow is how recently a writer must have written to count as
-// writing still: an agent answered writes again within a millisecond or
-// two.
-const activeWindow = 50 * time.Millisecond
-
-// wrote records a write of writer's. The caller holds mu.
-func (wq *writeQueue) wrote(writer string) {
-	now := time.Now()
-	if wq.lastWrote == nil || len(wq.lastWrote) > 4096 {
-		wq.lastWrote = map[string]time.Time{}
-	}
-	wq.lastWrote[writer] = now
-}
-
-// writing is how many writers wrote within activeWindow. The caller holds
-// mu.
-func (wq *writeQueue) writing() int {
-	n := 0
-	for w, at := range wq.lastWrote {
-		if time.Since(at) <= activeWindow {
-			n++
-		} else {
-			delete(wq.lastWrote, w)
-		}
-	}
-	return n
-}
-
-// arrivals is the channel that hears of each write queued. The caller
-// holds mu.
-func (wq *writeQueue) arrivals() chan struct{} {
-	if wq.arrived == nil {
-		wq.arrived = make(chan struct{}, 1)
-	}
-	return wq.arrived
-}
-
-// waitFor waits until n writes are queued, at most for max. The caller
-// holds mu, which is let go meanwhile.
-func (wq *writeQueue) waitFor(n int, max time.Duration) {
-	timeout := time.NewTimer(max)
-	defer timeout.Stop()
-	for len(wq.waiting) < n {
-		arrived := wq.arrivals()
-		wq.mu.Unlock()
-		select {
-		case <-arrived:
-			wq.mu.Lock()
-		case <-timeout.C:
-			wq.mu.Lock()
-			return
-		}
-	}
-}
-
-// leadWrites builds and publishes the writes waiting now, answers them,
-// and hands the lead on to a write that queued meanwhile.
-func (q *pipeline) leadWrites() {
-	wq := &q.queue
-	wq.mu.Lock()
-	if n := max(wq.lastBatch, wq.writing()); n > 1 {
-		// Writers are busy: those the last batch answered, and the
-		// others writing now, are about to write again, and join this
-		// batch: it waits for them, a moment at most. (Waiting for the
-		// last batch's writers alone, batches stayed as small as the
-		// first: 4-5 writes of eight agents.)
-		wq.waitFor(n, batchLinger)
-	}
-	items := wq.waiting
-	wq.waiting = nil
-	wq.lastBatch = len(items)
-	wq.mu.Unlock()
-	q.publishWrites(items)
-	for _, it := range items {
-		close(it.done)
-	}
-	wq.mu.Lock()
-	if len(wq.waiting) > 0 {
-		close(wq.waiting[0].lead)
-	} else {
-		wq.leading = false
-	}
-	wq.mu.Unlock()
 }
 
 // publishWrites commits items and answers them: on a board whose branch

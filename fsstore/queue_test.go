@@ -333,25 +333,6 @@ func TestGroupWritesBuiltAcrossAPersonsCommitAllLand(t *testing.T) {
 	})
 }
 
-// A batch waits for the writers writing now, not only for as many as the
-// last batch held: a writer counts while it wrote within activeWindow.
-func TestWritersWritingNowAreCounted(t *testing.T) {
-	var wq writeQueue
-	for _, w := range []string{"a", "b", "c", "a"} {
-		wq.wrote(w)
-	}
-	if got := wq.writing(); got != 3 {
-		t.Errorf("three writers wrote just now; counted %d", got)
-	}
-	wq.lastWrote["b"] = time.Now().Add(-2 * activeWindow)
-	if got := wq.writing(); got != 2 {
-		t.Errorf("one writer stopped; counted %d writing, want 2", got)
-	}
-	if _, kept := wq.lastWrote["b"]; kept {
-		t.Error("a writer that stopped is still remembered")
-	}
-}
-
 // TestAddedUpIsTheChainsDiff: for random chains of commits (files added,
 // changed, deleted and brought back to what they held), what a batch's
 // move and derived index take as the chain's changes, added up from each

@@ -207,6 +207,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	follow := &follower{repo: repo, hist: b.hist, mover: mv, up: up, program: program, logf: b.logf}
 	ppl := &people{board: b, lock: lock, mover: mv, follower: follow, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
 	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follow}
+	pipe.queue.Linger = batchLinger
 	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {

@@ -77,6 +77,19 @@ type Workspace struct {
 	vectors  *vectors.Vectors // the notes' meaning, made in the background
 }
 
+// ReleaseMemory gives back what the workspace keeps only to go faster:
+// SQLite's caches and the pages of git's packs read, and with all git's
+// index as parsed, which costs the next write a parse (60-110 ms at
+// 100,000 notes). A server that has gone quiet calls it, with all once it
+// has been quiet for long; the next call builds them again.
+func (w *Workspace) ReleaseMemory(all bool) {
+	w.b.repo.ReleasePages()
+	w.b.idx.ReleaseMemory()
+	if all {
+		w.b.repo.ReleaseIndex()
+	}
+}
+
 // Name is the workspace name that full addresses carry.
 func (w *Workspace) Name() string { return w.b.name }
 

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -512,4 +513,29 @@ func TestPersonsCommitKeepsAgentWrites(t *testing.T) {
 	if n := get(t, w, "t/a"); n.Version != 3 {
 		t.Errorf("t/a = v%d, want v3", n.Version)
 	}
+}
+
+// A server gone quiet lets go of its caches (Workspace.ReleaseMemory):
+// git's index as parsed, the pages of the packs read, SQLite's caches.
+// Writes and reads after it are what they would have been: each version
+// counted once, every note read back, git's index in step with the files.
+func TestWritesAndReadsAfterTheCachesAreReleased(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	for i := range 20 {
+		put(t, w, fmt.Sprintf("t/n%d", i), 0, "first", "one\n")
+	}
+	// Packed, so that objects are read from a mapped pack.
+	fixtures.Git(t, w.Dir(), "gc", "--quiet")
+	for round := range 3 {
+		w.ReleaseMemory(round > 0)
+		for i := range 20 {
+			if n := get(t, w, fmt.Sprintf("t/n%d", i)); n.Version != round+1 {
+				t.Fatalf("round %d: t/n%d at v%d, want v%d", round, i, n.Version, round+1)
+			}
+			put(t, w, fmt.Sprintf("t/n%d", i), round+1, fmt.Sprintf("round %d", round), fmt.Sprintf("%d\n", round))
+		}
+		assertClean(t, w)
+	}
+	fixtures.Git(t, w.Dir(), "fsck", "--strict", "--no-dangling")
 }

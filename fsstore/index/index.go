@@ -229,6 +229,10 @@ func replaceable(err error) bool {
 // thousands of commits (a rebuild, a large pull) takes 16 MB for its
 // transaction (Tx.Bulk), which rebuilt 20,000 notes 10% faster than 4 MB,
 // and gives them back after.
+// readIdle is how many readers' connections stay open between reads, each
+// with its cache: database/sql's default.
+const readIdle = 2
+
 const (
 	writeCacheKB = 4 << 10
 	bulkCacheKB  = 16 << 10
@@ -401,6 +405,7 @@ func open(path string) (*DB, error) {
 		return nil, err
 	}
 	read.SetMaxOpenConns(4)
+	read.SetMaxIdleConns(readIdle)
 	d.read = read
 	// Prepared now, while no transaction holds a connection: a statement
 	// first prepared inside one would wait for another connection.
@@ -476,6 +481,18 @@ func (d *DB) ensureSchema() error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// ReleaseMemory gives back the pages SQLite keeps cached: the readers'
+// connections not in use are closed (the next read opens one again, with
+// an empty cache), and the writer's cache is shrunk. A server gone quiet
+// calls it.
+func (d *DB) ReleaseMemory() {
+	if d.read != nil {
+		d.read.SetMaxIdleConns(0)
+		d.read.SetMaxIdleConns(readIdle)
+	}
+	_, _ = d.write.Exec("PRAGMA shrink_memory")
 }
 
 // Close closes the database.

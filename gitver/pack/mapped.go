@@ -120,6 +120,18 @@ func (m *Mapped) Close() error {
 	return err
 }
 
+// Release gives back the memory reading the pack took: the pages of the
+// index it touched (the file stays mapped; the next read faults them in
+// again from the page cache), and the delta bases it kept.
+func (m *Mapped) Release() {
+	if m.idx != nil {
+		_ = unix.Madvise(m.idx, unix.MADV_DONTNEED)
+	}
+	m.bases.mu.Lock()
+	m.bases.items, m.bases.order, m.bases.bytes = nil, nil, 0
+	m.bases.mu.Unlock()
+}
+
 // Len is the number of objects in the pack.
 func (m *Mapped) Len() int { return m.n }
 

@@ -16,10 +16,10 @@ import (
 // The write queue: how a tool write reaches the branch. Writes that come
 // to one process while it commits others wait in its queue
 // (fsstore/internal/batch), and go together in the next batch (group
-// commit): each its own commit, checked
-// against its own expect_version, none answered before the branch holds
-// it. With one engine per board (cmd/internal/engine), every agent's
-// writes come to one process, and batch there.
+// commit): each its own commit, checked against its own expect_version,
+// none answered before the branch holds it. With one engine per board
+// (cmd/internal/engine), every agent's writes come to one process, and
+// batch there.
 //
 // A batch runs straight down in one hold of the write lock (commitRound):
 // the upkeep once, the writes built as a chain in memory, the branch moved

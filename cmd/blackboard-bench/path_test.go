@@ -37,7 +37,7 @@ func TestPathVerb(t *testing.T) {
 	if runs := regexp.MustCompile(`(?m)^run=\d+ files=\d+ entered=\d+ switches=[1-9]\d* `).FindAllString(out, -1); len(runs) != 2 {
 		t.Errorf("want 2 runs with switches, got %d:\n%s", len(runs), out)
 	}
-	for _, file := range []string{"fsstore/write.go", "fsstore/move.go"} {
+	for _, file := range []string{"fsstore/write.go", "fsstore/internal/mover/mover.go"} {
 		// Entered in both runs: a positive count in each column.
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(file) + ` +[1-9]\d* +[1-9]\d*$`).MatchString(out) {
 			t.Errorf("%s not entered in each run:\n%s", file, out)

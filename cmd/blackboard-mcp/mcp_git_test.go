@@ -899,7 +899,7 @@ func writeByServer(t *testing.T, dir, key string) {
 // board's and recorded as waiting to be put right), and no write compares
 // or places files while such older files wait (fsstore/unplaced.go). A
 // `git checkout main` on main that read the branch before a write and
-// wrote its files after is told by HEAD's reflog (fsstore/checkouts.go).
+// wrote its files after is told by HEAD's reflog (fsstore/internal/history).
 func TestMCPCheckoutAwayAndBackDuringWrites(t *testing.T) {
 	dir := newWorkspaceDir(t)
 	servers := []*session{startMCPGo(t, dir, "agent-a"), startMCPGo(t, dir, "agent-b")}

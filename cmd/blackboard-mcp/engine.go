@@ -16,6 +16,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -204,7 +206,7 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 		time.Sleep(50 * time.Millisecond)
 	}
 	defer lock.Close()
-	if path := os.Getenv("BLACKBOARD_ENGINE_CPUPROFILE"); path != "" {
+	if path := profilePath("BLACKBOARD_ENGINE_CPUPROFILE"); path != "" {
 		// A maintainer's look at where the engine spends its time, over
 		// the real clients: its CPU profile, written as it exits.
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
@@ -218,7 +220,7 @@ $BLACKBOARD_ENGINE_IDLE (default 30s), or once the board is gone.`)
 		return err
 	}
 	defer b.close()
-	if path := os.Getenv("BLACKBOARD_ENGINE_MEMPROFILE"); path != "" {
+	if path := profilePath("BLACKBOARD_ENGINE_MEMPROFILE"); path != "" {
 		// And where its memory goes: the heap as it exits, before the
 		// board closes.
 		defer func() {
@@ -338,6 +340,14 @@ func fromFront(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// profilePath is where the engine writes a profile, from the variable
+// name: "" for none. A "%p" in it is the engine's process id, so that the
+// engines of several boards (a remote's clones in a benchmark) each write
+// their own.
+func profilePath(name string) string {
+	return strings.ReplaceAll(os.Getenv(name), "%p", strconv.Itoa(os.Getpid()))
 }
 
 // giveBackMemoryWhenQuiet returns to the system the memory the engine

@@ -78,11 +78,17 @@ func (f *follower) failure(err error) error {
 // it; moved says whether the local branch moved. The caller holds the
 // write lock.
 func (f *follower) refresh() (moved bool, err error) {
-	before, err := f.repo.Head()
-	if err != nil {
+	if err := f.up.Learn(context.Background()); err != nil {
 		return false, err
 	}
-	if err := f.up.Learn(context.Background()); err != nil {
+	return f.followMoved()
+}
+
+// followMoved is follow, saying whether the local branch moved. The
+// caller holds the write lock.
+func (f *follower) followMoved() (moved bool, err error) {
+	before, err := f.repo.Head()
+	if err != nil {
 		return false, err
 	}
 	if err := f.follow(); err != nil {

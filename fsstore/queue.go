@@ -179,15 +179,7 @@ func (q *pipeline) followRemote() (moved bool, err error) {
 		return false, q.follower.failure(err)
 	}
 	err = q.lock.with(func() error {
-		before, err := q.repo.Head()
-		if err != nil {
-			return err
-		}
-		if err := q.follower.follow(); err != nil {
-			return err
-		}
-		after, err := q.repo.Head()
-		moved = after != before
+		moved, err = q.follower.followMoved()
 		return err
 	})
 	return moved, err

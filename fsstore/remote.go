@@ -67,13 +67,6 @@ func (w *Workspace) FetchRemote(ctx context.Context) error {
 	return w.lock.with(w.follower.follow)
 }
 
-// heardFromRemoteWithin reports whether a process of this clone fetched
-// the remote, or pushed to it, within d.
-func (w *Workspace) heardFromRemoteWithin(d time.Duration) bool {
-	last := w.b.repo.LastSync()
-	return !last.IsZero() && time.Since(last) < d
-}
-
 // Clone makes dir a workspace from the board at url: a git clone whose
 // branch follows it. A repository that holds no board is refused (and the
 // clone removed).

@@ -172,7 +172,7 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if ws.w.heardFromRemoteWithin(every) {
+		if last := ws.w.b.repo.LastSync(); !last.IsZero() && time.Since(last) < every {
 			// Another process of the clone fetched, or a push went
 			// through (which the remote takes only from a clone that
 			// holds all it has): the branch is as current as a fetch

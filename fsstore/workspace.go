@@ -83,11 +83,8 @@ type Workspace struct {
 // 100,000 notes). A server that has gone quiet calls it, with all once it
 // has been quiet for long; the next call builds them again.
 func (w *Workspace) ReleaseMemory(all bool) {
-	w.b.repo.ReleasePages()
+	w.b.repo.ReleaseMemory(all)
 	w.b.idx.ReleaseMemory()
-	if all {
-		w.b.repo.ReleaseIndex()
-	}
 }
 
 // Name is the workspace name that full addresses carry.

@@ -198,27 +198,22 @@ func (r *Repo) IndexBlobs(paths []string) (map[string]Hash, error) {
 	return out, nil
 }
 
-// ReleasePages gives back the memory reading objects took: the pages of
-// the packs' indexes it touched (10 MB at 100,000 notes) and the delta
-// bases kept. A server gone quiet calls it; the next read faults the
-// pages in again from the page cache.
-func (r *Repo) ReleasePages() {
+// ReleaseMemory gives back the memory reading objects took: the pages of
+// the packs' indexes it touched (10 MB at 100,000 notes, faulted in again
+// from the page cache by the next read) and the delta bases kept. With
+// index, it also lets go of git's index file as this process keeps it
+// parsed to write it again quickly (and a split index's shared part: 16
+// MB at 100,000 files), which the next write parses again, 60-110 ms at
+// that size: a server does that only once it has been quiet for long.
+func (r *Repo) ReleaseMemory(index bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.mapped {
 		p.Release()
 	}
-}
-
-// ReleaseIndex lets go of git's index file as this process keeps it
-// parsed to write it again quickly (and a split index's shared part): 16
-// MB at 100,000 files. The next write parses the file again, 60-110 ms
-// at that size, so a server lets it go only once it has been quiet for
-// long.
-func (r *Repo) ReleaseIndex() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.index, r.shared = nil, nil
+	if index {
+		r.index, r.shared = nil, nil
+	}
 }
 
 // loadIndex returns the current index file, parsed, from the cache when the

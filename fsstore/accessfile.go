@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -28,7 +29,7 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 			if err != nil {
 				return err
 			}
-			_, err = w.people.commitLocked(head, []fileChange{{path: note.AccessFile, content: content}}, w.b.personSignature(),
+			_, err = w.people.commitLocked(head, []commits.Change{{Path: note.AccessFile, Content: content}}, w.b.personSignature(),
 				message+"\n", false)
 			if _, committed := unfinished(err, 0); committed {
 				return nil // the next write finishes it

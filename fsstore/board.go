@@ -1,12 +1,12 @@
 package fsstore
 
 import (
-	"errors"
 	"os"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -27,6 +27,7 @@ type board struct {
 	hist        *history.History // questions about the branch's history
 	root        *os.Root         // every note file is opened through it: no link leads out
 	files       *worktree.Files  // writes and places the notes' files, through root
+	commits     *commits.Builder // builds every commit the program makes
 	logFn       func(format string, args ...any)
 }
 
@@ -48,16 +49,12 @@ func (b *board) stillOpen() error {
 	}
 	return errorf("write", "", ErrUnavailable,
 		"the workspace directory %s was removed or replaced while this process had it open; nothing is written or compared: restart the server", b.dir).
-		because(ErrWorkspaceReplaced)
+		Because(ErrWorkspaceReplaced)
 }
 
 // ownMove starts the reflog message of every move of the branch the program
 // makes.
 const ownMove = history.OwnMove
-
-// ErrWorkspaceReplaced is the cause of the error of a process whose
-// workspace directory was removed or replaced under it (board.stillOpen).
-var ErrWorkspaceReplaced = errors.New("the workspace directory was removed or replaced")
 
 // personSignature is the author of an edit a person made by hand: git's
 // user.name, else "human".

@@ -113,7 +113,7 @@ var ErrBranchGone = errors.New("the board's branch is gone")
 func (b *board) branchGone(last gitver.Hash) error {
 	branch := strings.TrimPrefix(b.repo.Branch(), "refs/heads/")
 	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
-		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).because(ErrBranchGone)
+		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).Because(ErrBranchGone)
 }
 
 // Progress reports a long rebuild: stage is "history", "commits", "notes"

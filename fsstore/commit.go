@@ -5,6 +5,8 @@ import (
 	"io/fs"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -29,9 +31,9 @@ import (
 // The caller holds the write lock. It returns errBranchMoved when the
 // branch was not at parent, or the work tree changed hands meanwhile;
 // nothing then changed. A failure past the commit point is an
-// unfinishedError: the commit stands, and the next hold of the write lock
+// fail.Unfinished: the commit stands, and the next hold of the write lock
 // finishes it.
-func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author gitver.Signature,
+func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, author gitver.Signature,
 	message string, onDisk bool) (commit gitver.Hash, err error) {
 	// A reset may have dropped the program's commits from the branch since
 	// the repairs ran, before parent was read: put that right first, or
@@ -47,42 +49,36 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 	}
 	wt := p.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
-		return gitver.ZeroHash, busyWithGit(wt)
+		return gitver.ZeroHash, fail.BusyWithGit(wt)
 	}
 	if why := wt.Busy(); onDisk && why != "" {
 		// A person's edits are the branch's only while the files are: a
 		// checkout since the comparison makes them another's.
 		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
 	}
-	changes, diff, err := p.changesAt(parent, changes)
+	built, err := p.commits.Build(parent, changes, author, message)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	if len(changes) == 0 {
+	if built == nil {
 		return parent, nil // git holds every file as it is: no commit, no version
 	}
-	req := commitRequest(parent, changes, author, message)
+	defer p.repo.DropStaged()
 	var infos map[string]fs.FileInfo
-	for _, c := range changes {
-		if onDisk && c.info != nil {
+	for _, c := range built.Changes {
+		if onDisk && c.Info != nil {
 			if infos == nil {
 				infos = map[string]fs.FileInfo{}
 			}
-			infos[c.path] = c.info
+			infos[c.Path] = c.Info
 		}
 	}
-	pending, err := p.repo.BuildCommit(req)
-	if err != nil {
-		return gitver.ZeroHash, err
-	}
-	p.repo.Stage(pending) // readable while the move stages the files
-	defer p.repo.DropStaged()
-	commit = pending.Hash
-	objects := pending.Write
+	commit = built.Hash
+	objects := built.Write
 	// With a remote, that is where the commit counts: the local branch
 	// moves only once it took it, and from then on it stands, whatever
 	// happens here.
-	took, err := p.follower.offer(pending)
+	took, err := p.follower.offer(built.PendingCommit)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -90,10 +86,10 @@ func (p *people) commitLocked(parent gitver.Hash, changes []fileChange, author g
 		objects = nil
 	}
 	moved, err := p.mover.Move(mover.Move{From: parent, To: commit, Reason: ownMove + subject(message),
-		Alongside: objects, Changes: diff, OnDisk: onDisk, Infos: infos, Fresh: true})
+		Alongside: objects, Changes: built.Diff, OnDisk: onDisk, Infos: infos, Fresh: true})
 	switch {
 	case moved && err != nil:
-		return commit, &unfinishedError{commit: commit, err: err}
+		return commit, &fail.Unfinished{Commit: commit, Err: err}
 	case moved:
 		p.mover.Counted(1)
 		return commit, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
@@ -222,7 +223,7 @@ func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool
 			return false, err
 		}
 	}
-	change := fileChange{path: path, content: written}
+	change := commits.Change{Path: path, Content: written}
 	if len(base) > 0 && !committed.IsZero() {
 		m, ok := linemerge.Merge(base, branch, written)
 		if ok && note.IsNoteFile(path) && !stillReads(m, branch, written) {
@@ -230,15 +231,15 @@ func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool
 		}
 		switch key, _ := note.KeyOf(path); {
 		case ok:
-			change.content = m
+			change.Content = m
 			if made := gitver.BlobHash(base); made != committed {
-				change.base = made // what was written since is in the merge
+				change.Base = made // what was written since is in the merge
 			}
 		case note.IsNoteFile(path):
 			return p.keepDisplacedText(key, written)
 		}
 	}
-	if !committed.IsZero() && bytes.Equal(change.content, branch) {
+	if !committed.IsZero() && bytes.Equal(change.Content, branch) {
 		return true, nil // the branch holds all they wrote
 	}
 	return p.commitDisplacedText(head, change)
@@ -247,16 +248,16 @@ func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool
 // commitDisplacedText commits change, a note's file with what a person
 // wrote into a displaced file of it, on head as their edit; the branch's
 // move puts it in place, unless the person changed the file since.
-func (p *people) commitDisplacedText(head gitver.Hash, change fileChange) (adopted bool, err error) {
+func (p *people) commitDisplacedText(head gitver.Hash, change commits.Change) (adopted bool, err error) {
 	rep := &EditReport{}
-	_, err = p.commitPersonsEdits(head, []fileChange{change}, rep, false)
+	_, err = p.commitPersonsEdits(head, []commits.Change{change}, rep, false)
 	if errors.Is(err, errBranchMoved) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	p.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", change.path)
+	p.logf("text written into %s through a file opened before a write replaced it is in the note again, as the person's edit", change.Path)
 	if rep.Commit != "" && p.onEdits != nil {
 		p.onEdits(rep)
 	}
@@ -275,9 +276,9 @@ func (p *people) keepDisplacedText(key string, written []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	p.edits.add([]string{sibling.path}, false)
+	p.edits.add([]string{sibling.Path}, false)
 	p.logf("text written into %s.md through a file opened before a write replaced it changes the lines written since; "+
-		"it is kept as the sibling note %s, linked `contradicts`", key, sibling.path)
+		"it is kept as the sibling note %s, linked `contradicts`", key, sibling.Path)
 	return true, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -108,11 +109,6 @@ func (r *EditReport) Lines() []string {
 	}
 	return out
 }
-
-// ErrWorkTreeBusy means people's edits wait: the files are not the
-// branch's right now (a merge or a rebase in progress, another branch
-// checked out, a git command holding the index).
-var ErrWorkTreeBusy = errors.New("the work tree is busy")
 
 // pendingEdits are the work-tree paths a watcher reported and that have not
 // been compared with git yet.
@@ -534,7 +530,7 @@ func (p *people) whileBuilt(keys []string) (head gitver.Hash, building bool, err
 			if !p.files.Holds(rel, committed) {
 				return head, true, errorf("write", "", ErrUnavailable,
 					"%s holds a change not committed yet, to be committed as its author's once the index is built (%s); retry",
-					rel, b.Status).because(b)
+					rel, b.Status).Because(b)
 			}
 		}
 	}
@@ -689,7 +685,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		return head, rep, err
 	}
 
-	var changes []fileChange
+	var changes []commits.Change
 	unchanged := map[string]index.DiskStat{}
 	leftovers := p.hist.Leftovers()
 	olderFromCheckouts := map[string]gitver.Hash{}
@@ -708,9 +704,9 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		}
 		older := false
 		var blob gitver.Hash
-		if ch != nil && !ch.deleted && ch.info != nil {
-			blob = gitver.BlobHash(ch.content)
-			if older, err = leftovers.Holds(rel, blob, ch.info.ModTime()); err != nil {
+		if ch != nil && !ch.Deleted && ch.Info != nil {
+			blob = gitver.BlobHash(ch.Content)
+			if older, err = leftovers.Holds(rel, blob, ch.Info.ModTime()); err != nil {
 				return head, rep, err
 			}
 			if older {
@@ -729,7 +725,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 			// write) looks so too, and must be committed again now: the
 			// next write would otherwise build on the undone version, and
 			// acknowledge a counter's increment twice.
-			verdict, err := stale.verdict(rel, blob, ch.info)
+			verdict, err := stale.verdict(rel, blob, ch.Info)
 			if err != nil {
 				return head, rep, err
 			}
@@ -739,7 +735,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 			}
 			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && !blob.IsZero():
-			verdict, err := stale.verdict(rel, blob, ch.info)
+			verdict, err := stale.verdict(rel, blob, ch.Info)
 			if err != nil {
 				return head, rep, err
 			}
@@ -767,16 +763,16 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 				if verdict != unclear || !note.IsNoteFile(rel) {
 					break
 				}
-				conflicting = ch.content
+				conflicting = ch.Content
 			}
 			sibling, err := stale.keep(key, conflicting)
 			if err != nil {
 				return head, rep, err
 			}
 			changes = append(changes, sibling)
-			kept = append(kept, sibling.path)
+			kept = append(kept, sibling.Path)
 			// Compared again later, should this commit not be made.
-			p.edits.add([]string{sibling.path}, false)
+			p.edits.add([]string{sibling.Path}, false)
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
@@ -836,7 +832,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
-func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskStat, error) {
+func (p *people) compare(file string, c *candidate) (*commits.Change, *index.DiskStat, error) {
 	st := diskStat(c.walked)
 	if !c.wasWalked {
 		if err := p.files.CheckNoLinks(file); err != nil {
@@ -845,7 +841,7 @@ func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskSta
 		fi, err := p.root.Lstat(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !c.committed.IsZero() {
-				return &fileChange{path: file, deleted: true}, nil, nil
+				return &commits.Change{Path: file, Deleted: true}, nil, nil
 			}
 			return nil, nil, nil
 		}
@@ -863,7 +859,7 @@ func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskSta
 	}
 	if !ok {
 		if !c.committed.IsZero() {
-			return &fileChange{path: file, deleted: true}, nil, nil
+			return &commits.Change{Path: file, Deleted: true}, nil, nil
 		}
 		return nil, nil, nil
 	}
@@ -874,7 +870,7 @@ func (p *people) compare(file string, c *candidate) (*fileChange, *index.DiskSta
 		}
 		return nil, nil, nil
 	}
-	return &fileChange{path: file, content: content, info: info}, nil, nil
+	return &commits.Change{Path: file, Content: content, Info: info}, nil, nil
 }
 
 // settleTime is how long a changed file must have been left alone before
@@ -917,9 +913,9 @@ const gitSettle = 500 * time.Millisecond
 // agent's write back. Until then the file is not taken for an edit. A file
 // git wrote and left (`git checkout HEAD~1 -- note.md`) is the person's
 // edit once gitSettle has passed.
-func (p *people) checkedOutJustNow(ch *fileChange) bool {
-	return !ch.deleted && ch.info != nil && time.Since(ch.info.ModTime()) < gitSettle &&
-		p.repo.WroteByGit(ch.path, ch.info, gitver.BlobHash(ch.content))
+func (p *people) checkedOutJustNow(ch *commits.Change) bool {
+	return !ch.Deleted && ch.Info != nil && time.Since(ch.Info.ModTime()) < gitSettle &&
+		p.repo.WroteByGit(ch.Path, ch.Info, gitver.BlobHash(ch.Content))
 }
 
 // halfSaved reports whether a change looks like a save caught between its
@@ -927,19 +923,19 @@ func (p *people) checkedOutJustNow(ch *fileChange) bool {
 // An editor that writes in place can be descheduled between the two for
 // longer than any debounce. Such a file is compared again later; emptied
 // for good, it is committed once emptyGrace has passed.
-func halfSaved(ch *fileChange, c *candidate) bool {
-	return !ch.deleted && len(ch.content) == 0 && !c.committed.IsZero() &&
-		time.Since(ch.info.ModTime()) < emptyGrace
+func halfSaved(ch *commits.Change, c *candidate) bool {
+	return !ch.Deleted && len(ch.Content) == 0 && !c.committed.IsZero() &&
+		time.Since(ch.Info.ModTime()) < emptyGrace
 }
 
 // commitPersonsEdits commits changes as one commit authored by the person
 // and fills rep. onDisk says the files hold the changes already; otherwise
 // the branch's move puts them in place (commitLocked). merged are the
 // person's git commits whose saves the changes merge (saves.go).
-func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep *EditReport, onDisk bool, merged ...gitver.Hash) (gitver.Hash, error) {
-	byNote := map[string][]fileChange{}
+func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, rep *EditReport, onDisk bool, merged ...gitver.Hash) (gitver.Hash, error) {
+	byNote := map[string][]commits.Change{}
 	for _, c := range changes {
-		key, _ := note.KeyOf(c.path)
+		key, _ := note.KeyOf(c.Path)
 		byNote[key] = append(byNote[key], c)
 	}
 	var edits []Edit
@@ -952,19 +948,19 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep 
 		e := Edit{Key: key, Version: cur.Version + 1, Digest: cur.Digest, Problem: cur.Problem}
 		e.Op = "edit"
 		for _, c := range byNote[key] {
-			e.Merged = e.Merged || !c.base.IsZero()
-			if c.path != key+".md" {
+			e.Merged = e.Merged || !c.Base.IsZero()
+			if c.Path != key+".md" {
 				continue
 			}
 			switch {
-			case c.deleted:
+			case c.Deleted:
 				e.Op, e.Digest, e.Problem = "delete", "", ""
 			case !cur.Present:
 				e.Op = "create"
-				created[gitver.BlobHash(c.content)] = key
+				created[gitver.BlobHash(c.Content)] = key
 			}
-			if !c.deleted {
-				e.Digest, e.Problem = describeNote(c.content)
+			if !c.Deleted {
+				e.Digest, e.Problem = describeNote(c.Content)
 			}
 		}
 		if e.Op == "edit" && !cur.Present {
@@ -996,8 +992,8 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []fileChange, rep 
 	who := p.personSignature()
 	message := p.editMessage(edits, who.Name)
 	for _, c := range changes {
-		if !c.saved.IsZero() {
-			message.Saved = append(message.Saved, c.path+" "+c.saved.String())
+		if !c.Saved.IsZero() {
+			message.Saved = append(message.Saved, c.Path+" "+c.Saved.String())
 		}
 	}
 	for _, c := range merged {
@@ -1035,15 +1031,15 @@ func oneLine(s string) string {
 
 // warnMissingBlobs marks edits whose note names a blob file this commit
 // deletes: agents cannot read that note's content until it is restored.
-func (p *people) warnMissingBlobs(byNote map[string][]fileChange, edits []Edit) {
+func (p *people) warnMissingBlobs(byNote map[string][]commits.Change, edits []Edit) {
 	for i, e := range edits {
 		if e.Op == "delete" {
 			continue
 		}
 		var named string // the blob file the note names after the commit
 		for _, c := range byNote[e.Key] {
-			if c.path == e.Key+".md" {
-				if f, err := note.Parse(c.content); err == nil {
+			if c.Path == e.Key+".md" {
+				if f, err := note.Parse(c.Content); err == nil {
 					named = note.SiblingBlobPath(e.Key, f.Str(note.KeyBlob))
 				}
 			}
@@ -1054,8 +1050,8 @@ func (p *people) warnMissingBlobs(byNote map[string][]fileChange, edits []Edit) 
 			}
 		}
 		for _, c := range byNote[e.Key] {
-			if c.deleted && c.path == named {
-				edits[i].Problem = fmt.Sprintf("its blob file %s was deleted, so its content cannot be read; restore it from history (git log -- %s)", c.path, c.path)
+			if c.Deleted && c.Path == named {
+				edits[i].Problem = fmt.Sprintf("its blob file %s was deleted, so its content cannot be read; restore it from history (git log -- %s)", c.Path, c.Path)
 			}
 		}
 	}

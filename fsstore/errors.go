@@ -1,91 +1,66 @@
 package fsstore
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
-// The closed set of failures callers branch on. Every error the store returns
-// for a caller's mistake or a lost race wraps exactly one of them; anything
+// The closed set of failures callers branch on (fsstore/internal/fail,
+// where the engine's parts share them). Every error the store returns for
+// a caller's mistake or a lost race wraps exactly one of them; anything
 // else is an internal failure (a disk or repository problem).
 var (
 	// ErrInvalid: the request is malformed (an address outside the grammar,
-	// a missing digest, two content forms at once). Nothing was written. It
-	// is note.ErrInvalid: the format's rules and the engine's share it.
-	ErrInvalid = note.ErrInvalid
+	// a missing digest, two content forms at once). Nothing was written.
+	ErrInvalid = fail.ErrInvalid
 	// ErrNotFound: no such note, or the caller may not see it (the two look
 	// the same).
-	ErrNotFound = errors.New("not_found")
+	ErrNotFound = fail.ErrNotFound
 	// ErrConflict: expect_version did not match the note's current version,
 	// or the branch kept moving under the write. Nothing was written; the
 	// error says what the note is now.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = fail.ErrConflict
 	// ErrForbidden: the caller may read the topic but not write it.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = fail.ErrForbidden
 	// ErrTooLarge: content, a request or a note is over a documented limit.
-	// It is note.ErrTooLarge.
-	ErrTooLarge = note.ErrTooLarge
+	ErrTooLarge = fail.ErrTooLarge
 	// ErrNotWorkspace: the directory is not a workspace (it has no
 	// .blackboard/config.yaml); `blackboard-mcp init` makes it one.
-	ErrNotWorkspace = errors.New("not a workspace")
+	ErrNotWorkspace = fail.ErrNotWorkspace
+	// ErrUnavailable: the board cannot take the call now: its remote cannot
+	// take writes, or the derived index is being built (the message says
+	// how far; retry).
+	ErrUnavailable = fail.ErrUnavailable
+	// ErrWorkTreeBusy means people's edits wait: the files are not the
+	// branch's right now (a merge or a rebase in progress, another branch
+	// checked out, a git command holding the index).
+	ErrWorkTreeBusy = fail.ErrWorkTreeBusy
+	// ErrWorkspaceReplaced is the cause of the error of a process whose
+	// workspace directory was removed or replaced under it.
+	ErrWorkspaceReplaced = fail.ErrWorkspaceReplaced
+	// ErrOutcomeUnknown means a write failed at a point where whether git
+	// holds it cannot be told: the writer reads the note before writing it
+	// again. Every other failure of a write means git does not hold it.
+	ErrOutcomeUnknown = fail.ErrOutcomeUnknown
 )
 
-// Error is a failure of one operation on one address. It unwraps to one of
-// the sentinels above (Kind), so errors.Is works, and to its cause (Err),
-// when it has one; its message is written for the agent or person who must
-// act on it.
-type Error struct {
-	Op   string // "update", "get", "append", "link", "log"; "" when the message says it all
-	URI  string // the canonical address, when there is one
-	Kind error  // one of the sentinels
-	Msg  string // what was wrong and what to do
-	Err  error  // the underlying cause, or nil
-	// Conflict carries the note's current state for ErrConflict.
-	Conflict *ConflictInfo
-}
+// Error is a failure of one operation on one address (fail.Error).
+type Error = fail.Error
 
 // ConflictInfo is what a losing writer needs to decide without another read.
-type ConflictInfo struct {
-	Version int
-	Author  string
-	Digest  string
-}
+type ConflictInfo = fail.ConflictInfo
 
-func (e *Error) Error() string {
-	switch {
-	case e.Op == "":
-		return e.Msg
-	case e.URI == "":
-		return fmt.Sprintf("%s: %s", e.Op, e.Msg)
-	}
-	return fmt.Sprintf("%s %s: %s", e.Op, e.URI, e.Msg)
-}
+// The failures the engine's parts tell each other: a write starts over.
+var (
+	errBranchMoved = fail.BranchMoved
+	errRemoteMoved = fail.RemoteMoved
+)
 
-func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Kind}
-	}
-	return []error{e.Kind, e.Err}
-}
-
-// errMsg is the reader-facing message of err, without the operation prefix.
-func errMsg(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Msg
-	}
-	var ae *note.AddressError
-	if errors.As(err, &ae) {
-		return ae.Message()
-	}
-	return err.Error()
-}
-
-func errorf(op, uri string, kind error, format string, args ...any) *Error {
-	return &Error{Op: op, URI: uri, Kind: kind, Msg: fmt.Sprintf(format, args...)}
-}
+var (
+	errMsg     = fail.Msg
+	errorf     = fail.Errorf
+	fromFormat = fail.FromFormat
+)
 
 // parseAddress reads s as an address of this workspace (note.ParseAddress);
 // a malformed one is an *Error of kind ErrInvalid that quotes the grammar.
@@ -105,20 +80,4 @@ func (b *board) parseVersioned(s string) (a note.Address, version int, err error
 func (b *board) parseTopic(s string) ([]string, error) {
 	segs, err := note.ParseTopic(s, b.name)
 	return segs, fromFormat(err)
-}
-
-// fromFormat gives the format's address error the engine's one error type.
-func fromFormat(err error) error {
-	var ae *note.AddressError
-	if errors.As(err, &ae) {
-		return &Error{Op: ae.Op, URI: note.QuoteInput(ae.Input), Kind: ErrInvalid, Msg: ae.Message(), Err: ae}
-	}
-	return err
-}
-
-// because records the cause of e: errors.Is and errors.As see it, and the
-// message keeps its own words.
-func (e *Error) because(cause error) *Error {
-	e.Err = cause
-	return e
 }

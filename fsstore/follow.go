@@ -67,10 +67,10 @@ func (f *follower) failure(err error) error {
 	case errors.Is(err, gitver.ErrRemoteRewritten):
 		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
 			"what this clone fetched from it; nothing was written; reads still work; run `blackboard-mcp remote repair` to push "+
-			"a merge that keeps both", f.up.Name(), url).because(err)
+			"a merge that keeps both", f.up.Name(), url).Because(err)
 	default:
 		return errorf("write", "", ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
-			"still work from this clone; write again once it is back", f.up.Name(), url, re.Stderr).because(err)
+			"still work from this clone; write again once it is back", f.up.Name(), url, re.Stderr).Because(err)
 	}
 }
 

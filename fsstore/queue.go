@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/batch"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -184,12 +185,6 @@ func (q *pipeline) followRemote() (moved bool, err error) {
 	})
 	return moved, err
 }
-
-// ErrOutcomeUnknown means a write failed at a point where whether git
-// holds it cannot be told (a push that broke off, and the remote cannot
-// be asked): the writer reads the note before writing it again. Every
-// other failure of a write means git does not hold it.
-var ErrOutcomeUnknown = errors.New("whether the write was committed cannot be told")
 
 func answerAll(items []*queuedWrite, err error) {
 	for _, it := range items {
@@ -410,26 +405,10 @@ func addedUp(diffs [][]gitver.PathChange) []gitver.PathChange {
 	return changes
 }
 
-// unfinishedError is a failure past a write's commit point (the disk full
-// while git's index or the derived index was written, say): the commit is
-// on the branch, so the write happened and is acknowledged; what did not
-// finish is finished from the journal by the next write, or by the next
-// process that opens the workspace.
-type unfinishedError struct {
-	commit gitver.Hash
-	err    error
-}
-
-func (e *unfinishedError) Error() string {
-	return fmt.Sprintf("commit %s is on the branch, but finishing the write failed: %v", e.commit.Short(), e.err)
-}
-
-func (e *unfinishedError) Unwrap() error { return e.err }
-
 // unfinished reports whether err is a failure past the commit point, and
 // says so to the writer in a warning.
 func unfinished(err error, version int) (warning string, ok bool) {
-	var u *unfinishedError
+	var u *fail.Unfinished
 	if !errors.As(err, &u) {
 		return "", false
 	}

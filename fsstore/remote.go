@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -26,12 +25,6 @@ import (
 // are served from the local branch, which holds nothing the remote does
 // not (besides a person's own commits not yet pushed), and moves forward
 // only.
-
-// ErrUnavailable: the board cannot take the call now: its remote cannot
-// take writes (unreachable, or its history was rewritten; nothing was
-// written, reads still work), or the derived index is being built (the
-// message says how far; retry). It is catchup.ErrUnavailable.
-var ErrUnavailable = catchup.ErrUnavailable
 
 // relContradicts links a local version that lost to the remote's.
 const relContradicts = "contradicts"

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -114,11 +115,13 @@ func refusedThenConflicts(t *testing.T, w *Workspace, move mover.Move, digest, b
 func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	w, left, _ := droppedByARacingReset(t)
 	body := []byte("---\ndigest: two again\n---\n2\n")
-	pending, err := w.b.repo.BuildCommit(commitRequest(left, []fileChange{{path: "t/k.md", content: body}},
-		w.b.agentSignature("tester"), "update t/k v2: two again"))
-	if err != nil {
-		t.Fatal(err)
+	built, err := w.b.commits.Build(left, []commits.Change{{Path: "t/k.md", Content: body}},
+		w.b.agentSignature("tester"), "update t/k v2: two again")
+	if err != nil || built == nil {
+		t.Fatalf("build the write: %v (built: %t)", err, built != nil)
 	}
+	pending := built.PendingCommit
+	defer w.b.repo.DropStaged()
 	if err := pending.Write(); err != nil {
 		t.Fatal(err)
 	}

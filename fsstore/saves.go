@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -54,7 +55,7 @@ const (
 // saveMerge is what became of a person's save.
 type saveMerge struct {
 	// change is the save to commit: as it was, or merged (its base set).
-	change *fileChange
+	change *commits.Change
 	// conflict is the person's whole text when it could not be merged:
 	// the branch's version is back in the file, and the text goes to a
 	// sibling note.
@@ -67,12 +68,12 @@ type saveMerge struct {
 // mergeSave merges a person's save ch of the file at rel, whose branch
 // holds committed, with what the branch got since the save's base. The
 // caller holds the write lock.
-func (p *people) mergeSave(rel string, committed gitver.Hash, ch *fileChange) (saveMerge, error) {
+func (p *people) mergeSave(rel string, committed gitver.Hash, ch *commits.Change) (saveMerge, error) {
 	asIs := saveMerge{change: ch}
-	if committed.IsZero() || len(ch.content) > maxMergeBytes {
+	if committed.IsZero() || len(ch.Content) > maxMergeBytes {
 		return asIs, nil
 	}
-	base, baseBlob, err := p.saveBase(rel, committed, ch.content, gitver.ZeroHash)
+	base, baseBlob, err := p.saveBase(rel, committed, ch.Content, gitver.ZeroHash)
 	if err != nil || base == nil {
 		return asIs, err
 	}
@@ -80,8 +81,8 @@ func (p *people) mergeSave(rel string, committed gitver.Hash, ch *fileChange) (s
 	if err != nil || len(branch) > maxMergeBytes {
 		return asIs, err
 	}
-	merged, ok := linemerge.Merge(base, branch, ch.content)
-	if ok && note.IsNoteFile(rel) && !stillReads(merged, branch, ch.content) {
+	merged, ok := linemerge.Merge(base, branch, ch.Content)
+	if ok && note.IsNoteFile(rel) && !stillReads(merged, branch, ch.Content) {
 		ok = false
 	}
 	if !ok && !note.IsNoteFile(rel) {
@@ -89,14 +90,14 @@ func (p *people) mergeSave(rel string, committed gitver.Hash, ch *fileChange) (s
 		// person's text is the content, and the agents' is in history.
 		return asIs, nil
 	}
-	saved := gitver.BlobHash(ch.content)
+	saved := gitver.BlobHash(ch.Content)
 	if !ok {
 		if placed, err := p.replaceSave(rel, branch, saved); err != nil || !placed {
 			return saveMerge{unsettled: true}, err
 		}
 		p.logf("a person's save of %s, made from an earlier version, changes the lines the agents changed since; "+
 			"the note stays as they wrote it, and the save is kept as a sibling note linked `contradicts`", rel)
-		return saveMerge{conflict: ch.content}, nil
+		return saveMerge{conflict: ch.Content}, nil
 	}
 	placed, err := p.replaceSave(rel, merged, saved)
 	if err != nil || !placed {
@@ -115,11 +116,11 @@ func (p *people) mergeSave(rel string, committed gitver.Hash, ch *fileChange) (s
 	if !p.files.Holds(rel, gitver.BlobHash(merged)) {
 		return saveMerge{unsettled: true}, nil
 	}
-	savedBlob, err := p.repo.WriteBlob(ch.content)
+	savedBlob, err := p.repo.WriteBlob(ch.Content)
 	if err != nil {
 		return saveMerge{}, err
 	}
-	return saveMerge{change: &fileChange{path: rel, content: merged, info: fi, base: baseBlob, saved: savedBlob}}, nil
+	return saveMerge{change: &commits.Change{Path: rel, Content: merged, Info: fi, Base: baseBlob, Saved: savedBlob}}, nil
 }
 
 // saveBase returns the version of the file at rel that content was made
@@ -301,36 +302,36 @@ func (v *vanishedFiles) forget(paths []string) {
 // back already, or missing for less than deleteGrace while an editor's
 // backup of them is there, unless the file's content was created elsewhere
 // in the same changes (a move), and reports them unsettled.
-func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candidate, rep *EditReport) []fileChange {
+func (p *people) holdFreshDeletes(changes []commits.Change, cands map[string]*candidate, rep *EditReport) []commits.Change {
 	created := map[gitver.Hash]bool{}
 	var present []string
 	for _, c := range changes {
-		if !c.deleted {
-			created[gitver.BlobHash(c.content)] = true
-			present = append(present, c.path)
+		if !c.Deleted {
+			created[gitver.BlobHash(c.Content)] = true
+			present = append(present, c.Path)
 		}
 	}
 	p.vanished.forget(present)
 	now := time.Now()
-	return slices.DeleteFunc(changes, func(c fileChange) bool {
-		if !c.deleted {
+	return slices.DeleteFunc(changes, func(c commits.Change) bool {
+		if !c.Deleted {
 			return false
 		}
-		if c := cands[c.path]; c != nil && created[c.committed] {
+		if c := cands[c.Path]; c != nil && created[c.committed] {
 			return false
 		}
-		if _, err := p.root.Lstat(c.path); err == nil {
-			rep.Unsettled = append(rep.Unsettled, c.path) // back already: compared again
+		if _, err := p.root.Lstat(c.Path); err == nil {
+			rep.Unsettled = append(rep.Unsettled, c.Path) // back already: compared again
 			return true
 		}
-		if _, err := p.root.Lstat(c.path + "~"); err != nil {
+		if _, err := p.root.Lstat(c.Path + "~"); err != nil {
 			return false // no editor is saving it
 		}
-		if p.vanished.missingFor(c.path, now) < deleteGrace {
-			rep.Unsettled = append(rep.Unsettled, c.path)
+		if p.vanished.missingFor(c.Path, now) < deleteGrace {
+			rep.Unsettled = append(rep.Unsettled, c.Path)
 			return true
 		}
-		p.vanished.forget([]string{c.path})
+		p.vanished.forget([]string{c.Path})
 		return false
 	})
 }
@@ -341,18 +342,18 @@ func (p *people) holdFreshDeletes(changes []fileChange, cands map[string]*candid
 // person's whole text. A file let go since its content was read changed
 // meanwhile, or may have: what was read is compared again too, unless the
 // file is as it was when it was read (its stat, taken before).
-func (p *people) beingWritten(ch *fileChange) bool {
-	if ch.deleted {
+func (p *people) beingWritten(ch *commits.Change) bool {
+	if ch.Deleted {
 		return false
 	}
-	if held, _ := p.files.HeldForWriting(ch.path); held {
+	if held, _ := p.files.HeldForWriting(ch.Path); held {
 		return true
 	}
-	if ch.info == nil {
+	if ch.Info == nil {
 		return false
 	}
-	now, err := p.root.Lstat(ch.path)
-	return err != nil || !os.SameFile(now, ch.info) || now.Size() != ch.info.Size() || !now.ModTime().Equal(ch.info.ModTime())
+	now, err := p.root.Lstat(ch.Path)
+	return err != nil || !os.SameFile(now, ch.Info) || now.Size() != ch.Info.Size() || !now.ModTime().Equal(ch.Info.ModTime())
 }
 
 // A person who saves a note and runs `git commit -a` at once commits the
@@ -463,7 +464,7 @@ const maxMergedWalk = 2000
 // mergeSavesOf merges the saves the person's commits made, those on the
 // branch that no later commit names as merged, in one commit on the
 // branch's head.
-func (p *people) mergeSavesOf(commits []gitver.ReflogEntry) error {
+func (p *people) mergeSavesOf(theirs []gitver.ReflogEntry) error {
 	// `git commit` moves the branch before it lets git's index go: the
 	// merge waits for it a moment, as a write does (adoptEdits), rather
 	// than let the write move the branch past the commit unlooked at.
@@ -486,7 +487,7 @@ func (p *people) mergeSavesOf(commits []gitver.ReflogEntry) error {
 		}
 		return err
 	}
-	todo, err := p.notMergedYet(head, commits)
+	todo, err := p.notMergedYet(head, theirs)
 	if err != nil {
 		return err
 	}
@@ -514,19 +515,19 @@ func (p *people) mergeSavesOf(commits []gitver.ReflogEntry) error {
 		}
 	}
 	if len(restored) == 0 {
-		p.saves.setLooked(commits)
+		p.saves.setLooked(theirs)
 		return nil
 	}
 	// Committed as a write is, and put in place by the branch's move: a
 	// file the person saved again since stays theirs, to be merged in
 	// turn.
-	var changes []fileChange
+	var changes []commits.Change
 	for _, rel := range slices.Sorted(maps.Keys(restored)) {
 		held, err := p.repo.PathBlob(head, rel)
 		if err != nil {
 			return err
 		}
-		changes = append(changes, fileChange{path: rel, content: restored[rel], base: held})
+		changes = append(changes, commits.Change{Path: rel, Content: restored[rel], Base: held})
 	}
 	p.logf("a person's `git commit` of %d note(s) saved from an earlier version dropped what agents wrote since; "+
 		"the merge is committed on top, as their edit", len(changes))
@@ -534,7 +535,7 @@ func (p *people) mergeSavesOf(commits []gitver.ReflogEntry) error {
 	if _, err := p.commitPersonsEdits(head, changes, rep, false, merged...); err != nil {
 		return err
 	}
-	p.saves.setLooked(commits)
+	p.saves.setLooked(theirs)
 	if rep.Commit != "" && p.onEdits != nil {
 		p.onEdits(rep)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 )
 
 // A person's save made from an earlier version than the branch's is merged
@@ -196,7 +197,7 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := &fileChange{path: "t/page.md", content: []byte("first half\n"), info: info}
+	read := &commits.Change{Path: "t/page.md", Content: []byte("first half\n"), Info: info}
 	if !w.people.beingWritten(read) {
 		t.Error("a file held open for writing is taken as a whole save")
 	}
@@ -213,7 +214,7 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := &fileChange{path: "t/page.md", content: []byte("first half\nsecond half\n"), info: info}
+	whole := &commits.Change{Path: "t/page.md", Content: []byte("first half\nsecond half\n"), Info: info}
 	if w.people.beingWritten(whole) {
 		t.Error("a finished save, read whole, is not taken")
 	}

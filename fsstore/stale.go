@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -232,11 +233,11 @@ func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
 // note, made of their file. A sibling that holds this already is used
 // again (a comparison cut short before its commit). The caller holds the
 // write lock.
-func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
+func (l *staleLook) keep(key string, text []byte) (commits.Change, error) {
 	w := l.p
 	sibling, content, err := contradictingText(key, text, l.head)
 	if err != nil {
-		return fileChange{}, err
+		return commits.Change{}, err
 	}
 	want := gitver.BlobHash(content)
 	base := strings.TrimSuffix(sibling, ".md")
@@ -247,7 +248,7 @@ func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
 		}
 		committed, err := w.repo.PathBlob(l.head, p)
 		if err != nil {
-			return fileChange{}, err
+			return commits.Change{}, err
 		}
 		if !committed.IsZero() && committed != want {
 			continue // another note has that name
@@ -255,13 +256,13 @@ func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
 		if _, err := w.root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			tmp, info, err := w.files.Stage(p, content)
 			if err != nil {
-				return fileChange{}, err
+				return commits.Change{}, err
 			}
 			if _, err := w.mover.Place(worktree.Staged{Tmp: tmp, Info: info}, p, gitver.ZeroHash, want); err != nil {
-				return fileChange{}, err
+				return commits.Change{}, err
 			}
 			if err := w.files.SyncDir(path.Dir(p)); err != nil {
-				return fileChange{}, err
+				return commits.Change{}, err
 			}
 		}
 		if !w.files.Holds(p, want) {
@@ -269,11 +270,11 @@ func (l *staleLook) keep(key string, text []byte) (fileChange, error) {
 		}
 		fi, err := w.root.Lstat(p)
 		if err != nil {
-			return fileChange{}, err
+			return commits.Change{}, err
 		}
-		return fileChange{path: p, content: content, info: fi}, nil
+		return commits.Change{Path: p, Content: content, Info: fi}, nil
 	}
-	return fileChange{}, fmt.Errorf("no free name for a sibling note of %s: %s and %d more are taken", key, sibling, maxSiblingNames-1)
+	return commits.Change{}, fmt.Errorf("no free name for a sibling note of %s: %s and %d more are taken", key, sibling, maxSiblingNames-1)
 }
 
 // maxSiblingNames bounds the names tried for a sibling note.

@@ -3,13 +3,14 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -58,69 +59,19 @@ func (tx *writeTx) noteIn(key string) (index.Note, error) {
 // whose content at its files differs from a parent's (gitver.Repo.Changes),
 // so a write that changes nothing is no version: it must make no commit,
 // or it would be acknowledged at a version that no reader of git counts.
-func (tx *writeTx) commit(changes []fileChange, author gitver.Signature, message string) (committed bool, err error) {
+func (tx *writeTx) commit(changes []commits.Change, author gitver.Signature, message string) (committed bool, err error) {
 	if tx.tip != tx.base {
 		return false, fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
 	}
-	real, diff, err := tx.q.changesAt(tx.base, changes)
-	if err != nil || len(real) == 0 {
-		return false, err
-	}
 	if wt := tx.q.repo.WorkTree(); wt.Operation != "" {
-		return false, busyWithGit(wt)
+		return false, fail.BusyWithGit(wt)
 	}
-	pending, err := tx.q.repo.BuildCommit(commitRequest(tx.base, real, author, message))
-	if err != nil {
+	built, err := tx.q.commits.Build(tx.base, changes, author, message)
+	if err != nil || built == nil {
 		return false, err
 	}
-	tx.q.repo.Stage(pending)
-	tx.tip, tx.built, tx.changes = pending.Hash, pending, diff
+	tx.tip, tx.built, tx.changes = built.Hash, built.PendingCommit, built.Diff
 	return true, nil
-}
-
-// changesAt keeps the changes that change a file from what parent holds,
-// and lists them as gitver.Repo.Changes would list their commit's: each
-// file's blob before and after, by path. The blobs before come from the
-// derived index when it is at parent (a write on the branch), else from
-// git (a write on the batch's chain).
-func (b *board) changesAt(parent gitver.Hash, changes []fileChange) ([]fileChange, []gitver.PathChange, error) {
-	olds := make([]gitver.Hash, len(changes))
-	indexed := false
-	err := b.idx.Read(func(s *index.Snapshot) error {
-		at, _, err := s.Head()
-		if err != nil || at != parent {
-			return err
-		}
-		indexed = true
-		for i, c := range changes {
-			if olds[i], err = s.FileBlob(c.path); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	var real []fileChange
-	var diff []gitver.PathChange
-	for i, c := range changes {
-		if !indexed {
-			if olds[i], err = b.repo.PathBlob(parent, c.path); err != nil {
-				return nil, nil, err
-			}
-		}
-		now := gitver.ZeroHash
-		if !c.deleted {
-			now = gitver.BlobHash(c.content)
-		}
-		if olds[i] != now {
-			real = append(real, c)
-			diff = append(diff, gitver.PathChange{Path: c.path, Old: olds[i], New: now})
-		}
-	}
-	slices.SortFunc(diff, func(x, y gitver.PathChange) int { return strings.Compare(x.Path, y.Path) })
-	return real, diff, nil
 }
 
 // builtWrite is a write built in a batch.
@@ -311,14 +262,6 @@ func (q *pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
 	q.chainDiffs[c] = diff
 }
 
-// errBranchMoved tells a write to start over: somebody outside the program
-// (a person's git commit) moved the branch between its check and its commit.
-var errBranchMoved = errors.New("branch moved during the write")
-
-// errRemoteMoved tells a write to start over because another clone's push
-// reached the remote first; the local branch has been brought to it.
-var errRemoteMoved = errors.New("the remote moved during the write")
-
 // whileBranchMoves runs attempt again while it fails with errBranchMoved, at
 // most maxMoves times, running repair (people's) before each new attempt
 // (what moved may need one: a checkout that ended meanwhile); past that,
@@ -363,45 +306,6 @@ func whileBranchMoves(op, uri string, repair func() error, follow *follower, att
 		}
 	}
 	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
-}
-
-// fileChange is one file of a commit: its new content, or nil to delete it.
-type fileChange struct {
-	path    string
-	content []byte
-	deleted bool
-	// info is the stat of a person's file, taken before content was read:
-	// recorded in git's index, a later save never looks committed.
-	info fs.FileInfo
-	// base is the earlier version a person's save was made from, and
-	// merged with what the branch got since (saves.go); zero for a save
-	// made from the branch's version.
-	base gitver.Hash
-	// saved is the person's save as they made it, when it was merged: git
-	// holds it, and the commit names it (note.TrailerSaved).
-	saved gitver.Hash
-}
-
-// commitRequest is the commit of changes on parent: each path's new blob
-// (zero to delete it), and the contents to write.
-func commitRequest(parent gitver.Hash, changes []fileChange, author gitver.Signature, message string) gitver.CommitRequest {
-	req := gitver.CommitRequest{Parent: parent, Changes: make(map[string]gitver.Hash, len(changes)), Author: author, Message: message}
-	for _, c := range changes {
-		var h gitver.Hash
-		if !c.deleted {
-			h = gitver.BlobHash(c.content)
-			req.Blobs = append(req.Blobs, c.content)
-		}
-		req.Changes[c.path] = h
-	}
-	return req
-}
-
-// busyWithGit refuses a tool write while a person is in the middle of a
-// merge, a rebase or the like.
-func busyWithGit(wt gitver.WorkTree) error {
-	return errorf("write", "", ErrConflict,
-		"the workspace is busy: %s (a person is working with git); write again once it is done", wt.Operation)
 }
 
 // subject is a commit message's first line.

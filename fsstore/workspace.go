@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
@@ -199,6 +200,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		sourceRoots: resolveRoots(roots), logFn: opts.Logf}
 	b.files = worktree.New(root, repo, reach)
 	b.hist = history.New(repo)
+	b.commits = commits.New(repo, idx)
 	b.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
 		InBackground: opts.IndexInBackground})
@@ -269,7 +271,7 @@ func (w *Workspace) initCommit() error {
 		if err != nil {
 			return err
 		}
-		var changes []fileChange
+		var changes []commits.Change
 		own := []string{note.ConfigFile, note.GitignoreFile}
 		blobs, err := w.b.committedBlobs(own)
 		if err != nil {
@@ -283,7 +285,7 @@ func (w *Workspace) initCommit() error {
 			if err != nil {
 				return err
 			}
-			changes = append(changes, fileChange{path: p, content: content})
+			changes = append(changes, commits.Change{Path: p, Content: content})
 		}
 		state, err := w.b.indexedNote(note.StateNote)
 		if err != nil {
@@ -295,7 +297,7 @@ func (w *Workspace) initCommit() error {
 				if err != nil {
 					return err
 				}
-				changes = append(changes, fileChange{path: note.StateNote + ".md", content: content})
+				changes = append(changes, commits.Change{Path: note.StateNote + ".md", Content: content})
 			}
 		}
 		if len(changes) == 0 {

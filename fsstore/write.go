@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -147,7 +149,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	for _, s := range req.Sources {
 		a, err := w.b.parseAddress(s)
 		if err != nil {
-			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).because(err)
+			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).Because(err)
 		}
 		if !slices.Contains(sources, a.String()) {
 			sources = append(sources, a.String())
@@ -172,7 +174,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		return err
 	}
 	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
-		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
+		if warning, ok := unfinished(&fail.Unfinished{Err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
 	})
@@ -306,7 +308,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 		case err == nil:
 			f, content, isTable = old, oldContent, old.IsTable()
 		case req.isAppend():
-			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err).because(err)
+			return nil, errorf(op, uri, ErrInvalid, "cannot append: %v; fix the file or rewrite the note with body", err).Because(err)
 		}
 	}
 	before = content
@@ -413,7 +415,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	if err != nil {
 		return nil, err
 	}
-	changes = append(changes, fileChange{path: addr.NotePath(), content: rendered})
+	changes = append(changes, commits.Change{Path: addr.NotePath(), Content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
@@ -459,12 +461,12 @@ func (v *View) unchanged(uri, digest string, cur index.Note, req *UpdateRequest)
 // over note.BlobThreshold bytes, in the sibling blob file committed with the note.
 // It returns the blob-file changes and the blob's name when out of line.
 func (b *board) placeContent(f *note.File, addr note.Address, content string, isTable bool,
-	cur index.Note) ([]fileChange, string, error) {
+	cur index.Note) ([]commits.Change, string, error) {
 	ext := "md"
 	if isTable {
 		ext = "tsv"
 	}
-	var changes []fileChange
+	var changes []commits.Change
 	blobPath := addr.BlobPath(ext)
 	out := ""
 	if len(content) > note.BlobThreshold {
@@ -476,7 +478,7 @@ func (b *board) placeContent(f *note.File, addr note.Address, content string, is
 			return nil, "", err
 		}
 		f.Body = nil
-		changes = append(changes, fileChange{path: blobPath, content: []byte(content)})
+		changes = append(changes, commits.Change{Path: blobPath, Content: []byte(content)})
 	} else {
 		f.Remove(note.KeyBlob)
 		f.Remove(note.KeyBytes)
@@ -486,7 +488,7 @@ func (b *board) placeContent(f *note.File, addr note.Address, content string, is
 	for _, e := range []string{"md", "tsv"} {
 		p := addr.BlobPath(e)
 		if (out == "" || e != ext) && cur.ContentPath == p {
-			changes = append(changes, fileChange{path: p, deleted: true})
+			changes = append(changes, commits.Change{Path: p, Deleted: true})
 		}
 	}
 	return changes, out, nil
@@ -619,7 +621,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 	for _, d := range dsts {
 		a, err := w.b.parseAddress(d)
 		if err != nil {
-			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).because(err)
+			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).Because(err)
 		}
 		if !slices.Contains(targets, a.String()) {
 			targets = append(targets, a.String())
@@ -635,7 +637,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 		return err
 	}
 	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
-		if warning, ok := unfinished(&unfinishedError{err: failed}, res.Version); ok {
+		if warning, ok := unfinished(&fail.Unfinished{Err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
 	})
@@ -659,7 +661,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	}
 	f, _, err := w.b.loadNote(cur)
 	if err != nil {
-		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).because(err)
+		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).Because(err)
 	}
 	rels, existing := f.Links()
 	added := false
@@ -694,7 +696,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	version := cur.Version + 1
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
-	changes := []fileChange{{path: addr.NotePath(), content: rendered}}
+	changes := []commits.Change{{Path: addr.NotePath(), Content: rendered}}
 	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
@@ -738,7 +740,7 @@ func (b *board) setExtras(f *note.File, req *UpdateRequest) error {
 		for _, t := range req.Links[rel] {
 			a, err := b.parseAddress(t)
 			if err != nil {
-				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).because(err)
+				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).Because(err)
 			}
 			if !slices.Contains(targets[rel], a.String()) {
 				targets[rel] = append(targets[rel], a.String())

@@ -52,8 +52,8 @@ type ConflictInfo = fail.ConflictInfo
 
 // The failures the engine's parts tell each other: a write starts over.
 var (
-	errBranchMoved = fail.BranchMoved
-	errRemoteMoved = fail.RemoteMoved
+	errBranchMoved = fail.ErrBranchMoved
+	errRemoteMoved = fail.ErrRemoteMoved
 )
 
 var (

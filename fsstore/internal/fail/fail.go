@@ -47,14 +47,14 @@ var (
 // The failures the engine's parts tell each other, and its callers in
 // their causes.
 var (
-	// BranchMoved tells a write to start over: somebody outside the
+	// ErrBranchMoved tells a write to start over: somebody outside the
 	// program (a person's git commit) moved the branch between its check
 	// and its commit.
-	BranchMoved = errors.New("branch moved during the write")
-	// RemoteMoved tells a write to start over because another clone's
+	ErrBranchMoved = errors.New("branch moved during the write")
+	// ErrRemoteMoved tells a write to start over because another clone's
 	// push reached the remote first; the local branch has been brought to
 	// it.
-	RemoteMoved = errors.New("the remote moved during the write")
+	ErrRemoteMoved = errors.New("the remote moved during the write")
 	// ErrWorkTreeBusy means people's edits wait: the files are not the
 	// branch's right now (a merge or a rebase in progress, another branch
 	// checked out, a git command holding the index).

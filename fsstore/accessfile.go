@@ -24,12 +24,12 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 		return err
 	}
 	return w.lock.with(func() error {
-		return whileBranchMoves("save access", note.AccessFile, w.people.repair, w.follower, func() error {
+		return w.follower.WhileBranchMoves("save access", note.AccessFile, w.people.Repair, func() error {
 			head, _, err := w.b.catch.CatchUp(nil, nil)
 			if err != nil {
 				return err
 			}
-			_, err = w.people.commitLocked(head, []commits.Change{{Path: note.AccessFile, Content: content}}, w.b.personSignature(),
+			_, err = w.people.CommitLocked(head, []commits.Change{{Path: note.AccessFile, Content: content}}, w.people.PersonSignature(),
 				message+"\n", false)
 			if _, committed := unfinished(err, 0); committed {
 				return nil // the next write finishes it

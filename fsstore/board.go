@@ -56,19 +56,6 @@ func (b *board) stillOpen() error {
 // makes.
 const ownMove = history.OwnMove
 
-// personSignature is the author of an edit a person made by hand: git's
-// user.name, else "human".
-func (b *board) personSignature() gitver.Signature {
-	name, email := b.repo.UserIdentity()
-	if name == "" {
-		name = "human"
-	}
-	if email == "" {
-		email = name + "@blackboard.local"
-	}
-	return gitver.Signature{Name: name, Email: email, When: time.Now()}
-}
-
 func (b *board) agentSignature(agent string) gitver.Signature {
 	return gitver.Signature{Name: agent, Email: agent + "@blackboard.local", When: time.Now()}
 }

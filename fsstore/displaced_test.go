@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 )
 
@@ -23,7 +24,7 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 	if err := os.WriteFile(probe, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if writerMayHold(probe) {
+	if people.WriterMayHold(probe) {
 		t.Skip("this file system takes no leases: every displaced file is kept, as before")
 	}
 	os.Remove(probe)
@@ -44,7 +45,7 @@ func TestDisplacedFilesNoOneHoldsAreLetGo(t *testing.T) {
 	if kept("busy.md") == 0 || kept("held.md") != 1 {
 		t.Fatalf("right after the writes: %d kept for t/busy, %d for t/held; want some, and 1", kept("busy.md"), kept("held.md"))
 	}
-	time.Sleep(displacedQuiet + 100*time.Millisecond)
+	time.Sleep(people.DisplacedQuiet + 100*time.Millisecond)
 	put(t, w, "t/other", 0, "another note", "x\n") // a write looks at the kept files
 	if n := kept("busy.md"); n != 0 {
 		t.Errorf("%d files displaced from t/busy, held by no one, are still kept a second later", n)
@@ -109,7 +110,7 @@ func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
 	}
 	held.Close()
 	buffer := readFile(t, w, "t/log.md") // the agent's version, without the person's line
-	time.Sleep(displacedQuiet + 100*time.Millisecond)
+	time.Sleep(people.DisplacedQuiet + 100*time.Millisecond)
 	saved := false
 	stop := onSteps(t, func(step string) {
 		if step != "exchanged" || saved {

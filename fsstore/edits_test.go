@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/watch"
 )
 
@@ -408,7 +409,7 @@ func TestHalfSavedFileWaits(t *testing.T) {
 	}
 	// Emptied and left so.
 	writeFile(t, w, "t/a.md", "")
-	old := time.Now().Add(-emptyGrace)
+	old := time.Now().Add(-people.EmptyGrace)
 	if err := os.Chtimes(filepath.Join(w.Dir(), "t/a.md"), old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 	fixtures.Git(t, w.Dir(), "commit", "--quiet", "-am", "a by hand")
 	writeFile(t, w, "t/b.md", strings.Replace(readFile(t, w, "t/b.md"), "b body", "b body, saved", 1))
 
-	changed, err := w.people.changedPaths([]string{"t/a.md", "t/b.md"}, false)
+	changed, err := w.people.ChangedPaths([]string{"t/a.md", "t/b.md"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

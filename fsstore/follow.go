@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
@@ -28,12 +27,12 @@ type follower struct {
 	logf    func(format string, args ...any)
 }
 
-// offer publishes commit, built on the local branch, before the branch
+// Offer publishes commit, built on the local branch, before the branch
 // moves to it (people's commits, commit.go). took says the upstream took
 // it: it stands from now on, whatever happens here, and its objects are
 // written. Another clone's publish that came first is errRemoteMoved,
 // with the local branch brought to it. The caller holds the write lock.
-func (f *follower) offer(commit *gitver.PendingCommit) (took bool, err error) {
+func (f *follower) Offer(commit *gitver.PendingCommit) (took bool, err error) {
 	if f.up.OnBranch() {
 		return false, nil
 	}
@@ -317,27 +316,51 @@ func (f *follower) contradicting(key string, blob, commit gitver.Hash) (string, 
 	if err != nil {
 		return "", nil, err
 	}
-	return contradictingText(key, raw, commit)
+	return note.Contradicting(key, raw, commit.Short())
 }
 
-// contradictingText is contradicting of a note file's text raw, which git
-// may not hold yet (a person's save).
-func contradictingText(key string, raw []byte, commit gitver.Hash) (string, []byte, error) {
-	sibling := key + "-" + commit.Short()
-	f, err := note.Parse(raw)
-	if err != nil {
-		return sibling + ".md", raw, nil // unreadable front matter: kept as it is
-	}
-	rels, targets := f.Links()
-	if !slices.Contains(targets[relContradicts], key) {
-		if targets[relContradicts] == nil {
-			rels = append(rels, relContradicts)
+// WhileBranchMoves runs attempt again while it fails with errBranchMoved, at
+// most maxMoves times, running repair (people's) before each new attempt
+// (what moved may need one: a checkout that ended meanwhile); past that,
+// the write is a conflict the caller may try again. A conflict is answered
+// only once f refreshed the branch from where writes count. An attempt that lost the
+// remote to another clone's push (errRemoteMoved) runs again after a
+// random pause that grows with each loss, for at most maxRemoteRace.
+// The caller holds the write lock.
+func (f *follower) WhileBranchMoves(op, uri string, repair func() error, attempt func() error) error {
+	fetched := false
+	race := remoteRace{op: op, uri: uri}
+	for moves := 0; moves < maxMoves; {
+		if moves+race.lost > 0 {
+			if err := repair(); errors.Is(err, errBranchMoved) {
+				moves++ // what a reset dropped is not back yet
+				continue
+			} else if err != nil {
+				return err
+			}
 		}
-		targets[relContradicts] = append(targets[relContradicts], key)
+		err := attempt()
+		if errors.Is(err, ErrConflict) && !fetched {
+			// This clone may be behind the remote, where the write would
+			// count: a conflict is answered against what it holds now.
+			fetched = true
+			if moved, ferr := f.refresh(); ferr == nil && moved {
+				moves++
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, errRemoteMoved):
+			race.lose()
+			if err := race.over(); err != nil {
+				return err
+			}
+			race.pause()
+		case errors.Is(err, errBranchMoved):
+			moves++
+		default:
+			return err
+		}
 	}
-	if err := f.SetLinks(rels, targets); err != nil {
-		return "", nil, err
-	}
-	out, err := f.Render()
-	return sibling + ".md", out, err
+	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }

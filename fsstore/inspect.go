@@ -53,7 +53,7 @@ func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.b
 // SameStat reports whether a file's stat is the one the index recorded when
 // the file last matched its committed blob: then it need not be read again.
 func SameStat(recorded index.DiskStat, st gitver.FileStat) bool {
-	return sameStat(recorded, diskStat(st))
+	return index.SameStat(recorded, index.StatOf(st))
 }
 
 // InterruptedWrite is a write that a killed process left half-finished.
@@ -102,11 +102,17 @@ func (w *Workspace) ReadFile(p string) (content []byte, fi fs.FileInfo, ok bool,
 // WalkNotes is every note file in the work tree, with its stat, and the
 // files that cannot be notes; ok is false when the walk did not finish.
 func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []TreeProblem, ok bool) {
-	return w.b.walkNotes()
+	return w.people.WalkNotes()
 }
 
 // Rel is the workspace-relative, slash-separated path of abs.
-func (w *Workspace) Rel(abs string) string { return w.b.rel(abs) }
+func (w *Workspace) Rel(abs string) string {
+	rel, err := filepath.Rel(w.b.dir, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.ToSlash(rel)
+}
 
 // Reindex rebuilds the derived index from git, in one transaction: other
 // processes keep reading the old index until the new one is complete, and

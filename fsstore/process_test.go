@@ -678,7 +678,7 @@ func TestHandCommitsBetweenProcesses(t *testing.T) {
 	// git has the same race between two of its own commands. The agent's
 	// content stays in history and in the file, so the next look at the note
 	// commits it back. Nothing acknowledged is lost.
-	if err := w.lock.with(func() error { return w.people.prepare("t/counter") }); err != nil {
+	if err := w.lock.with(func() error { return w.people.Prepare("t/counter") }); err != nil {
 		t.Fatal(err)
 	}
 	n := get(t, w, "t/counter")

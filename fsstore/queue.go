@@ -11,6 +11,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/batch"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -53,7 +54,7 @@ type pipeline struct {
 	*board
 	lock     *writeLock
 	mover    *mover.Mover
-	people   *people
+	people   *people.People
 	follower *follower
 	// queue holds this process's tool writes waiting to be built.
 	queue batch.Queue[*queuedWrite]
@@ -249,11 +250,13 @@ type round struct {
 // round. The caller holds the write lock.
 func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	defer q.repo.DropStaged()
-	uris := make([]string, len(open))
-	for i, it := range open {
-		uris[i] = it.uri
+	var keys []string
+	for _, it := range open {
+		if key, ok := q.keyOf(it.uri); ok {
+			keys = append(keys, key)
+		}
 	}
-	if err := q.people.prepare(uris...); errors.Is(err, errBranchMoved) {
+	if err := q.people.Prepare(keys...); errors.Is(err, errBranchMoved) {
 		return round{next: open}, nil
 	} else if err != nil {
 		return round{next: open}, err // errRemoteMoved: a person's edit lost a race to another clone

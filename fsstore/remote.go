@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -26,8 +27,14 @@ import (
 // not (besides a person's own commits not yet pushed), and moves forward
 // only.
 
-// relContradicts links a local version that lost to the remote's.
-const relContradicts = "contradicts"
+// RescuePrefix names the refs that keep commits the board's branch no
+// longer holds: a person's rewind dropped them, or a remote's writes
+// contradicted them.
+const RescuePrefix = history.RescuePrefix
+
+// maxDropped bounds the walks from the program's last commit back to where
+// a rewind or the remote's history left the branch.
+const maxDropped = history.MaxDropped
 
 // maxRemoteRace bounds how long a write keeps starting over because other
 // clones' pushes came first. A write that lost must fetch before it pushes

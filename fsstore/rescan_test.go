@@ -32,7 +32,7 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	if _, err := w.CommitEdits(); err != nil {
 		t.Fatal(err)
 	}
-	paths, _, ok := w.people.rescanUnlocked()
+	paths, _, ok := w.people.RescanUnlocked()
 	if !ok || len(paths) != 0 {
 		t.Fatalf("an untouched tree: paths %q, ok %v", paths, ok)
 	}
@@ -44,7 +44,7 @@ func TestRescanNamesWhatMayDiffer(t *testing.T) {
 	// A commit the index has not seen: its file is on disk as committed.
 	writeFile(t, w, "research/n9.md", "---\ndigest: committed by hand\n---\nbody\n")
 	fixtures.Git(t, w.Dir(), "commit", "-qm", "by hand", "--", "research/n9.md")
-	paths, _, ok = w.people.rescanUnlocked()
+	paths, _, ok = w.people.RescanUnlocked()
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	if want := []string{"research/added.md", "research/n3.md", "research/n7.md", "research/n9.md"}; !ok || !slices.Equal(paths, want) {
@@ -105,7 +105,7 @@ func TestRescanMissesNoEdit(t *testing.T) {
 			hourAgo := time.Now().Add(-time.Hour)
 			_ = os.Chtimes(file, hourAgo, hourAgo)
 		}
-		named, _, ok := w.people.rescanUnlocked()
+		named, _, ok := w.people.RescanUnlocked()
 		if !ok {
 			continue // the whole tree is compared under the lock
 		}
@@ -164,7 +164,7 @@ func TestWholeTreeLookWithoutTheLock(t *testing.T) {
 	if _, err := w.Reindex(nil); err != nil {
 		t.Fatal(err)
 	}
-	if paths, _, ok := w.people.rescanUnlocked(); !ok || len(paths) < 40 {
+	if paths, _, ok := w.people.RescanUnlocked(); !ok || len(paths) < 40 {
 		t.Fatalf("after a rebuild, the look names %d files (ok %v), want every note's", len(paths), ok)
 	}
 	// Another process holds the write lock for the whole look.
@@ -190,7 +190,7 @@ func TestWholeTreeLookWithoutTheLock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the look at the whole tree waits for the write lock")
 	}
-	if paths, _, ok := w.people.rescanUnlocked(); !ok || len(paths) != 0 {
+	if paths, _, ok := w.people.RescanUnlocked(); !ok || len(paths) != 0 {
 		t.Fatalf("the next look names %q (ok %v), want none: the stats were recorded", paths, ok)
 	}
 	if err := unix.Flock(int(other.Fd()), unix.LOCK_UN); err != nil {

@@ -198,7 +198,7 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := &commits.Change{Path: "t/page.md", Content: []byte("first half\n"), Info: info}
-	if !w.people.beingWritten(read) {
+	if !w.people.BeingWritten(read) {
 		t.Error("a file held open for writing is taken as a whole save")
 	}
 	if _, err := save.WriteString("second half\n"); err != nil {
@@ -207,7 +207,7 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 	if err := save.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !w.people.beingWritten(read) {
+	if !w.people.BeingWritten(read) {
 		t.Error("what was read of a save finished since is taken as the whole save")
 	}
 	info, err = os.Stat(path)
@@ -215,7 +215,7 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole := &commits.Change{Path: "t/page.md", Content: []byte("first half\nsecond half\n"), Info: info}
-	if w.people.beingWritten(whole) {
+	if w.people.BeingWritten(whole) {
 		t.Error("a finished save, read whole, is not taken")
 	}
 }

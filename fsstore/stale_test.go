@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 )
 
 // A person's `git reset --hard HEAD` (and `git stash`, which runs one)
@@ -47,7 +48,7 @@ func TestResetThatLostItsRefUpdateRevertsNothing(t *testing.T) {
 			case "compared later":
 				// The reset's process waits (a slow disk syncing
 				// ORIG_HEAD) past the time a file git wrote is left alone.
-				time.Sleep(gitSettle + 100*time.Millisecond)
+				time.Sleep(people.GitSettle + 100*time.Millisecond)
 			case "a write meanwhile":
 				// An agent's write lands between the reset's read of HEAD
 				// and its ref update: it finds the reset's file where its
@@ -80,7 +81,7 @@ func TestStaleFileThereBeforeTheMoveIsPutRight(t *testing.T) {
 	d := w.Dir()
 	put(t, w, "t/a", 0, "a", "a\n")
 	// Commit times keep whole seconds: the move comes in a later one.
-	time.Sleep(max(time.Until(time.Now().Truncate(time.Second).Add(time.Second)), gitSettle) + 100*time.Millisecond)
+	time.Sleep(max(time.Until(time.Now().Truncate(time.Second).Add(time.Second)), people.GitSettle) + 100*time.Millisecond)
 	other := filepath.Join(t.TempDir(), "other")
 	fixtures.Git(t, d, "clone", "-q", d, other)
 	if err := os.WriteFile(filepath.Join(other, "t", "a.md"), []byte(noteText("b", "b\n")), 0o644); err != nil {
@@ -177,7 +178,7 @@ func TestStaleFileAfterAPullOfAnOldCommit(t *testing.T) {
 	fixtures.Git(t, d, "pull", "-q", "--ff-only", other, "main")
 	// A command that resolved the branch before the pull writes its files.
 	fixtures.Git(t, d, "read-tree", "-u", "--reset", resolved)
-	time.Sleep(gitSettle + 100*time.Millisecond)
+	time.Sleep(people.GitSettle + 100*time.Millisecond)
 
 	rep := commitEdits(t, w)
 	staleOutcome(t, w, "t/c", rep, []string{"1", "2"}, 1)
@@ -197,7 +198,7 @@ func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
 	fixtures.RequireGit(t)
 	for _, tc := range []struct {
 		name string
-		// soon: compared within gitSettle of the write's file, which git's
+		// soon: compared within people.GitSettle of the write's file, which git's
 		// index records with its very stat, as if git had written it
 		// (checkedOutJustNow).
 		soon bool
@@ -241,7 +242,7 @@ func TestPersonsCommitFromAnOlderIndexRevertsNothing(t *testing.T) {
 			}
 			fixtures.Git(t, d, "add", "mine.txt") // the index git commit wrote
 			if !tc.soon {
-				time.Sleep(gitSettle + 100*time.Millisecond)
+				time.Sleep(people.GitSettle + 100*time.Millisecond)
 			}
 
 			rep := &EditReport{}

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -260,52 +259,6 @@ func (q *pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
 		q.chainDiffs = map[gitver.Hash][]gitver.PathChange{}
 	}
 	q.chainDiffs[c] = diff
-}
-
-// whileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times, running repair (people's) before each new attempt
-// (what moved may need one: a checkout that ended meanwhile); past that,
-// the write is a conflict the caller may try again. A conflict is answered
-// only once up refreshed the branch from where writes count. An attempt that lost the
-// remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, for at most maxRemoteRace.
-// The caller holds the write lock.
-func whileBranchMoves(op, uri string, repair func() error, follow *follower, attempt func() error) error {
-	fetched := false
-	race := remoteRace{op: op, uri: uri}
-	for moves := 0; moves < maxMoves; {
-		if moves+race.lost > 0 {
-			if err := repair(); errors.Is(err, errBranchMoved) {
-				moves++ // what a reset dropped is not back yet
-				continue
-			} else if err != nil {
-				return err
-			}
-		}
-		err := attempt()
-		if errors.Is(err, ErrConflict) && !fetched {
-			// This clone may be behind the remote, where the write would
-			// count: a conflict is answered against what it holds now.
-			fetched = true
-			if moved, ferr := follow.refresh(); ferr == nil && moved {
-				moves++
-				continue
-			}
-		}
-		switch {
-		case errors.Is(err, errRemoteMoved):
-			race.lose()
-			if err := race.over(); err != nil {
-				return err
-			}
-			race.pause()
-		case errors.Is(err, errBranchMoved):
-			moves++
-		default:
-			return err
-		}
-	}
-	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }
 
 // subject is a commit message's first line.

@@ -326,7 +326,7 @@ func (ws *Watching) loop() {
 		case <-ws.kick:
 		case <-retry:
 		case <-repair.C:
-			if ws.w.people.edits.waiting() {
+			if ws.w.edits.Waiting() {
 				// A write compared a file while it was being saved (a
 				// `>>` not closed yet) and left it to be compared again;
 				// no event may come once its writer lets it go.
@@ -435,13 +435,13 @@ func (ws *Watching) Stop() {
 // second while NeedsRepair.
 func (w *Workspace) Repair() error {
 	return w.lock.with(func() error {
-		if err := w.people.repair(); err != nil && !errors.Is(err, errBranchMoved) {
+		if err := w.people.Repair(); err != nil && !errors.Is(err, errBranchMoved) {
 			return err
 		}
-		if err := w.people.mergeRecentCommittedSaves(); err != nil && !errors.Is(err, errBranchMoved) {
+		if err := w.people.MergeRecentCommittedSaves(); err != nil && !errors.Is(err, errBranchMoved) {
 			return err
 		}
-		_, _, err := w.people.commitEditsLocked(nil)
+		_, _, err := w.people.CommitEditsLocked(nil)
 		if errors.Is(err, ErrWorkTreeBusy) {
 			return nil
 		}
@@ -453,7 +453,7 @@ func (w *Workspace) Repair() error {
 // event announces: files kept for a person who may still write into them,
 // or another branch checked out.
 func (w *Workspace) NeedsRepair() bool {
-	return w.people.displaced.Kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.toLookAt()
+	return w.displaced.Kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.ToLookAt()
 }
 
 // FilesChanged tells the workspace that these work-tree paths (relative,
@@ -461,15 +461,13 @@ func (w *Workspace) NeedsRepair() bool {
 // so the whole work tree must be compared. The change is committed by the
 // next CommitEdits or tool write.
 func (w *Workspace) FilesChanged(paths []string, rescan bool) {
-	w.people.edits.add(paths, rescan)
+	w.edits.Add(paths, rescan)
 }
 
 // SetWatched says whether a watcher reports this workspace's changes. While
 // none does, every write first compares the whole work tree.
 func (w *Workspace) SetWatched(on bool) {
-	w.people.edits.mu.Lock()
-	w.people.edits.watched = on
-	w.people.edits.mu.Unlock()
+	w.edits.SetWatched(on)
 }
 
 // CommitEdits commits what people changed since the last time: the paths
@@ -477,16 +475,16 @@ func (w *Workspace) SetWatched(on bool) {
 // a watcher. It returns ErrWorkTreeBusy (with the reason) while git is in
 // the middle of an operation; the edits stay pending.
 func (w *Workspace) CommitEdits() (*EditReport, error) {
-	paths, all := w.people.edits.take()
+	paths, all := w.edits.Take()
 	var misnamed []string
 	for _, p := range paths {
-		if why := w.b.misnamedNote(p); why != "" {
+		if why := w.people.MisnamedNote(p); why != "" {
 			misnamed = append(misnamed, why)
 		}
 	}
-	rep, err := w.people.commitEdits(paths, all)
+	rep, err := w.people.CommitEdits(paths, all)
 	rep.Skipped = append(rep.Skipped, misnamed...)
-	if err == nil && w.people.toLookAt() {
+	if err == nil && w.people.ToLookAt() {
 		// A person's commit may hold a save of theirs to merge (saves.go),
 		// though no file differs from the branch.
 		err = w.Repair()

@@ -16,6 +16,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/localboard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/vectors"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -73,9 +74,12 @@ type Workspace struct {
 	lock     *writeLock
 	mover    *mover.Mover
 	follower *follower
-	people   *people
-	pipe     *pipeline
-	vectors  *vectors.Vectors // the notes' meaning, made in the background
+	people   *people.People
+	// displaced are the files moves kept for a person.
+	displaced *mover.Displaced
+	edits     *people.Pending
+	pipe      *pipeline
+	vectors   *vectors.Vectors // the notes' meaning, made in the background
 }
 
 // ReleaseMemory gives back what the workspace keeps only to go faster:
@@ -204,28 +208,30 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	b.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
 		InBackground: opts.IndexInBackground})
-	edits := &pendingEdits{oneShot: opts.OneShot}
+	edits := people.NewPending(opts.OneShot)
 	displaced := &mover.Displaced{}
 	program := func() gitver.Signature { return b.agentSignature(note.InitAgent) }
 	lock := &writeLock{file: lockFile}
 	mv := mover.New(mover.Options{Git: repo, Dir: abs, Root: root, Files: b.files,
 		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: b.catch, History: b.hist,
 		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen, Signature: program,
-		Edited: func(paths []string) { edits.add(paths, false) }, Reach: reach})
+		Edited: func(paths []string) { edits.Add(paths, false) }, Reach: reach})
 	var up upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
 		up = gitremote.New(repo, name, b.logf, reach)
 	}
 	follow := &follower{repo: repo, hist: b.hist, mover: mv, up: up, program: program, logf: b.logf}
-	ppl := &people{board: b, lock: lock, mover: mv, follower: follow, edits: edits, displaced: displaced, onEdits: opts.OnEdits}
+	ppl := people.New(people.Options{Git: repo, Dir: abs, Name: cfg.Workspace, Root: root, Files: b.files, Index: idx,
+		Catch: b.catch, History: b.hist, Commits: b.commits, Mover: mv, Follower: follow, Displaced: displaced, Edits: edits,
+		Lock: lock.with, StillOpen: b.stillOpen, Program: program, OnEdits: opts.OnEdits, Logf: b.logf, Reach: reach})
 	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follow}
 	pipe.queue.Linger = batchLinger
-	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, pipe: pipe,
+	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, displaced: displaced, edits: edits, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
-		if err := w.lock.with(ppl.repair); err != nil && !errors.Is(err, errBranchMoved) {
+		if err := w.lock.with(ppl.Repair); err != nil && !errors.Is(err, errBranchMoved) {
 			w.Close()
 			return nil, err
 		}
@@ -273,7 +279,7 @@ func (w *Workspace) initCommit() error {
 		}
 		var changes []commits.Change
 		own := []string{note.ConfigFile, note.GitignoreFile}
-		blobs, err := w.b.committedBlobs(own)
+		blobs, err := w.people.CommittedBlobs(own)
 		if err != nil {
 			return err
 		}
@@ -303,7 +309,7 @@ func (w *Workspace) initCommit() error {
 		if len(changes) == 0 {
 			return nil
 		}
-		_, err = w.people.commitLocked(head, changes, w.b.agentSignature(note.InitAgent), note.InitMessage(w.b.name).String(), false)
+		_, err = w.people.CommitLocked(head, changes, w.b.agentSignature(note.InitAgent), note.InitMessage(w.b.name).String(), false)
 		return err
 	})
 }

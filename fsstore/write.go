@@ -509,15 +509,7 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 }
 
 // indexedNote returns the index's row for key (zero when it never existed).
-func (b *board) indexedNote(key string) (index.Note, error) {
-	var n index.Note
-	err := b.idx.Read(func(s *index.Snapshot) error {
-		var err error
-		n, _, err = s.Note(key)
-		return err
-	})
-	return n, err
-}
+func (b *board) indexedNote(key string) (index.Note, error) { return b.idx.Note(key) }
 
 // loadNote reads a note's file and content from git.
 func (b *board) loadNote(n index.Note) (*note.File, string, error) {

@@ -446,3 +446,31 @@ func (s *Snapshot) Activity(limit int) ([]ActivityCommit, error) {
 	}
 	return out, rows.Err()
 }
+
+// Note is the note at key as the index holds it now; its zero value (and
+// no error) when there is none.
+func (d *DB) Note(key string) (Note, error) {
+	var n Note
+	err := d.Read(func(s *Snapshot) error {
+		var err error
+		n, _, err = s.Note(key)
+		return err
+	})
+	return n, err
+}
+
+// StatOf is the stat of a file of the work tree as the index records it.
+func StatOf(st gitver.FileStat) DiskStat {
+	return DiskStat{Size: st.Size, MTime: st.MTime, Ino: st.Ino}
+}
+
+// SameStat reports whether a file's stat now is the one recorded when it
+// last matched its blob: its size, and its modification time to the
+// nanosecond. The inode is recorded, not compared (as git's
+// core.checkStat=minimal): a copy of the board (cp -a, a restored backup)
+// keeps every file's size and time and gives it a new inode, and a file
+// replaced since by another of its very size and nanosecond time is not
+// something an editor or git makes.
+func SameStat(recorded, now DiskStat) bool {
+	return recorded.Size == now.Size && recorded.MTime == now.MTime
+}

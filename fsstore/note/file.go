@@ -391,3 +391,29 @@ func (n *File) Confidence() (float64, bool) {
 	f, err := strconv.ParseFloat(s, 64)
 	return f, err == nil
 }
+
+// Contradicting is the path and text of a sibling note that keeps a
+// version of key that lost (to the remote's, or a person's save that
+// conflicts with the agents' writes): key-<commit>, made of raw, the
+// losing file's text, linked `contradicts` to key. commit names the
+// version it lost to. Unreadable front matter is kept as it is.
+func Contradicting(key string, raw []byte, commit string) (string, []byte, error) {
+	sibling := key + "-" + commit
+	f, err := Parse(raw)
+	if err != nil {
+		return sibling + ".md", raw, nil
+	}
+	const contradicts = "contradicts"
+	rels, targets := f.Links()
+	if !slices.Contains(targets[contradicts], key) {
+		if targets[contradicts] == nil {
+			rels = append(rels, contradicts)
+		}
+		targets[contradicts] = append(targets[contradicts], key)
+	}
+	if err := f.SetLinks(rels, targets); err != nil {
+		return "", nil, err
+	}
+	out, err := f.Render()
+	return sibling + ".md", out, err
+}

@@ -1,9 +1,10 @@
-package fsstore
+package people
 
 import (
 	"errors"
 	"slices"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -16,7 +17,7 @@ import (
 // tree where the file still holds an older one, and git's index in step,
 // once the work tree is the branch's again. The caller holds the write
 // lock.
-func (p *people) placeUnplaced() error {
+func (p *People) placeUnplaced() error {
 	u, err := p.mover.LoadUnplaced()
 	if err != nil || len(u.Paths) == 0 {
 		return err
@@ -24,7 +25,7 @@ func (p *people) placeUnplaced() error {
 	if p.repo.WorkTree().Busy() != "" {
 		return nil // not yet: the files are someone else's
 	}
-	if _, _, err := p.catch.CatchUp(nil, nil); errors.Is(err, ErrUnavailable) {
+	if _, _, err := p.catch.CatchUp(nil, nil); errors.Is(err, fail.ErrUnavailable) {
 		return nil // once the index is built
 	} else if err != nil {
 		return err
@@ -34,13 +35,13 @@ func (p *people) placeUnplaced() error {
 		paths = append(paths, rel)
 	}
 	slices.Sort(paths)
-	want, err := p.committedBlobs(paths)
+	want, err := p.CommittedBlobs(paths)
 	if err != nil {
 		return err
 	}
 	var entries []gitver.IndexEntry
 	for i, rel := range paths {
-		content, _, exists, err := p.readFile(rel)
+		content, _, exists, err := p.files.ReadFile(rel)
 		if err != nil {
 			return err
 		}
@@ -62,7 +63,7 @@ func (p *people) placeUnplaced() error {
 				entry.Blob, entry.Info = want[i], worktree.StaleInfo{}
 			}
 			entries = append(entries, entry)
-			p.edits.add([]string{rel}, false)
+			p.edits.Add([]string{rel}, false)
 			continue
 		}
 		if !want[i].IsZero() {
@@ -86,7 +87,7 @@ func (p *people) placeUnplaced() error {
 // board's branch while files (and maybe git's index) hold the branch's
 // newer versions, and git refuses to check the branch out again over what
 // looks like the person's changes. The caller holds the write lock.
-func (p *people) takeBackLeaked() error {
+func (p *People) takeBackLeaked() error {
 	wt := p.repo.WorkTree()
 	if wt.Elsewhere == "" || wt.Operation != "" || wt.Locked != "" {
 		return nil

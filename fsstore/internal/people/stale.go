@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -86,7 +87,7 @@ const (
 // staleLook judges changed files against the branch's recent history,
 // read from head back, once for the whole comparison.
 type staleLook struct {
-	p    *people
+	p    *People
 	head gitver.Hash
 	// chain is the first-parent history of head read so far, newest first.
 	chain []*gitver.CommitInfo
@@ -235,7 +236,7 @@ func (l *staleLook) at(i int) (*gitver.CommitInfo, error) {
 // write lock.
 func (l *staleLook) keep(key string, text []byte) (commits.Change, error) {
 	w := l.p
-	sibling, content, err := contradictingText(key, text, l.head)
+	sibling, content, err := note.Contradicting(key, text, l.head.Short())
 	if err != nil {
 		return commits.Change{}, err
 	}

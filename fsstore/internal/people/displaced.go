@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
@@ -45,18 +46,18 @@ const (
 	// kept: a file handle held open longer than this and written later
 	// writes into a file no one reads.
 	keepDisplaced = 10 * time.Minute
-	// displacedQuiet is how long a kept file must be left alone before what
+	// DisplacedQuiet is how long a kept file must be left alone before what
 	// was written into it is taken (a person may still be writing), and how
 	// often the kept files are looked at.
-	displacedQuiet = time.Second
+	DisplacedQuiet = time.Second
 )
 
 // takeDisplaced looks at the kept files, at most once a second: what a
 // person wrote into one is committed as their edit (adoptDisplaced); one
 // unchanged for keepDisplaced is let go. The caller holds the write lock.
-func (p *people) takeDisplaced() error {
+func (p *People) takeDisplaced() error {
 	now := time.Now()
-	if last := p.displaced.Look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < displacedQuiet {
+	if last := p.displaced.Look.Load(); last != 0 && now.Sub(time.Unix(0, last)) < DisplacedQuiet {
 		return nil
 	}
 	p.displaced.Look.Store(now.UnixNano())
@@ -94,7 +95,7 @@ func (p *people) takeDisplaced() error {
 			if !took {
 				continue
 			}
-			if _, _, err := p.commitEditsLocked(nil); errors.Is(err, ErrWorkTreeBusy) {
+			if _, _, err := p.CommitEditsLocked(nil); errors.Is(err, fail.ErrWorkTreeBusy) {
 				may = false // committed once git is done; the rest wait for it
 			} else if err != nil {
 				return err
@@ -118,7 +119,7 @@ func modTime(p string) int64 {
 // takeOneDisplaced looks at one kept file: still says it stays kept, took
 // that what was written into it was taken, committed or kept as a sibling
 // note (only when may).
-func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
+func (p *People) takeOneDisplaced(root, held string, may bool) (still, took bool, err error) {
 	rel, err := filepath.Rel(root, filepath.Dir(held))
 	if err != nil {
 		return false, false, err
@@ -144,7 +145,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 		// leaves both as they were.
 		kept, ok := changeTime(fi)
 		final := time.Since(fi.ModTime()) > keepDisplaced ||
-			ok && time.Since(kept) > displacedQuiet && !writerMayHold(held)
+			ok && time.Since(kept) > DisplacedQuiet && !WriterMayHold(held)
 		if !final {
 			return true, false, nil
 		}
@@ -152,7 +153,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 			return letGo()
 		}
 	}
-	if writing, _ := heldForWriting(held); time.Since(fi.ModTime()) < displacedQuiet || !may || writing {
+	if writing, _ := heldForWriting(held); time.Since(fi.ModTime()) < DisplacedQuiet || !may || writing {
 		return true, false, nil // still being written, or another of the note's is taken first
 	}
 	written, err := os.ReadFile(held)
@@ -201,7 +202,7 @@ func (p *people) takeOneDisplaced(root, held string, may bool) (still, took bool
 // version. Once the branch holds it, that save is merged with it; and a
 // save that lands before the commit's file is placed stays the person's,
 // merged in turn (Mover.Move).
-func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
+func (p *People) adoptDisplaced(path string, base, written []byte) (adopted bool, err error) {
 	if p.repo.WorkTree().Busy() != "" {
 		return false, nil // the files are git's now
 	}
@@ -248,10 +249,10 @@ func (p *people) adoptDisplaced(path string, base, written []byte) (adopted bool
 // commitDisplacedText commits change, a note's file with what a person
 // wrote into a displaced file of it, on head as their edit; the branch's
 // move puts it in place, unless the person changed the file since.
-func (p *people) commitDisplacedText(head gitver.Hash, change commits.Change) (adopted bool, err error) {
+func (p *People) commitDisplacedText(head gitver.Hash, change commits.Change) (adopted bool, err error) {
 	rep := &EditReport{}
 	_, err = p.commitPersonsEdits(head, []commits.Change{change}, rep, false)
-	if errors.Is(err, errBranchMoved) {
+	if errors.Is(err, fail.ErrBranchMoved) {
 		return false, nil
 	}
 	if err != nil {
@@ -267,7 +268,7 @@ func (p *people) commitDisplacedText(head gitver.Hash, change commits.Change) (a
 // keepDisplacedText keeps what a person wrote into a displaced file of the
 // note key, which conflicts with what was written since, as a sibling note
 // linked `contradicts`, to be committed as theirs.
-func (p *people) keepDisplacedText(key string, written []byte) (bool, error) {
+func (p *People) keepDisplacedText(key string, written []byte) (bool, error) {
 	head, err := p.repo.Head()
 	if err != nil {
 		return false, err
@@ -276,15 +277,15 @@ func (p *people) keepDisplacedText(key string, written []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	p.edits.add([]string{sibling.Path}, false)
+	p.edits.Add([]string{sibling.Path}, false)
 	p.logf("text written into %s.md through a file opened before a write replaced it changes the lines written since; "+
 		"it is kept as the sibling note %s, linked `contradicts`", key, sibling.Path)
 	return true, nil
 }
 
-// writerMayHold reports whether some process may hold the file at abs open
+// WriterMayHold reports whether some process may hold the file at abs open
 // for writing; where the kernel cannot tell, the answer is yes.
-func writerMayHold(abs string) bool {
+func WriterMayHold(abs string) bool {
 	held, known := heldForWriting(abs)
 	return held || !known
 }

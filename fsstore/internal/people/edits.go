@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -38,23 +38,6 @@ import (
 // files are in place) are never mistaken for a person's, and when several
 // processes watch one workspace, the first commits a change and the others
 // find nothing left to commit.
-
-// people is the part for people's edits and a person's git: it finds and
-// commits what people changed in the work tree (edits.go, displaced.go,
-// stale.go, unplaced.go), and repairs what a person's git did beside the
-// agents (repair.go, rescue.go, checkouts.go). Its commits go through the
-// mover, and to the remote through up.
-type people struct {
-	*board
-	lock      *writeLock
-	mover     *mover.Mover
-	follower  *follower     // publishes its commits where writes count
-	edits     *pendingEdits // people's changes reported and not yet committed
-	displaced *mover.Displaced
-	vanished  vanishedFiles  // files found missing, not yet committed as deleted
-	saves     committedSaves // people's commits looked at for saves to merge (saves.go)
-	onEdits   func(*EditReport)
-}
 
 // Edit is one note a person changed.
 type Edit struct {
@@ -110,9 +93,9 @@ func (r *EditReport) Lines() []string {
 	return out
 }
 
-// pendingEdits are the work-tree paths a watcher reported and that have not
+// Pending are the work-tree paths a watcher reported and that have not
 // been compared with git yet.
-type pendingEdits struct {
+type Pending struct {
 	mu    sync.Mutex
 	paths map[string]bool
 	// all asks for a comparison of the whole work tree: at start, after
@@ -123,7 +106,19 @@ type pendingEdits struct {
 	watched, oneShot bool
 }
 
-func (p *pendingEdits) add(paths []string, all bool) {
+// NewPending is the pending edits of a process; oneShot for one command
+// (the CLI), whose writes compare only their own notes.
+func NewPending(oneShot bool) *Pending { return &Pending{oneShot: oneShot} }
+
+// SetWatched says whether a watcher reports changes now.
+func (p *Pending) SetWatched(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watched = on
+}
+
+// Add has paths compared, and with all the whole work tree.
+func (p *Pending) Add(paths []string, all bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paths == nil {
@@ -136,21 +131,21 @@ func (p *pendingEdits) add(paths []string, all bool) {
 }
 
 // waiting reports whether edits wait to be compared.
-func (p *pendingEdits) waiting() bool {
+func (p *Pending) Waiting() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.paths) > 0 || p.all
 }
 
 // isWatched says whether a watcher reports changes.
-func (p *pendingEdits) isWatched() bool {
+func (p *Pending) isWatched() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.watched
 }
 
 // take returns and forgets what is pending.
-func (p *pendingEdits) take() (paths []string, all bool) {
+func (p *Pending) Take() (paths []string, all bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for q := range p.paths {
@@ -162,24 +157,24 @@ func (p *pendingEdits) take() (paths []string, all bool) {
 	return paths, all
 }
 
-func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
+func (p *People) CommitEdits(paths []string, all bool) (*EditReport, error) {
 	if st, building := p.catch.Building(); building {
 		// Edits wait for the build: their versions are the index's to
 		// count, and a look at the whole tree now would read every file
 		// from git, beside the build.
-		p.edits.add(paths, all)
+		p.edits.Add(paths, all)
 		return &EditReport{}, &catchup.Building{Status: st}
 	}
 	var skipped []string
 	compareFirst, rescanned := !all, false
 	if all {
-		if narrowed, problems, ok := p.rescanUnlocked(); ok {
+		if narrowed, problems, ok := p.RescanUnlocked(); ok {
 			// The files that hold what is committed are passed over
 			// without the lock, and their stats recorded, so that the
 			// next look passes over them too: after a build of the index
 			// or a copy of the board, that is every file, and the writes
 			// must not wait while each is read.
-			if narrowed, err := p.changedPaths(narrowed, true); err == nil {
+			if narrowed, err := p.ChangedPaths(narrowed, true); err == nil {
 				paths, all, skipped, rescanned = append(narrowed, paths...), false, problems, true
 				if len(paths) == 0 {
 					return &EditReport{Skipped: skipped}, nil
@@ -189,13 +184,13 @@ func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
 	}
 	rep, err := p.commitEditsAt(paths, all, compareFirst)
 	if err != nil && rescanned {
-		p.edits.add(nil, true) // the whole tree is looked at again
+		p.edits.Add(nil, true) // the whole tree is looked at again
 	}
 	rep.Skipped = append(skipped, rep.Skipped...)
 	return rep, err
 }
 
-// rescanUnlocked looks at the whole work tree without the write lock and
+// RescanUnlocked looks at the whole work tree without the write lock and
 // returns the paths whose files may differ from the branch's head: no stat
 // recorded for them, another stat or blob than recorded, gone, or changed
 // by the commits the index has not caught up with yet. A look at the whole
@@ -203,12 +198,12 @@ func (p *people) commitEdits(paths []string, all bool) (*EditReport, error) {
 // and more once the index was built anew, without stats), and the writes
 // of a server that had just started waited for it. ok is false when the
 // tree cannot be walked: the whole tree is then compared under the lock.
-func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
+func (p *People) RescanUnlocked() (paths, problems []string, ok bool) {
 	head, err := p.repo.Head()
 	if err != nil {
 		return nil, nil, false
 	}
-	found, treeProblems, listed := p.walkNotes()
+	found, treeProblems, listed := p.WalkNotes()
 	if !listed {
 		return nil, nil, false
 	}
@@ -218,7 +213,7 @@ func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
 		// The comparison takes what it compared out of found: a retried
 		// read starts over from a new walk.
 		if attempts++; attempts > 1 {
-			if found, treeProblems, listed = p.walkNotes(); !listed {
+			if found, treeProblems, listed = p.WalkNotes(); !listed {
 				return errors.New("the work tree cannot be listed")
 			}
 		}
@@ -232,7 +227,7 @@ func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
 			switch {
 			case !ok: // gone
 				paths = append(paths, f.Path)
-			case !f.HasStat || f.Recorded.Blob != f.Committed || !SameStat(f.Recorded, st):
+			case !f.HasStat || f.Recorded.Blob != f.Committed || !index.SameStat(f.Recorded, index.StatOf(st)):
 				paths = append(paths, f.Path)
 			}
 			delete(found, f.Path)
@@ -265,19 +260,19 @@ func (p *people) rescanUnlocked() (paths, problems []string, ok bool) {
 
 // pathsBetween lists the files whose content differs between commits
 // from (zero for none) and to.
-func (b *board) pathsBetween(from, to gitver.Hash) ([]string, error) {
+func (p *People) pathsBetween(from, to gitver.Hash) ([]string, error) {
 	var trees [2]gitver.Hash
 	for i, h := range []gitver.Hash{from, to} {
 		if h.IsZero() {
 			continue
 		}
-		c, err := b.repo.ReadCommit(h)
+		c, err := p.repo.ReadCommit(h)
 		if err != nil {
 			return nil, err
 		}
 		trees[i] = c.Tree
 	}
-	changes, err := b.repo.DiffTrees(trees[0], trees[1])
+	changes, err := p.repo.DiffTrees(trees[0], trees[1])
 	if err != nil {
 		return nil, err
 	}
@@ -291,26 +286,26 @@ func (b *board) pathsBetween(from, to gitver.Hash) ([]string, error) {
 // commitEditsAt commits the edits to paths, or to the whole work tree.
 // With compareFirst, the paths whose files hold what the branch's head
 // holds are passed over before the lock is taken.
-func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditReport, error) {
+func (p *People) commitEditsAt(paths []string, all, compareFirst bool) (*EditReport, error) {
 	if compareFirst {
 		var err error
-		if paths, err = p.changedPaths(paths, false); err != nil || len(paths) == 0 {
+		if paths, err = p.ChangedPaths(paths, false); err != nil || len(paths) == 0 {
 			if err != nil {
-				p.edits.add(paths, false)
+				p.edits.Add(paths, false)
 			}
 			return &EditReport{}, err
 		}
 	}
 	var rep *EditReport
-	err := p.lock.with(func() error {
-		p.edits.add(paths, all)
+	err := p.lock(func() error {
+		p.edits.Add(paths, all)
 		// What a reset dropped and could not be brought back yet is the
 		// next write's to wait for: edits are compared all the same.
-		if err := p.repair(); err != nil && !errors.Is(err, errBranchMoved) {
+		if err := p.Repair(); err != nil && !errors.Is(err, fail.ErrBranchMoved) {
 			return err
 		}
 		var err error
-		_, rep, err = p.commitEditsLocked(nil)
+		_, rep, err = p.CommitEditsLocked(nil)
 		return err
 	})
 	if rep == nil {
@@ -319,14 +314,14 @@ func (p *people) commitEditsAt(paths []string, all, compareFirst bool) (*EditRep
 	return rep, err
 }
 
-// misnamedNote says why a Markdown file a person saved in a topic folder is
+// MisnamedNote says why a Markdown file a person saved in a topic folder is
 // not a note, "" when it is one or is not meant as one (README.md at the
 // root, a file deleted).
-func (b *board) misnamedNote(p string) string {
-	if _, err := b.root.Lstat(p); err != nil {
+func (p *People) MisnamedNote(rel string) string {
+	if _, err := p.root.Lstat(rel); err != nil {
 		return ""
 	}
-	if problem := b.misnamed(p); problem != nil {
+	if problem := p.misnamed(rel); problem != nil {
 		return problem.String()
 	}
 	return ""
@@ -335,23 +330,23 @@ func (b *board) misnamedNote(p string) string {
 // misnamed says why the Markdown file at p, in a topic folder, is not a
 // note although it looks meant as one; nil when it is a note or is not a
 // Markdown file in a folder (README.md at the root).
-func (b *board) misnamed(p string) *TreeProblem {
-	if !strings.HasSuffix(p, ".md") || !strings.Contains(p, "/") {
+func (p *People) misnamed(rel string) *TreeProblem {
+	if !strings.HasSuffix(rel, ".md") || !strings.Contains(rel, "/") {
 		return nil
 	}
-	if _, ok := note.KeyOf(p); ok {
+	if _, ok := note.KeyOf(rel); ok {
 		return nil
 	}
-	a, err := b.parseAddress(strings.TrimSuffix(p, ".md"))
+	a, err := note.ParseAddress(strings.TrimSuffix(rel, ".md"), p.name)
 	if err != nil {
-		return &TreeProblem{Path: p, Minor: true, What: "not a note (" + errMsg(err) + ")",
+		return &TreeProblem{Path: rel, Minor: true, What: "not a note (" + fail.Msg(err) + ")",
 			Fix: "rename it to an address of the grammar, or move it out of the topic folders"}
 	}
-	return &TreeProblem{Path: p, Minor: true, What: "not a note: a note's file name is its address in lower case",
+	return &TreeProblem{Path: rel, Minor: true, What: "not a note: a note's file name is its address in lower case",
 		Fix: "rename it " + a.Short() + ".md"}
 }
 
-// changedPaths keeps the paths whose file is not what the branch's head
+// ChangedPaths keeps the paths whose file is not what the branch's head
 // holds. It runs without the write lock, so that the echoes of the program's
 // own writes (each seen by every watching process) cost no lock: a file
 // equal to the head's blob has nothing to commit, whatever is in flight.
@@ -365,7 +360,7 @@ func (b *board) misnamed(p string) *TreeProblem {
 // update, or a person committed), the head's blobs are read from git. Every
 // watching process catching the index up itself would make them all queue
 // for its write transaction, and the writer with them.
-func (p *people) changedPaths(paths []string, record bool) ([]string, error) {
+func (p *People) ChangedPaths(paths []string, record bool) ([]string, error) {
 	head, err := p.repo.Head()
 	if err != nil {
 		return paths, err
@@ -422,7 +417,7 @@ const statsPerTransaction = 1000
 
 // recordStats records stats of files that hold what is committed, in
 // transactions of statsPerTransaction (after a build, every file's).
-func (p *people) recordStats(stats map[string]index.DiskStat) error {
+func (p *People) recordStats(stats map[string]index.DiskStat) error {
 	paths := slices.Sorted(maps.Keys(stats))
 	for len(paths) > 0 {
 		batch := paths[:min(len(paths), statsPerTransaction)]
@@ -445,7 +440,7 @@ func (p *people) recordStats(stats map[string]index.DiskStat) error {
 // before tool writes to them are built: their compare-and-swap then fails
 // against the person's version instead of overwriting it. It is one
 // attempt: when a person's commit moves the branch meanwhile it returns
-// errBranchMoved, and the write's one loop (commitBatch, whileBranchMoves)
+// fail.ErrBranchMoved, and the write's one loop (commitBatch, whileBranchMoves)
 // runs the upkeep again. It returns the branch's commit after. The caller
 // holds the write lock.
 //
@@ -462,7 +457,7 @@ func (p *people) recordStats(stats map[string]index.DiskStat) error {
 //
 // While the derived index is being built, no edit is committed: a person's
 // version and the stale-file rule are counted by the index (whileBuilt).
-func (p *people) adoptEdits(keys []string) (gitver.Hash, error) {
+func (p *People) adoptEdits(keys []string) (gitver.Hash, error) {
 	deadline := time.Now().Add(indexBusyWait)
 	once := func(attempt func() error) error { return attempt() }
 	for {
@@ -477,7 +472,7 @@ func (p *people) adoptEdits(keys []string) (gitver.Hash, error) {
 		if errors.As(err, &b) {
 			continue // the branch went far since whileBuilt looked
 		}
-		if !errors.Is(err, ErrWorkTreeBusy) {
+		if !errors.Is(err, fail.ErrWorkTreeBusy) {
 			return head, err
 		}
 		wt := p.repo.WorkTree()
@@ -497,7 +492,7 @@ func (p *people) adoptEdits(keys []string) (gitver.Hash, error) {
 			if !long && wt.Starting != "" {
 				why = wt.Starting
 			}
-			return head, errorf("write", "", ErrConflict, "the workspace is busy: %s; write again once it is done", why)
+			return head, fail.Errorf("write", "", fail.ErrConflict, "the workspace is busy: %s; write again once it is done", why)
 		}
 		time.Sleep(indexBusyPoll)
 	}
@@ -509,7 +504,7 @@ func (p *people) adoptEdits(keys []string) (gitver.Hash, error) {
 // disk are the branch's, and wait for the build, unavailable, when a
 // person changed one; their change stays, to be committed as theirs once
 // the build is done.
-func (p *people) whileBuilt(keys []string) (head gitver.Hash, building bool, err error) {
+func (p *People) whileBuilt(keys []string) (head gitver.Hash, building bool, err error) {
 	head, _, err = p.catch.CatchUp(nil, nil)
 	var b *catchup.Building
 	if !errors.As(err, &b) {
@@ -528,7 +523,7 @@ func (p *people) whileBuilt(keys []string) (head gitver.Hash, building bool, err
 				return head, true, err
 			}
 			if !p.files.Holds(rel, committed) {
-				return head, true, errorf("write", "", ErrUnavailable,
+				return head, true, fail.Errorf("write", "", fail.ErrUnavailable,
 					"%s holds a change not committed yet, to be committed as its author's once the index is built (%s); retry",
 					rel, b.Status).Because(b)
 			}
@@ -547,13 +542,13 @@ const (
 	indexBusyPoll = 2 * time.Millisecond
 )
 
-// commitEditsLocked commits the pending edits and those to the notes keys.
+// CommitEditsLocked commits the pending edits and those to the notes keys.
 // The caller holds the write lock. On failure the edits stay pending.
-func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
+func (p *People) CommitEditsLocked(keys []string) (gitver.Hash, *EditReport, error) {
 	// A person's git commit landing meanwhile moves the branch: compare
 	// again.
 	return p.commitEditsWith(keys, gitver.ZeroHash, func(attempt func() error) error {
-		return whileBranchMoves("commit people's edits", "", p.repair, p.follower, attempt)
+		return p.follower.WhileBranchMoves("commit people's edits", "", p.Repair, attempt)
 	})
 }
 
@@ -561,13 +556,13 @@ func (p *people) commitEditsLocked(keys []string) (gitver.Hash, *EditReport, err
 // again while the branch moves); caughtUp is the branch's commit when the
 // caller has just brought the derived index to it, zero for the first
 // attempt to do so.
-func (p *people) commitEditsWith(keys []string, caughtUp gitver.Hash, run func(attempt func() error) error) (gitver.Hash, *EditReport, error) {
-	paths, all := p.edits.take()
+func (p *People) commitEditsWith(keys []string, caughtUp gitver.Hash, run func(attempt func() error) error) (gitver.Hash, *EditReport, error) {
+	paths, all := p.edits.Take()
 	if all && len(keys) > 0 && p.edits.isWatched() {
 		// A write adopts the edits to its own notes and to the paths the
 		// watcher named; the look at the whole tree stays the watcher's,
 		// which makes it without the write lock (rescanUnlocked).
-		p.edits.add(nil, true)
+		p.edits.Add(nil, true)
 		all = false
 	}
 	var head gitver.Hash
@@ -580,7 +575,7 @@ func (p *people) commitEditsWith(keys []string, caughtUp gitver.Hash, run func(a
 	})
 	switch {
 	case err != nil:
-		p.edits.add(paths, all)
+		p.edits.Add(paths, all)
 	case rep.Commit != "" && p.onEdits != nil:
 		p.onEdits(rep)
 	}
@@ -605,7 +600,7 @@ type candidate struct {
 // commitEditsOnce is one attempt of commitEditsWith: the work tree
 // compared with the derived index at the branch (brought there, unless
 // caughtUp says it is), people's changes committed.
-func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver.Hash) (gitver.Hash, *EditReport, error) {
+func (p *People) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver.Hash) (gitver.Hash, *EditReport, error) {
 	if err := p.stillOpen(); err != nil {
 		return gitver.ZeroHash, nil, err
 	}
@@ -618,7 +613,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 	}
 	rep := &EditReport{}
 	if why := p.repo.WorkTree().Busy(); why != "" {
-		return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+		return head, rep, fmt.Errorf("%w: %s", fail.ErrWorkTreeBusy, why)
 	}
 	cands := map[string]*candidate{}
 	addNote := func(key string, strict bool) {
@@ -639,7 +634,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		}
 	}
 	if all {
-		found, problems, _ := p.walkNotes()
+		found, problems, _ := p.WalkNotes()
 		for _, problem := range problems {
 			rep.Skipped = append(rep.Skipped, problem.String())
 		}
@@ -699,7 +694,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 			if c.strict {
 				return head, rep, err
 			}
-			rep.Skipped = append(rep.Skipped, errMsg(err))
+			rep.Skipped = append(rep.Skipped, fail.Msg(err))
 			continue
 		}
 		older := false
@@ -715,7 +710,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		}
 		switch {
 		case older:
-		case ch != nil && (halfSaved(ch, c) || p.beingWritten(ch)):
+		case ch != nil && (halfSaved(ch, c) || p.BeingWritten(ch)):
 			rep.Unsettled = append(rep.Unsettled, rel)
 		case ch != nil && p.checkedOutJustNow(ch):
 			// git's index records this very file, so git wrote it, or a
@@ -772,7 +767,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 			changes = append(changes, sibling)
 			kept = append(kept, sibling.Path)
 			// Compared again later, should this commit not be made.
-			p.edits.add([]string{sibling.Path}, false)
+			p.edits.Add([]string{sibling.Path}, false)
 		case ch != nil:
 			changes = append(changes, *ch)
 		case same != nil:
@@ -780,7 +775,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		}
 	}
 	changes = p.holdFreshDeletes(changes, cands, rep)
-	p.edits.add(rep.Unsettled, false)
+	p.edits.Add(rep.Unsettled, false)
 	if len(olderFromCheckouts)+len(olderLeft) > 0 {
 		maps.Copy(olderLeft, olderFromCheckouts)
 		if err := p.mover.RecordUnplaced(olderLeft); err != nil {
@@ -805,7 +800,7 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 		// committing what was found (commitLocked looks once more under
 		// git's index lock).
 		if why := p.repo.WorkTree().Busy(); why != "" {
-			return head, rep, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+			return head, rep, fmt.Errorf("%w: %s", fail.ErrWorkTreeBusy, why)
 		}
 		commit, err := p.commitPersonsEdits(head, changes, rep, true)
 		if err != nil {
@@ -832,8 +827,8 @@ func (p *people) commitEditsOnce(keys, paths []string, all bool, caughtUp gitver
 
 // compare returns the change a path needs, or, when the file equals the
 // committed blob and its stat is worth remembering, that stat.
-func (p *people) compare(file string, c *candidate) (*commits.Change, *index.DiskStat, error) {
-	st := diskStat(c.walked)
+func (p *People) compare(file string, c *candidate) (*commits.Change, *index.DiskStat, error) {
+	st := index.StatOf(c.walked)
 	if !c.wasWalked {
 		if err := p.files.CheckNoLinks(file); err != nil {
 			return nil, nil, err
@@ -850,7 +845,7 @@ func (p *people) compare(file string, c *candidate) (*commits.Change, *index.Dis
 		}
 		st = worktree.StatOf(fi)
 	}
-	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && sameStat(c.recorded, st) {
+	if c.hasStat && !c.committed.IsZero() && c.recorded.Blob == c.committed && index.SameStat(c.recorded, st) {
 		return nil, nil, nil // unchanged since it last matched git
 	}
 	content, info, ok, err := p.readSettled(file, c.committed)
@@ -883,9 +878,9 @@ const settleTime = 50 * time.Millisecond
 // readSettled reads p; when it differs from the blob committed and was
 // modified within settleTime, it waits (a few times at most, holding the
 // write lock) until the file has been quiet that long, and reads it again.
-func (p *people) readSettled(file string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
+func (p *People) readSettled(file string, committed gitver.Hash) ([]byte, fs.FileInfo, bool, error) {
 	for range 8 {
-		content, info, ok, err := p.readFile(file)
+		content, info, ok, err := p.files.ReadFile(file)
 		if err != nil || !ok || gitver.BlobHash(content) == committed {
 			return content, info, ok, err
 		}
@@ -895,16 +890,16 @@ func (p *people) readSettled(file string, committed gitver.Hash) ([]byte, fs.Fil
 		}
 		time.Sleep(young)
 	}
-	return p.readFile(file)
+	return p.files.ReadFile(file)
 }
 
-// emptyGrace is how long a note file emptied in place is taken for a save
+// EmptyGrace is how long a note file emptied in place is taken for a save
 // in progress rather than a person's wish.
-const emptyGrace = 2 * time.Second
+const EmptyGrace = 2 * time.Second
 
-// gitSettle is how long a file git itself wrote is left before it is taken
+// GitSettle is how long a file git itself wrote is left before it is taken
 // for a person's edit.
-const gitSettle = 500 * time.Millisecond
+const GitSettle = 500 * time.Millisecond
 
 // checkedOutJustNow reports whether git itself wrote the changed file a
 // moment ago: a `git reset --hard` or `git stash` that read the branch
@@ -912,9 +907,9 @@ const gitSettle = 500 * time.Millisecond
 // after; when its move comes, the reflog tells and the repairs put the
 // agent's write back. Until then the file is not taken for an edit. A file
 // git wrote and left (`git checkout HEAD~1 -- note.md`) is the person's
-// edit once gitSettle has passed.
-func (p *people) checkedOutJustNow(ch *commits.Change) bool {
-	return !ch.Deleted && ch.Info != nil && time.Since(ch.Info.ModTime()) < gitSettle &&
+// edit once GitSettle has passed.
+func (p *People) checkedOutJustNow(ch *commits.Change) bool {
+	return !ch.Deleted && ch.Info != nil && time.Since(ch.Info.ModTime()) < GitSettle &&
 		p.repo.WroteByGit(ch.Path, ch.Info, gitver.BlobHash(ch.Content))
 }
 
@@ -922,17 +917,17 @@ func (p *people) checkedOutJustNow(ch *commits.Change) bool {
 // truncation and its write: a file that had content, empty since a moment.
 // An editor that writes in place can be descheduled between the two for
 // longer than any debounce. Such a file is compared again later; emptied
-// for good, it is committed once emptyGrace has passed.
+// for good, it is committed once EmptyGrace has passed.
 func halfSaved(ch *commits.Change, c *candidate) bool {
 	return !ch.Deleted && len(ch.Content) == 0 && !c.committed.IsZero() &&
-		time.Since(ch.Info.ModTime()) < emptyGrace
+		time.Since(ch.Info.ModTime()) < EmptyGrace
 }
 
 // commitPersonsEdits commits changes as one commit authored by the person
 // and fills rep. onDisk says the files hold the changes already; otherwise
 // the branch's move puts them in place (commitLocked). merged are the
 // person's git commits whose saves the changes merge (saves.go).
-func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, rep *EditReport, onDisk bool, merged ...gitver.Hash) (gitver.Hash, error) {
+func (p *People) commitPersonsEdits(head gitver.Hash, changes []commits.Change, rep *EditReport, onDisk bool, merged ...gitver.Hash) (gitver.Hash, error) {
 	byNote := map[string][]commits.Change{}
 	for _, c := range changes {
 		key, _ := note.KeyOf(c.Path)
@@ -941,7 +936,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, 
 	var edits []Edit
 	created := map[gitver.Hash]string{} // note blob -> key, to pair moves
 	for _, key := range slices.Sorted(maps.Keys(byNote)) {
-		cur, err := p.indexedNote(key)
+		cur, err := p.idx.Note(key)
 		if err != nil {
 			return head, err
 		}
@@ -973,7 +968,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, 
 		if e.Op != "delete" {
 			continue
 		}
-		old, err := p.indexedNote(e.Key)
+		old, err := p.idx.Note(e.Key)
 		if err != nil {
 			return head, err
 		}
@@ -989,7 +984,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, 
 	}
 	edits = slices.DeleteFunc(edits, func(e Edit) bool { return e.Op == "" })
 	p.warnMissingBlobs(byNote, edits)
-	who := p.personSignature()
+	who := p.PersonSignature()
 	message := p.editMessage(edits, who.Name)
 	for _, c := range changes {
 		if !c.Saved.IsZero() {
@@ -999,7 +994,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, 
 	for _, c := range merged {
 		message.Merged = append(message.Merged, c.String())
 	}
-	commit, err := p.commitLocked(head, changes, who, message.String(), onDisk)
+	commit, err := p.CommitLocked(head, changes, who, message.String(), onDisk)
 	if err != nil || commit == head {
 		return head, err // failed, or git held every file as it is
 	}
@@ -1011,7 +1006,7 @@ func (p *people) commitPersonsEdits(head gitver.Hash, changes []commits.Change, 
 func describeNote(content []byte) (digest, problem string) {
 	f, err := note.Parse(content)
 	if err != nil {
-		return "", errMsg(err) + "; committed as it is"
+		return "", fail.Msg(err) + "; committed as it is"
 	}
 	digest = f.Str(note.KeyDigest)
 	if digest == "" {
@@ -1031,7 +1026,7 @@ func oneLine(s string) string {
 
 // warnMissingBlobs marks edits whose note names a blob file this commit
 // deletes: agents cannot read that note's content until it is restored.
-func (p *people) warnMissingBlobs(byNote map[string][]commits.Change, edits []Edit) {
+func (p *People) warnMissingBlobs(byNote map[string][]commits.Change, edits []Edit) {
 	for i, e := range edits {
 		if e.Op == "delete" {
 			continue
@@ -1045,7 +1040,7 @@ func (p *people) warnMissingBlobs(byNote map[string][]commits.Change, edits []Ed
 			}
 		}
 		if named == "" {
-			if n, err := p.indexedNote(e.Key); err == nil {
+			if n, err := p.idx.Note(e.Key); err == nil {
 				named = n.ContentPath
 			}
 		}
@@ -1059,7 +1054,7 @@ func (p *people) warnMissingBlobs(byNote map[string][]commits.Change, edits []Ed
 
 // editMessage is the commit message of a person's edits: like a tool
 // write's, with the digest in the subject, so `git log` reads the same.
-func (p *people) editMessage(edits []Edit, who string) note.Message {
+func (p *People) editMessage(edits []Edit, who string) note.Message {
 	line := func(e Edit) string {
 		switch e.Op {
 		case "delete":
@@ -1077,7 +1072,7 @@ func (p *people) editMessage(edits []Edit, who string) note.Message {
 		return note.Message{Subject: "edit blob files by hand", Agent: who}
 	case 1:
 		e := edits[0]
-		m := note.Message{Subject: line(e), URI: p.uri(e.Key), Version: e.Version, Agent: who}
+		m := note.Message{Subject: line(e), URI: note.URI(p.name, e.Key), Version: e.Version, Agent: who}
 		if e.Merged {
 			m.Lines = []string{mergedLine}
 		}

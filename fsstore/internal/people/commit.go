@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// commitLocked makes one commit of changes the program did not build as a
+// CommitLocked makes one commit of changes the program did not build as a
 // tool write: a person's edits found in the work tree (onDisk: their files
 // are in place already), the board's first commit, the access file. Tool
 // writes are built in a writeTx (tx.go); both reach the branch through the
@@ -20,7 +21,7 @@ import (
 //
 // A person's edits are the branch's only while the files are: while
 // another branch is checked out, or a git command is in the middle of
-// something, they wait (ErrWorkTreeBusy). While a person is in the middle
+// something, they wait (fail.ErrWorkTreeBusy). While a person is in the middle
 // of a merge or a rebase, the program's own commits are refused. With a
 // remote, the commit is pushed first: it counts once the remote took it,
 // and the local branch follows.
@@ -28,12 +29,12 @@ import (
 // Files parent holds as changes would leave them are no change; when none
 // is left, nothing is committed and parent is returned.
 //
-// The caller holds the write lock. It returns errBranchMoved when the
+// The caller holds the write lock. It returns fail.ErrBranchMoved when the
 // branch was not at parent, or the work tree changed hands meanwhile;
 // nothing then changed. A failure past the commit point is an
 // fail.Unfinished: the commit stands, and the next hold of the write lock
 // finishes it.
-func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, author gitver.Signature,
+func (p *People) CommitLocked(parent gitver.Hash, changes []commits.Change, author gitver.Signature,
 	message string, onDisk bool) (commit gitver.Hash, err error) {
 	// A reset may have dropped the program's commits from the branch since
 	// the repairs ran, before parent was read: put that right first, or
@@ -45,7 +46,7 @@ func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, auth
 		if err != nil {
 			return gitver.ZeroHash, err
 		}
-		return gitver.ZeroHash, errBranchMoved
+		return gitver.ZeroHash, fail.ErrBranchMoved
 	}
 	wt := p.repo.WorkTree()
 	if !onDisk && wt.Operation != "" {
@@ -54,7 +55,7 @@ func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, auth
 	if why := wt.Busy(); onDisk && why != "" {
 		// A person's edits are the branch's only while the files are: a
 		// checkout since the comparison makes them another's.
-		return gitver.ZeroHash, fmt.Errorf("%w: %s", ErrWorkTreeBusy, why)
+		return gitver.ZeroHash, fmt.Errorf("%w: %s", fail.ErrWorkTreeBusy, why)
 	}
 	built, err := p.commits.Build(parent, changes, author, message)
 	if err != nil {
@@ -78,14 +79,14 @@ func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, auth
 	// With a remote, that is where the commit counts: the local branch
 	// moves only once it took it, and from then on it stands, whatever
 	// happens here.
-	took, err := p.follower.offer(built.PendingCommit)
+	took, err := p.follower.Offer(built.PendingCommit)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
 	if took {
 		objects = nil
 	}
-	moved, err := p.mover.Move(mover.Move{From: parent, To: commit, Reason: ownMove + subject(message),
+	moved, err := p.mover.Move(mover.Move{From: parent, To: commit, Reason: history.OwnMove + subject(message),
 		Alongside: objects, Changes: built.Diff, OnDisk: onDisk, Infos: infos, Fresh: true})
 	switch {
 	case moved && err != nil:
@@ -101,14 +102,14 @@ func (p *people) commitLocked(parent gitver.Hash, changes []commits.Change, auth
 	case err != nil:
 		return gitver.ZeroHash, err
 	}
-	return gitver.ZeroHash, errBranchMoved
+	return gitver.ZeroHash, fail.ErrBranchMoved
 }
 
-// committedBlobs returns the blobs paths hold at the indexed head (zero for
+// CommittedBlobs returns the blobs paths hold at the indexed head (zero for
 // none), read at one point of history.
-func (b *board) committedBlobs(paths []string) ([]gitver.Hash, error) {
+func (p *People) CommittedBlobs(paths []string) ([]gitver.Hash, error) {
 	out := make([]gitver.Hash, len(paths))
-	err := b.idx.Read(func(snap *index.Snapshot) error {
+	err := p.idx.Read(func(snap *index.Snapshot) error {
 		for i, p := range paths {
 			var err error
 			if out[i], err = snap.FileBlob(p); err != nil {

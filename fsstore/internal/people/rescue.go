@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -42,17 +42,13 @@ import (
 // take commits out of the board's history for good (a secret written by
 // mistake) stops the servers, rewrites the branch and expires its reflog.
 
-// RescuePrefix names the refs that keep commits a person's rewind dropped
-// from the board's branch.
-const RescuePrefix = history.RescuePrefix
-
 // maxDropped bounds the walks from the program's last commit back to where
 // a reset went, and from the branch back to that commit.
 const maxDropped = history.MaxDropped
 
 // bringBackDropped restores or keeps what a reset dropped from the branch.
 // The caller holds the write lock, and has finished any interrupted write.
-func (p *people) bringBackDropped() error {
+func (p *People) bringBackDropped() error {
 	head, err := p.repo.Head()
 	if err != nil {
 		return err
@@ -85,7 +81,7 @@ func (p *people) bringBackDropped() error {
 // rewind went somewhere this cannot describe (to a commit that is not in
 // the dropped commits' history, or followed by more than a linear history
 // of commits on top): that case is kept under a rescue ref.
-func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
+func (p *People) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dropped int) (done bool, err error) {
 	if onOurs, err := p.hist.Reaches(ours, rewind.New); err != nil || !onOurs {
 		return false, err
 	}
@@ -101,10 +97,10 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 	if err != nil {
 		return false, err
 	}
-	program := p.agentSignature(note.InitAgent)
+	program := p.program()
 	person := rewind.Who
 	if person.Name == "" || person.When.IsZero() {
-		person = p.personSignature()
+		person = p.PersonSignature()
 	}
 	branch := strings.TrimPrefix(p.repo.Branch(), "refs/heads/")
 	what := strings.TrimPrefix(rewind.Message, "reset: moving to ")
@@ -128,7 +124,7 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 			return false, err
 		}
 	}
-	reason := fmt.Sprintf(ownMove+"keep `%s` as an undo on top of the %d commits it dropped", rewind.Message, dropped)
+	reason := fmt.Sprintf(history.OwnMove+"keep `%s` as an undo on top of the %d commits it dropped", rewind.Message, dropped)
 	if err := p.repo.UpdateBranch(head, tip, program, reason); err != nil {
 		if errors.Is(err, gitver.ErrBranchMoved) {
 			return true, nil // moved meanwhile: the next look decides
@@ -143,8 +139,8 @@ func (p *people) undoOnTop(ours, head gitver.Hash, rewind gitver.ReflogEntry, dr
 
 // restoreBranch moves the branch forward again to the commits a racing
 // reset dropped, and puts their files back.
-func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
-	reason := fmt.Sprintf(ownMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
+func (p *People) restoreBranch(move gitver.ReflogEntry, dropped int) error {
+	reason := fmt.Sprintf(history.OwnMove+"bring back %d commits a reset to HEAD (git reset --hard HEAD, git stash) dropped", dropped)
 	moved, err := p.mover.MoveWithFiles(move.New, move.Old, reason, nil)
 	if err != nil {
 		return err
@@ -154,7 +150,7 @@ func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 		// git command): nothing may be built on the branch as the reset
 		// left it, or a write could be checked against the version the
 		// reset dropped and counted again. The caller looks again.
-		return errBranchMoved
+		return fail.ErrBranchMoved
 	}
 	p.logf("a `git reset --hard HEAD` (or `git stash`) raced with writes and dropped %d of the board's commits from %s; "+
 		"they are back (%s), with their files", dropped, strings.TrimPrefix(p.repo.Branch(), "refs/heads/"), move.Old.Short())
@@ -162,18 +158,18 @@ func (p *people) restoreBranch(move gitver.ReflogEntry, dropped int) error {
 }
 
 // keepDropped keeps the commits a rewind dropped under a rescue ref, once.
-func (p *people) keepDropped(move gitver.ReflogEntry, dropped int) error {
-	name := RescuePrefix + move.Old.String()
-	kept, err := p.repo.Refs(RescuePrefix)
+func (p *People) keepDropped(move gitver.ReflogEntry, dropped int) error {
+	name := history.RescuePrefix + move.Old.String()
+	kept, err := p.repo.Refs(history.RescuePrefix)
 	if err != nil {
 		return err
 	}
 	if _, ok := kept[name]; ok {
 		return nil
 	}
-	who := p.agentSignature(note.InitAgent)
+	who := p.program()
 	who.When = time.Now()
-	if err := p.repo.UpdateRef(name, gitver.ZeroHash, move.Old, who, ownMove+"keep what `"+move.Message+"` dropped"); err != nil {
+	if err := p.repo.UpdateRef(name, gitver.ZeroHash, move.Old, who, history.OwnMove+"keep what `"+move.Message+"` dropped"); err != nil {
 		return err
 	}
 	p.logf("`%s` dropped %d of the board's commits from %s; they are kept under %s: `git log %s..%s` shows them, "+

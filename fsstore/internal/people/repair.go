@@ -1,24 +1,24 @@
-package fsstore
+package people
 
 import (
 	"fmt"
 )
 
 // What a person does with git and files beside the agents can leave the
-// board needing repair that no event announces. Every write (prepare) and
+// board needing repair that no event announces. Every write (Prepare) and
 // every commit of people's edits runs the repairs first, under the write
 // lock, after the mover finished any interrupted write, so that no half
 // write is taken for a person's edit; a watching server also runs them
 // every second while there may be something to repair (Repair).
-func (p *people) repair() error {
+func (p *People) Repair() error {
 	if err := p.mover.Recover(); err != nil {
 		return err
 	}
 	return p.repairs()
 }
 
-// repairs is repair, once the mover has finished any interrupted write.
-func (p *people) repairs() error {
+// repairs is Repair, once the mover has finished any interrupted write.
+func (p *People) repairs() error {
 	for _, r := range []struct {
 		do   func() error
 		what string
@@ -38,24 +38,18 @@ func (p *people) repairs() error {
 	return nil
 }
 
-// prepare readies the board for tool writes of the notes uris name, once
+// Prepare readies the board for tool writes of the notes keys, once
 // in the hold of the write lock that builds them, before they are built:
 // a killed writer's journal finished (Mover.Recover), then the repairs
 // (agents' commits a person's reset dropped come back before anything is
 // built on the branch, rescue.go), then people's edits to the notes
 // committed, each its own commit (pushed on its own): rare, and they drop
 // the batch being built, which is built again on them. It returns
-// errBranchMoved when a person's commit moved the branch meanwhile: the
+// fail.ErrBranchMoved when a person's commit moved the branch meanwhile: the
 // write's one loop runs it again.
-func (p *people) prepare(uris ...string) error {
-	if err := p.repair(); err != nil {
+func (p *People) Prepare(keys ...string) error {
+	if err := p.Repair(); err != nil {
 		return err
-	}
-	var keys []string
-	for _, uri := range uris {
-		if key, ok := p.keyOf(uri); ok {
-			keys = append(keys, key)
-		}
 	}
 	if len(keys) == 0 {
 		return nil

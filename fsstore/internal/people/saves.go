@@ -1,4 +1,4 @@
-package fsstore
+package people
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/linemerge"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -68,7 +69,7 @@ type saveMerge struct {
 // mergeSave merges a person's save ch of the file at rel, whose branch
 // holds committed, with what the branch got since the save's base. The
 // caller holds the write lock.
-func (p *people) mergeSave(rel string, committed gitver.Hash, ch *commits.Change) (saveMerge, error) {
+func (p *People) mergeSave(rel string, committed gitver.Hash, ch *commits.Change) (saveMerge, error) {
 	asIs := saveMerge{change: ch}
 	if committed.IsZero() || len(ch.Content) > maxMergeBytes {
 		return asIs, nil
@@ -129,7 +130,7 @@ func (p *people) mergeSave(rel string, committed gitver.Hash, ch *commits.Change
 // (madeBy, zero for a save in the work tree) was made from the versions
 // before that commit only. nil when the save is an edit of the branch's
 // version, or equals one of them.
-func (p *people) saveBase(rel string, committed gitver.Hash, content []byte, madeBy gitver.Hash) ([]byte, gitver.Hash, error) {
+func (p *People) saveBase(rel string, committed gitver.Hash, content []byte, madeBy gitver.Hash) ([]byte, gitver.Hash, error) {
 	var recent []index.FileChange
 	if err := p.idx.Read(func(s *index.Snapshot) error {
 		var err error
@@ -240,14 +241,14 @@ func stillReads(merged, branch, person []byte) bool {
 // which held expect, the way a write replaces a file (Mover.Place): a
 // person who holds it open, or saved it again meanwhile, loses nothing.
 // placed is false when the file changed under it; it is compared again.
-func (p *people) replaceSave(rel string, content []byte, expect gitver.Hash) (placed bool, err error) {
+func (p *People) replaceSave(rel string, content []byte, expect gitver.Hash) (placed bool, err error) {
 	tmp, info, err := p.files.Stage(rel, content)
 	if err != nil {
 		return false, err
 	}
 	placed, err = p.mover.Place(worktree.Staged{Tmp: tmp, Info: info}, rel, expect, gitver.BlobHash(content))
 	if err != nil || !placed {
-		p.edits.add([]string{rel}, false)
+		p.edits.Add([]string{rel}, false)
 		return false, err
 	}
 	return true, p.files.SyncDir(path.Dir(rel))
@@ -302,7 +303,7 @@ func (v *vanishedFiles) forget(paths []string) {
 // back already, or missing for less than deleteGrace while an editor's
 // backup of them is there, unless the file's content was created elsewhere
 // in the same changes (a move), and reports them unsettled.
-func (p *people) holdFreshDeletes(changes []commits.Change, cands map[string]*candidate, rep *EditReport) []commits.Change {
+func (p *People) holdFreshDeletes(changes []commits.Change, cands map[string]*candidate, rep *EditReport) []commits.Change {
 	created := map[gitver.Hash]bool{}
 	var present []string
 	for _, c := range changes {
@@ -336,13 +337,13 @@ func (p *people) holdFreshDeletes(changes []commits.Change, cands map[string]*ca
 	})
 }
 
-// beingWritten reports whether a process holds the changed file open for
+// BeingWritten reports whether a process holds the changed file open for
 // writing: a save half done, a `cat >>` not closed yet. It is compared
 // again once they let it go: committed now, its half would be taken for the
 // person's whole text. A file let go since its content was read changed
 // meanwhile, or may have: what was read is compared again too, unless the
 // file is as it was when it was read (its stat, taken before).
-func (p *people) beingWritten(ch *commits.Change) bool {
+func (p *People) BeingWritten(ch *commits.Change) bool {
 	if ch.Deleted {
 		return false
 	}
@@ -401,13 +402,13 @@ func (c *committedSaves) setLooked(commits []gitver.ReflogEntry) {
 // personsCommits returns the moves of the branch by a person's `git commit`
 // that this process has not looked at, oldest first: since the program's
 // last move, or (recent) within the last recentCommits.
-func (p *people) personsCommits(recent bool) ([]gitver.ReflogEntry, error) {
+func (p *People) personsCommits(recent bool) ([]gitver.ReflogEntry, error) {
 	if !recent {
 		head, err := p.repo.Head()
 		if err != nil {
 			return nil, err
 		}
-		own, found, err := p.repo.LastMoveBy(ownMove)
+		own, found, err := p.repo.LastMoveBy(history.OwnMove)
 		if err != nil || !found || head == own.New {
 			return nil, err
 		}
@@ -419,7 +420,7 @@ func (p *people) personsCommits(recent bool) ([]gitver.ReflogEntry, error) {
 	var out []gitver.ReflogEntry
 	for i := len(moves) - 1; i >= 0; i-- {
 		m := moves[i]
-		if !recent && strings.HasPrefix(m.Message, ownMove) || recent && time.Since(m.Who.When) > recentCommits {
+		if !recent && strings.HasPrefix(m.Message, history.OwnMove) || recent && time.Since(m.Who.When) > recentCommits {
 			break
 		}
 		if byGitCommit(m.Message) && !m.Old.IsZero() && !p.saves.lookedAt(m.New) {
@@ -429,16 +430,16 @@ func (p *people) personsCommits(recent bool) ([]gitver.ReflogEntry, error) {
 	return out, nil
 }
 
-// toLookAt reports whether a person's commit of the last recentCommits is
+// ToLookAt reports whether a person's commit of the last recentCommits is
 // still to be looked at.
-func (p *people) toLookAt() bool {
+func (p *People) ToLookAt() bool {
 	commits, err := p.personsCommits(true)
 	return err == nil && len(commits) > 0
 }
 
 // mergeCommittedSaves merges the saves people committed with git since the
 // program's last move of the branch. The caller holds the write lock.
-func (p *people) mergeCommittedSaves() error {
+func (p *People) mergeCommittedSaves() error {
 	commits, err := p.personsCommits(false)
 	if err != nil || len(commits) == 0 {
 		return err
@@ -446,10 +447,10 @@ func (p *people) mergeCommittedSaves() error {
 	return p.mergeSavesOf(commits)
 }
 
-// mergeRecentCommittedSaves merges the saves people committed with git in
+// MergeRecentCommittedSaves merges the saves people committed with git in
 // the last recentCommits that are still to be looked at. The caller holds
 // the write lock.
-func (p *people) mergeRecentCommittedSaves() error {
+func (p *People) MergeRecentCommittedSaves() error {
 	commits, err := p.personsCommits(true)
 	if err != nil || len(commits) == 0 {
 		return err
@@ -464,7 +465,7 @@ const maxMergedWalk = 2000
 // mergeSavesOf merges the saves the person's commits made, those on the
 // branch that no later commit names as merged, in one commit on the
 // branch's head.
-func (p *people) mergeSavesOf(theirs []gitver.ReflogEntry) error {
+func (p *People) mergeSavesOf(theirs []gitver.ReflogEntry) error {
 	// `git commit` moves the branch before it lets git's index go: the
 	// merge waits for it a moment, as a write does (adoptEdits), rather
 	// than let the write move the branch past the commit unlooked at.
@@ -544,7 +545,7 @@ func (p *people) mergeSavesOf(theirs []gitver.ReflogEntry) error {
 
 // notMergedYet keeps of the person's commits those on head's first-parent
 // history that no commit after them names as merged.
-func (p *people) notMergedYet(head gitver.Hash, commits []gitver.ReflogEntry) ([]gitver.ReflogEntry, error) {
+func (p *People) notMergedYet(head gitver.Hash, commits []gitver.ReflogEntry) ([]gitver.ReflogEntry, error) {
 	wanted := map[gitver.Hash]bool{}
 	for _, c := range commits {
 		wanted[c.New] = true
@@ -579,7 +580,7 @@ func (p *people) notMergedYet(head gitver.Hash, commits []gitver.ReflogEntry) ([
 // mergeCommittedSave merges the save of the note file rel that the
 // person's commit c made, when it was made from an earlier version, into
 // restored[rel] (what the file is to hold on top of head); did says it was.
-func (p *people) mergeCommittedSave(c gitver.ReflogEntry, rel string, head gitver.Hash, restored map[string][]byte) (did bool, err error) {
+func (p *People) mergeCommittedSave(c gitver.ReflogEntry, rel string, head gitver.Hash, restored map[string][]byte) (did bool, err error) {
 	parent, err := p.repo.PathBlob(c.Old, rel)
 	if err != nil || parent.IsZero() {
 		return false, err

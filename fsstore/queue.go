@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/batch"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/follow"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -55,7 +56,7 @@ type pipeline struct {
 	lock     *writeLock
 	mover    *mover.Mover
 	people   *people.People
-	follower *follower
+	follower *follow.Follower
 	// queue holds this process's tool writes waiting to be built.
 	queue batch.Queue[*queuedWrite]
 	// chainDiffs remembers what the commits of a batch's chain changed;
@@ -93,7 +94,7 @@ type queuedWrite struct {
 // a remote, in rounds that each push the batch's chain before the branch
 // moves to it (pushBatch).
 func (q *pipeline) publishWrites(items []*queuedWrite) {
-	if q.follower.up.OnBranch() {
+	if q.follower.Up().OnBranch() {
 		q.commitBatch(items)
 		return
 	}
@@ -107,17 +108,17 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 // other clones published: when one came first, the batch is built again on
 // it, every write checked against its expect_version anew.
 func (q *pipeline) pushBatch(items []*queuedWrite) {
-	race := remoteRace{op: "write"}
+	race := follow.NewRace("write", "")
 	fetched := false // this batch fetched to answer a conflict
 	moves := 0       // rounds a person's commit made start over
 	open := items
 	for len(open) > 0 {
-		if err := race.over(); err != nil {
+		if err := race.Over(); err != nil {
 			answerAll(open, err)
 			return
 		}
-		if q.follower.up.Await(race.lost == 0) {
-			race.begin()
+		if q.follower.Up().Await(race.Lost() == 0) {
+			race.Begin()
 			// The clone that waited has likely pushed meanwhile: what it
 			// pushed is learned now, rather than from a refusal.
 			if _, err := q.followRemote(); err != nil {
@@ -136,7 +137,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 		case errors.Is(err, errRemoteMoved):
 			// A person's edit, pushed on its own before the batch, lost
 			// a race: the clone follows the remote already.
-			race.lose()
+			race.Lose()
 		case errors.Is(err, gitver.ErrRemoteMoved):
 			// Another clone pushed first, or announced that it waits for
 			// its turn: the batch is built again on what the remote holds.
@@ -144,8 +145,8 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 				answerAll(r.next, ferr)
 				return
 			}
-			if race.begin(); !errors.Is(err, gitver.ErrOthersWaiting) {
-				race.lose()
+			if race.Begin(); !errors.Is(err, gitver.ErrOthersWaiting) {
+				race.Lose()
 			}
 		case err != nil:
 			answerAll(r.next, err)
@@ -177,11 +178,11 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 // followRemote learns what the upstream holds now and brings the local
 // branch to it; moved says the branch moved.
 func (q *pipeline) followRemote() (moved bool, err error) {
-	if err := q.follower.up.Learn(context.Background()); err != nil {
-		return false, q.follower.failure(err)
+	if err := q.follower.Up().Learn(context.Background()); err != nil {
+		return false, q.follower.Failure(err)
 	}
 	err = q.lock.with(func() error {
-		moved, err = q.follower.followMoved()
+		moved, err = q.follower.FollowMoved()
 		return err
 	})
 	return moved, err
@@ -321,7 +322,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 			}
 		}
 	}()
-	if !q.follower.up.OnBranch() {
+	if !q.follower.Up().OnBranch() {
 		// The chain counts once the remote took it: its objects are
 		// written where git's push finds them, and it is pushed before
 		// the branch moves.
@@ -336,7 +337,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 		// The remote holds the chain: the writes stand. A person's
 		// commit moved the branch before it could (or what kept it from
 		// moving is said in err): the branch follows the remote.
-		err = errors.Join(err, q.follower.follow())
+		err = errors.Join(err, q.follower.Follow())
 		if err != nil {
 			for _, it := range chain {
 				it.unfinished(err)
@@ -364,23 +365,23 @@ func (q *pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
 		return err
 	}
 	bm.Alongside = nil
-	up := q.follower.up
+	up := q.follower.Up()
 	err := up.Publish(bm.To)
 	if err == nil || errors.Is(err, gitver.ErrRemoteMoved) {
 		return err
 	}
 	if ferr := up.Learn(context.Background()); ferr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.follower.failure(err))
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.follower.Failure(err))
 	}
 	theirs, terr := up.Published()
 	if terr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.follower.failure(err), terr))
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.follower.Failure(err), terr))
 	}
 	if took, terr := q.repo.IsAncestor(bm.To, theirs); terr == nil && took {
 		q.logf("a push that failed (%v) reached the remote: its %d writes stand", err, len(chain))
 		return nil
 	}
-	return q.follower.failure(err)
+	return q.follower.Failure(err)
 }
 
 // addedUp is what a chain of commits changed, from each commit's changes

@@ -32,25 +32,14 @@ import (
 // contradicted them.
 const RescuePrefix = history.RescuePrefix
 
-// maxDropped bounds the walks from the program's last commit back to where
-// a rewind or the remote's history left the branch.
-const maxDropped = history.MaxDropped
-
-// maxRemoteRace bounds how long a write keeps starting over because other
-// clones' pushes came first. A write that lost must fetch before it pushes
-// again, while a writer that keeps winning need not: one clone writing in a
-// loop can hold another off for as long as it writes (until pushes are
-// batched), so the bound is generous.
-const maxRemoteRace = 30 * time.Second
-
 // Remote is the remote the board's branch follows, "" for none.
-func (w *Workspace) Remote() string { return w.follower.up.Name() }
+func (w *Workspace) Remote() string { return w.follower.Up().Name() }
 
 // FetchRemote fetches the remote's branch and brings the local branch to
 // it: a server calls it every few seconds, so that reads follow the other
 // clones. It takes the write lock only when there is something to do.
 func (w *Workspace) FetchRemote(ctx context.Context) error {
-	up := w.follower.up
+	up := w.follower.Up()
 	if up.OnBranch() {
 		return nil
 	}
@@ -64,7 +53,7 @@ func (w *Workspace) FetchRemote(ctx context.Context) error {
 	if head, err := w.b.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
 		return err
 	}
-	return w.lock.with(w.follower.follow)
+	return w.lock.with(w.follower.Follow)
 }
 
 // Clone makes dir a workspace from the board at url: a git clone whose
@@ -127,8 +116,8 @@ func (w *Workspace) SetRemote(ctx context.Context, url string) error {
 				"attach an empty repository, or clone that board with `blackboard-mcp clone`", gitver.Redact(url), ours.Short()))
 		}
 	}
-	w.follower.up = gitremote.New(w.b.repo, RemoteName, w.b.logf, reach)
-	return w.lock.with(w.follower.follow)
+	w.follower.SetUp(gitremote.New(w.b.repo, RemoteName, w.b.logf, reach))
+	return w.lock.with(w.follower.Follow)
 }
 
 // RemoteStatus is what `blackboard-mcp remote` shows.
@@ -151,7 +140,7 @@ type RemoteStatus struct {
 // RemoteStatus fetches and reports where the board stands against its
 // remote.
 func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
-	up := w.follower.up
+	up := w.follower.Up()
 	if up.OnBranch() {
 		return nil, nil
 	}
@@ -182,7 +171,7 @@ func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
 // content is this clone's board, so every commit either side had stays in
 // the history and no note's version goes down. It returns the merge.
 func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
-	remote := w.follower.up.Name()
+	remote := w.follower.Up().Name()
 	if remote == "" {
 		return gitver.ZeroHash, errors.New("the board has no remote")
 	}
@@ -217,7 +206,7 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 			return err
 		}
 		if err := w.b.repo.PushOver(ctx, remote, merge, theirs); err != nil {
-			return w.follower.failure(err)
+			return w.follower.Failure(err)
 		}
 		if _, err := w.mover.MoveWithFiles(ours, merge, ownMove+"join the rewritten history of "+remote, nil); err != nil {
 			return err
@@ -233,7 +222,7 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 // rewrite or delete the board's history there; for a hosted remote, the
 // advice names the host's own setting.
 func (w *Workspace) RemoteCheck(ctx context.Context) (done, advice string, err error) {
-	remote := w.follower.up.Name()
+	remote := w.follower.Up().Name()
 	if remote == "" {
 		return "", "", errors.New("the board has no remote")
 	}

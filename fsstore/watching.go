@@ -98,7 +98,7 @@ func (w *Workspace) Watch(opts WatchOptions) *Watching {
 		}
 	})
 	ws.done.Go(ws.embedLoop)
-	if !w.follower.up.OnBranch() {
+	if !w.follower.Up().OnBranch() {
 		if opts.FetchEvery <= 0 {
 			opts.FetchEvery = RemoteFetchEvery
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/follow"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/gitremote"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/journal"
@@ -73,7 +74,7 @@ type Workspace struct {
 	// to it), people (people's edits and git), pipe (tool writes).
 	lock     *writeLock
 	mover    *mover.Mover
-	follower *follower
+	follower *follow.Follower
 	people   *people.People
 	// displaced are the files moves kept for a person.
 	displaced *mover.Displaced
@@ -216,17 +217,17 @@ func Open(dir string, opts Options) (*Workspace, error) {
 		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: b.catch, History: b.hist,
 		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen, Signature: program,
 		Edited: func(paths []string) { edits.Add(paths, false) }, Reach: reach})
-	var up upstream = localboard.Board{}
+	var up follow.Upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
 		up = gitremote.New(repo, name, b.logf, reach)
 	}
-	follow := &follower{repo: repo, hist: b.hist, mover: mv, up: up, program: program, logf: b.logf}
+	follower := follow.New(repo, b.hist, mv, up, program, b.logf)
 	ppl := people.New(people.Options{Git: repo, Dir: abs, Name: cfg.Workspace, Root: root, Files: b.files, Index: idx,
-		Catch: b.catch, History: b.hist, Commits: b.commits, Mover: mv, Follower: follow, Displaced: displaced, Edits: edits,
+		Catch: b.catch, History: b.hist, Commits: b.commits, Mover: mv, Follower: follower, Displaced: displaced, Edits: edits,
 		Lock: lock.with, StillOpen: b.stillOpen, Program: program, OnEdits: opts.OnEdits, Logf: b.logf, Reach: reach})
-	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follow}
+	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follower}
 	pipe.queue.Linger = batchLinger
-	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follow, people: ppl, displaced: displaced, edits: edits, pipe: pipe,
+	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follower, people: ppl, displaced: displaced, edits: edits, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/follow"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -21,7 +22,7 @@ const (
 	maxKindBytes = 64
 	// maxMoves bounds how often a write starts over because a person's git
 	// commit moved the branch under it.
-	maxMoves = 20
+	maxMoves = follow.MaxMoves
 )
 
 // UpdateRequest is one write of a note. Exactly one content form is set:

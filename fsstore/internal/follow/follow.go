@@ -1,4 +1,11 @@
-package fsstore
+// Package follow brings the local branch to where writes count, the
+// upstream (fsstore/internal/gitremote, fsstore/internal/localboard): the
+// other clones' writes followed, files and all, the local commits the
+// remote has not rebuilt on its and published, people's commits offered
+// to it before the branch moves. It also runs the one loop that starts a
+// write over while a person's git or another clone moves the branch
+// (WhileBranchMoves, Race).
+package follow
 
 import (
 	"context"
@@ -6,33 +13,48 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// follower brings the local branch to what the upstream holds, the other
+// Follower brings the local branch to what the upstream holds, the other
 // clones' writes: forward, files and all, or, when the local branch holds
 // commits the remote has not, with those rebuilt on the remote's and
 // published. The pipeline follows after another clone published first,
 // people when their commit lost that race, the server every few seconds.
-type follower struct {
+type Follower struct {
 	repo  *gitver.Repo
 	hist  *history.History
 	mover *mover.Mover
-	up    upstream
+	up    Upstream
 	// program signs the commits it builds (a merge, a rescue ref).
 	program func() gitver.Signature
 	logf    func(format string, args ...any)
 }
 
+// New is the follower of up on git's branch: hist answers questions about
+// its history, mv moves it, program signs the commits it builds.
+func New(git *gitver.Repo, hist *history.History, mv *mover.Mover, up Upstream,
+	program func() gitver.Signature, logf func(format string, args ...any)) *Follower {
+	return &Follower{repo: git, hist: hist, mover: mv, up: up, program: program, logf: logf}
+}
+
+// Up is where writes count.
+func (f *Follower) Up() Upstream { return f.up }
+
+// SetUp makes up where writes count (a remote attached). The caller holds
+// the write lock, and no write is in flight.
+func (f *Follower) SetUp(up Upstream) { f.up = up }
+
 // Offer publishes commit, built on the local branch, before the branch
 // moves to it (people's commits, commit.go). took says the upstream took
 // it: it stands from now on, whatever happens here, and its objects are
-// written. Another clone's publish that came first is errRemoteMoved,
+// written. Another clone's publish that came first is fail.ErrRemoteMoved,
 // with the local branch brought to it. The caller holds the write lock.
-func (f *follower) Offer(commit *gitver.PendingCommit) (took bool, err error) {
+func (f *Follower) Offer(commit *gitver.PendingCommit) (took bool, err error) {
 	if f.up.OnBranch() {
 		return false, nil
 	}
@@ -44,19 +66,19 @@ func (f *follower) Offer(commit *gitver.PendingCommit) (took bool, err error) {
 		return true, nil
 	}
 	if !errors.Is(err, gitver.ErrRemoteMoved) {
-		return false, f.failure(err)
+		return false, f.Failure(err)
 	}
 	if err := f.up.Learn(context.Background()); err != nil {
-		return false, f.failure(err)
+		return false, f.Failure(err)
 	}
-	if err := f.follow(); err != nil {
+	if err := f.Follow(); err != nil {
 		return false, err
 	}
-	return false, errRemoteMoved
+	return false, fail.ErrRemoteMoved
 }
 
 // failure words a failed network operation for the writer.
-func (f *follower) failure(err error) error {
+func (f *Follower) Failure(err error) error {
 	var re *gitver.RemoteError
 	if !errors.As(err, &re) {
 		return err
@@ -64,11 +86,11 @@ func (f *follower) failure(err error) error {
 	url := gitver.Redact(f.repo.RemoteURL(f.up.Name()))
 	switch {
 	case errors.Is(err, gitver.ErrRemoteRewritten):
-		return errorf("write", "", ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
+		return fail.Errorf("write", "", fail.ErrUnavailable, "the history of the board's remote %s (%s) was rewritten (a force-push?): it no longer holds "+
 			"what this clone fetched from it; nothing was written; reads still work; run `blackboard-mcp remote repair` to push "+
 			"a merge that keeps both", f.up.Name(), url).Because(err)
 	default:
-		return errorf("write", "", ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
+		return fail.Errorf("write", "", fail.ErrUnavailable, "the board's remote %s (%s) cannot take the write (%s): nothing was written; reads "+
 			"still work from this clone; write again once it is back", f.up.Name(), url, re.Stderr).Because(err)
 	}
 }
@@ -76,21 +98,21 @@ func (f *follower) failure(err error) error {
 // refresh learns what the upstream holds and brings the local branch to
 // it; moved says whether the local branch moved. The caller holds the
 // write lock.
-func (f *follower) refresh() (moved bool, err error) {
+func (f *Follower) Refresh() (moved bool, err error) {
 	if err := f.up.Learn(context.Background()); err != nil {
 		return false, err
 	}
-	return f.followMoved()
+	return f.FollowMoved()
 }
 
 // followMoved is follow, saying whether the local branch moved. The
 // caller holds the write lock.
-func (f *follower) followMoved() (moved bool, err error) {
+func (f *Follower) FollowMoved() (moved bool, err error) {
 	before, err := f.repo.Head()
 	if err != nil {
 		return false, err
 	}
-	if err := f.follow(); err != nil {
+	if err := f.Follow(); err != nil {
 		return false, err
 	}
 	after, err := f.repo.Head()
@@ -102,7 +124,7 @@ func (f *follower) followMoved() (moved bool, err error) {
 // local branch holds commits the remote has not (a person's commits, or
 // the whole board when the remote was just attached), they are rebuilt on
 // the remote's and published. The caller holds the write lock.
-func (f *follower) follow() error {
+func (f *Follower) Follow() error {
 	if f.up.OnBranch() {
 		return nil
 	}
@@ -119,7 +141,7 @@ func (f *follower) follow() error {
 			if err != nil {
 				return err
 			}
-			_, err := f.mover.MoveWithFiles(ours, theirs, ownMove+"fast-forward to "+f.up.Name(), nil)
+			_, err := f.mover.MoveWithFiles(ours, theirs, history.OwnMove+"fast-forward to "+f.up.Name(), nil)
 			return err
 		}
 	}
@@ -138,10 +160,10 @@ func (f *follower) follow() error {
 		if errors.Is(err, gitver.ErrRemoteMoved) {
 			return nil // the next fetch brings what came first
 		}
-		return f.failure(err)
+		return f.Failure(err)
 	}
 	if tip != ours {
-		_, err := f.mover.MoveWithFiles(ours, tip, ownMove+"rebuild the local commits on "+f.up.Name(), nil)
+		_, err := f.mover.MoveWithFiles(ours, tip, history.OwnMove+"rebuild the local commits on "+f.up.Name(), nil)
 		return err
 	}
 	return nil
@@ -152,12 +174,12 @@ func (f *follower) follow() error {
 // keeps the remote's content; the local side's is kept as a sibling note
 // linked `contradicts` to it, and the local commits as they were under a
 // rescue ref. It returns the new tip, written but on no branch.
-func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
+func (f *Follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	base, err := f.repo.MergeBase(theirs, ours)
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
-	mine, found, err := f.hist.CommitsUntil(ours, base, maxDropped) // newest first
+	mine, found, err := f.hist.CommitsUntil(ours, base, history.MaxDropped) // newest first
 	if err != nil {
 		return gitver.ZeroHash, err
 	}
@@ -170,7 +192,7 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 		}
 	}
 	if !found {
-		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", maxDropped)
+		return gitver.ZeroHash, fmt.Errorf("the local branch has more than %d commits the remote has not", history.MaxDropped)
 	}
 	changedThere, err := f.hist.ChangedSince(base, theirs)
 	if err != nil {
@@ -224,12 +246,12 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 	}
 	if kept {
 		who := f.program()
-		if err := f.repo.UpdateRef(RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, ownMove+"keep local commits a remote write contradicted"); err != nil &&
+		if err := f.repo.UpdateRef(history.RescuePrefix+ours.String(), gitver.ZeroHash, ours, who, history.OwnMove+"keep local commits a remote write contradicted"); err != nil &&
 			!errors.Is(err, gitver.ErrBranchMoved) {
 			return gitver.ZeroHash, err
 		}
 		f.logf("local commits changed notes the remote changed too: the remote's content stays, this clone's is kept as sibling notes "+
-			"linked `contradicts`, and the local commits as they were under %s%s", RescuePrefix, ours.Short())
+			"linked `contradicts`, and the local commits as they were under %s%s", history.RescuePrefix, ours.Short())
 	}
 	return tip, nil
 }
@@ -246,7 +268,7 @@ func (f *follower) rebuildOn(theirs, ours gitver.Hash) (gitver.Hash, error) {
 // remote's content, and ours becomes a sibling note linked `contradicts`
 // to it, as rebuildOn does. It returns the merge, written but on no
 // branch.
-func (f *follower) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
+func (f *Follower) mergeOnto(theirs, ours, base gitver.Hash) (gitver.Hash, error) {
 	changedHere, err := f.hist.ChangedSince(base, ours)
 	if err != nil {
 		return gitver.ZeroHash, err
@@ -311,7 +333,7 @@ func notesOf(changes []gitver.PathChange) map[string]bool {
 // contradicting returns the path and content of a sibling note holding a
 // local version of key (blob) that lost to the remote's: key-<commit>,
 // linked `contradicts` to key.
-func (f *follower) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
+func (f *Follower) contradicting(key string, blob, commit gitver.Hash) (string, []byte, error) {
 	raw, err := f.repo.ReadBlob(blob)
 	if err != nil {
 		return "", nil, err
@@ -319,20 +341,20 @@ func (f *follower) contradicting(key string, blob, commit gitver.Hash) (string, 
 	return note.Contradicting(key, raw, commit.Short())
 }
 
-// WhileBranchMoves runs attempt again while it fails with errBranchMoved, at
-// most maxMoves times, running repair (people's) before each new attempt
+// WhileBranchMoves runs attempt again while it fails with fail.ErrBranchMoved, at
+// most MaxMoves times, running repair (people's) before each new attempt
 // (what moved may need one: a checkout that ended meanwhile); past that,
 // the write is a conflict the caller may try again. A conflict is answered
 // only once f refreshed the branch from where writes count. An attempt that lost the
-// remote to another clone's push (errRemoteMoved) runs again after a
-// random pause that grows with each loss, for at most maxRemoteRace.
+// remote to another clone's push (fail.ErrRemoteMoved) runs again after a
+// random pause that grows with each loss, for at most MaxRemoteRace.
 // The caller holds the write lock.
-func (f *follower) WhileBranchMoves(op, uri string, repair func() error, attempt func() error) error {
+func (f *Follower) WhileBranchMoves(op, uri string, repair func() error, attempt func() error) error {
 	fetched := false
-	race := remoteRace{op: op, uri: uri}
-	for moves := 0; moves < maxMoves; {
+	race := NewRace(op, uri)
+	for moves := 0; moves < MaxMoves; {
 		if moves+race.lost > 0 {
-			if err := repair(); errors.Is(err, errBranchMoved) {
+			if err := repair(); errors.Is(err, fail.ErrBranchMoved) {
 				moves++ // what a reset dropped is not back yet
 				continue
 			} else if err != nil {
@@ -340,27 +362,27 @@ func (f *follower) WhileBranchMoves(op, uri string, repair func() error, attempt
 			}
 		}
 		err := attempt()
-		if errors.Is(err, ErrConflict) && !fetched {
+		if errors.Is(err, fail.ErrConflict) && !fetched {
 			// This clone may be behind the remote, where the write would
 			// count: a conflict is answered against what it holds now.
 			fetched = true
-			if moved, ferr := f.refresh(); ferr == nil && moved {
+			if moved, ferr := f.Refresh(); ferr == nil && moved {
 				moves++
 				continue
 			}
 		}
 		switch {
-		case errors.Is(err, errRemoteMoved):
-			race.lose()
-			if err := race.over(); err != nil {
+		case errors.Is(err, fail.ErrRemoteMoved):
+			race.Lose()
+			if err := race.Over(); err != nil {
 				return err
 			}
-			race.pause()
-		case errors.Is(err, errBranchMoved):
+			race.Pause()
+		case errors.Is(err, fail.ErrBranchMoved):
 			moves++
 		default:
 			return err
 		}
 	}
-	return errorf(op, uri, ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+	return fail.Errorf(op, uri, fail.ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 }

@@ -50,11 +50,9 @@ type Error = fail.Error
 // ConflictInfo is what a losing writer needs to decide without another read.
 type ConflictInfo = fail.ConflictInfo
 
-// The failures the engine's parts tell each other: a write starts over.
-var (
-	errBranchMoved = fail.ErrBranchMoved
-	errRemoteMoved = fail.ErrRemoteMoved
-)
+// errBranchMoved tells a write to start over: a person's git commit moved
+// the branch under it (fail.ErrBranchMoved).
+var errBranchMoved = fail.ErrBranchMoved
 
 var (
 	errMsg     = fail.Msg

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/pipeline"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -207,7 +208,7 @@ func TestChainNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		n, err := (&writeTx{q: w.pipe, head: head, base: earlier, tip: earlier}).chainNote("t/big")
+		n, err := w.pipe.TxAt(head, earlier).ChainNote("t/big")
 		if err != nil {
 			return err
 		}
@@ -388,7 +389,7 @@ func TestAddedUpIsTheChainsDiff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := addedUp(diffs); !slices.Equal(got, want) {
+		if got := pipeline.AddedUp(diffs); !slices.Equal(got, want) {
 			t.Fatalf("round %d: added up %v; git's trees give %v", round, got, want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/pipeline"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
@@ -38,13 +39,13 @@ const (
 
 // writtenAs looks for the commit of the view's write id among the commits
 // tx builds on, newest first: the version it made of the note, and ok.
-func (v *View) writtenAs(tx *writeTx) (version int, ok bool, err error) {
+func (v *View) writtenAs(tx *pipeline.Tx) (version int, ok bool, err error) {
 	if !v.retried {
 		return 0, false, nil
 	}
 	since := time.Now().Add(-retryWindow)
 	seen := map[gitver.Hash]bool{}
-	next := []gitver.Hash{tx.base}
+	next := []gitver.Hash{tx.Base()}
 	for len(next) > 0 && len(seen) < retryCommits {
 		h := next[0]
 		next = next[1:]
@@ -52,7 +53,7 @@ func (v *View) writtenAs(tx *writeTx) (version int, ok bool, err error) {
 			continue
 		}
 		seen[h] = true
-		c, err := tx.q.repo.ReadCommit(h)
+		c, err := v.w.b.repo.ReadCommit(h)
 		if err != nil {
 			return 0, false, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/localboard"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/pipeline"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/vectors"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/worktree"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
@@ -79,7 +80,7 @@ type Workspace struct {
 	// displaced are the files moves kept for a person.
 	displaced *mover.Displaced
 	edits     *people.Pending
-	pipe      *pipeline
+	pipe      *pipeline.Pipeline
 	vectors   *vectors.Vectors // the notes' meaning, made in the background
 }
 
@@ -225,8 +226,8 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	ppl := people.New(people.Options{Git: repo, Dir: abs, Name: cfg.Workspace, Root: root, Files: b.files, Index: idx,
 		Catch: b.catch, History: b.hist, Commits: b.commits, Mover: mv, Follower: follower, Displaced: displaced, Edits: edits,
 		Lock: lock.with, StillOpen: b.stillOpen, Program: program, OnEdits: opts.OnEdits, Logf: b.logf, Reach: reach})
-	pipe := &pipeline{board: b, lock: lock, mover: mv, people: ppl, follower: follower}
-	pipe.queue.Linger = batchLinger
+	pipe := pipeline.New(pipeline.Options{Git: repo, Name: cfg.Workspace, Index: idx, Catch: b.catch, History: b.hist,
+		Commits: b.commits, Mover: mv, People: ppl, Follower: follower, Lock: lock.with, Logf: b.logf, Reach: reach})
 	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follower, people: ppl, displaced: displaced, edits: edits, pipe: pipe,
 		vectors: vectors.New(repo, idx)}
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {

@@ -478,7 +478,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := (&writeTx{q: w.pipe, head: head, base: head, tip: head}).noteIn("t/k"); err != nil || n.Version != 2 {
+	if n, err := w.pipe.TxAt(head, head).NoteIn("t/k"); err != nil || n.Version != 2 {
 		t.Fatalf("at the head: v%d, %v", n.Version, err)
 	}
 	fixtures.Git(t, w.Dir(), "reset", "-q", "--hard", "HEAD~1")
@@ -486,7 +486,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	if _, err := other.Cursor(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := (&writeTx{q: w.pipe, head: head, base: head, tip: head}).noteIn("t/k"); !errors.Is(err, errBranchMoved) {
+	if n, err := w.pipe.TxAt(head, head).NoteIn("t/k"); !errors.Is(err, errBranchMoved) {
 		t.Errorf("the index moved on to the reset's commit, and the note was read anyway: v%d, %v", n.Version, err)
 	}
 }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -12,7 +13,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/follow"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/pipeline"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
@@ -20,9 +21,6 @@ import (
 const (
 	maxSources   = 100
 	maxKindBytes = 64
-	// maxMoves bounds how often a write starts over because a person's git
-	// commit moved the branch under it.
-	maxMoves = follow.MaxMoves
 )
 
 // UpdateRequest is one write of a note. Exactly one content form is set:
@@ -166,7 +164,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		req.Body, req.SourcePath, summary = &body, "", sum
 	}
 	var res *UpdateResult
-	attempt := func(tx *writeTx) error {
+	attempt := func(tx *pipeline.Tx) error {
 		if version, done, err := v.writtenAs(tx); err != nil || done {
 			res = &UpdateResult{URI: uri, Version: version, Digest: digest}
 			return err
@@ -174,7 +172,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 		res, err = v.updateLocked(tx, op, addr, digest, sources, summary, &req)
 		return err
 	}
-	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
+	err = w.pipe.Submit(v.c.Name, op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&fail.Unfinished{Err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -273,11 +271,11 @@ func cleanDigest(op, uri, d string) (string, error) {
 // updateLocked builds the write of req in tx: checked against the note's
 // version where tx builds, and made one commit unless it changes nothing.
 // The caller holds the write lock.
-func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest string, sources []string, summary string,
+func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, digest string, sources []string, summary string,
 	req *UpdateRequest) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	uri, key := addr.String(), addr.Short()
-	cur, err := tx.noteIn(key)
+	cur, err := tx.NoteIn(key)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +417,7 @@ func (v *View) updateLocked(tx *writeTx, op string, addr note.Address, digest st
 	changes = append(changes, commits.Change{Path: addr.NotePath(), Content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
-	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.Commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return v.unchanged(uri, digest, cur, req), nil
@@ -535,7 +533,7 @@ func (b *board) loadNote(n index.Note) (*note.File, string, error) {
 // missing returns the addresses among uris that name no present note the
 // caller may read (forbidden and missing look the same), where tx builds:
 // from the derived index, or from git while the index is being built.
-func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
+func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 	w := v.w
 	var out []string
 	err := w.b.idx.Read(func(s *index.Snapshot) error {
@@ -550,14 +548,14 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 				continue
 			}
 			present := false
-			if at == tx.head {
+			if at == tx.Head() {
 				n, ok, err := s.Note(a.Short())
 				if err != nil {
 					return err
 				}
 				present = ok && n.Present
 			} else {
-				blob, err := w.b.repo.PathBlob(tx.head, a.NotePath())
+				blob, err := w.b.repo.PathBlob(tx.Head(), a.NotePath())
 				if err != nil {
 					return err
 				}
@@ -569,7 +567,7 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 		}
 		return nil
 	})
-	if tx.base != tx.head && err == nil {
+	if tx.Base() != tx.Head() && err == nil {
 		// A note an earlier write of the batch made is there for this
 		// write.
 		out = slices.DeleteFunc(out, func(u string) bool {
@@ -577,7 +575,7 @@ func (v *View) missing(tx *writeTx, uris []string) ([]string, error) {
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
-			n, err := tx.chainNote(a.Short())
+			n, err := tx.ChainNote(a.Short())
 			return err == nil && n.Present
 		})
 	}
@@ -621,7 +619,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 		}
 	}
 	var res *UpdateResult
-	attempt := func(tx *writeTx) error {
+	attempt := func(tx *pipeline.Tx) error {
 		if version, done, err := v.writtenAs(tx); err != nil || done {
 			res = &UpdateResult{URI: uri, Version: version}
 			return err
@@ -629,7 +627,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 		res, err = v.linkLocked(tx, addr, rel, targets, expect)
 		return err
 	}
-	err = w.pipe.submit(v.c.Name, op, uri, attempt, func(failed error) {
+	err = w.pipe.Submit(v.c.Name, op, uri, attempt, func(failed error) {
 		if warning, ok := unfinished(&fail.Unfinished{Err: failed}, res.Version); ok {
 			res.Warnings, res.Unfinished = append(res.Warnings, warning), failed
 		}
@@ -638,11 +636,11 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 }
 
 // linkLocked builds the link write in tx. The caller holds the write lock.
-func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []string, expect *int) (*UpdateResult, error) {
+func (v *View) linkLocked(tx *pipeline.Tx, addr note.Address, rel string, targets []string, expect *int) (*UpdateResult, error) {
 	w, agent := v.w, v.c.Name
 	const op = "link"
 	uri, key := addr.String(), addr.Short()
-	cur, err := tx.noteIn(key)
+	cur, err := tx.NoteIn(key)
 	if err != nil {
 		return nil, err
 	}
@@ -690,7 +688,7 @@ func (v *View) linkLocked(tx *writeTx, addr note.Address, rel string, targets []
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
 	changes := []commits.Change{{Path: addr.NotePath(), Content: rendered}}
-	if committed, err := tx.commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.Commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
@@ -799,4 +797,15 @@ func setClaim(f *note.File, req *UpdateRequest, caller *Caller, op, uri string, 
 		return f.Set(note.KeyDoneAt, now.Truncate(time.Second))
 	}
 	return nil
+}
+
+// unfinished reports whether err is a failure past the commit point, and
+// says so to the writer in a warning.
+func unfinished(err error, version int) (warning string, ok bool) {
+	var u *fail.Unfinished
+	if !errors.As(err, &u) {
+		return "", false
+	}
+	return fmt.Sprintf("version %d is committed, but putting it in place did not finish (the server's log says why); "+
+		"the next write finishes it, so do not write it again", version), true
 }

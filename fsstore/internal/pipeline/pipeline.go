@@ -1,4 +1,7 @@
-package fsstore
+// Package pipeline is how a tool write reaches the branch: the queue, the
+// batch built in one hold of the write lock, its chain published where
+// writes count and moved onto the branch, then the answers.
+package pipeline
 
 import (
 	"context"
@@ -8,11 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/batch"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/catchup"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/follow"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/history"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/mover"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/people"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
@@ -46,22 +52,81 @@ import (
 // times as much.
 const batchLinger = 3 * time.Millisecond
 
-// pipeline is the part for tool writes: the queue, and the build of a
+// Pipeline is the part for tool writes: the queue, and the build of a
 // batch in one hold of the write lock (tx.go). Before a build it has
 // people adopt the notes' own edits; its commits reach the upstream, and
 // what other clones published reaches the branch, through the follower,
 // and the branch moves through the mover.
-type pipeline struct {
-	*board
-	lock     *writeLock
+type Pipeline struct {
+	repo     Git
+	name     string // the workspace's, which addresses carry
+	idx      *index.DB
+	catch    *catchup.Catcher
+	hist     *history.History
+	commits  *commits.Builder
+	lock     func(fn func() error) error
 	mover    *mover.Mover
-	people   *people.People
+	people   Preparer
 	follower *follow.Follower
+	logf     func(format string, args ...any)
+	reach    func(step string)
 	// queue holds this process's tool writes waiting to be built.
 	queue batch.Queue[*queuedWrite]
 	// chainDiffs remembers what the commits of a batch's chain changed;
 	// guarded by the write lock.
 	chainDiffs map[gitver.Hash][]gitver.PathChange
+}
+
+// Git is what the pipeline needs of the board's repository: the branch,
+// the commits of a batch's chain and their objects, and the packs a batch
+// writes its objects in.
+type Git interface {
+	Head() (gitver.Hash, error)
+	ReadCommit(h gitver.Hash) (*gitver.CommitInfo, error)
+	ReadBlob(h gitver.Hash) ([]byte, error)
+	PathBlob(commit gitver.Hash, path string) (gitver.Hash, error)
+	Changes(c *gitver.CommitInfo) ([]gitver.PathChange, error)
+	IsAncestor(a, b gitver.Hash) (bool, error)
+	WorkTree() gitver.WorkTree
+	WriteStaged() (string, error)
+	DropStaged()
+	PublishPacks(shas []string) ([]string, error)
+	ReleasePacks(names []string)
+	MergeSmallPacks() error
+}
+
+// Preparer readies the board for a batch's writes of the notes keys,
+// in the hold of the write lock that builds them (people.People.Prepare).
+type Preparer interface {
+	Prepare(keys ...string) error
+}
+
+// Options are what a Pipeline is handed: the board's parts it works
+// through, and the functions it tells the engine through.
+type Options struct {
+	Git      Git
+	Name     string // the workspace's name, which addresses carry
+	Index    *index.DB
+	Catch    *catchup.Catcher
+	History  *history.History
+	Commits  *commits.Builder
+	Mover    *mover.Mover
+	People   Preparer
+	Follower *follow.Follower
+	// Lock runs fn holding the workspace's write lock.
+	Lock func(fn func() error) error
+	Logf func(format string, args ...any)
+	// Reach marks a step for the crash tests.
+	Reach func(step string)
+}
+
+// New is the pipeline of the board opts describe.
+func New(opts Options) *Pipeline {
+	q := &Pipeline{repo: opts.Git, name: opts.Name, idx: opts.Index, catch: opts.Catch, hist: opts.History,
+		commits: opts.Commits, lock: opts.Lock, mover: opts.Mover, people: opts.People, follower: opts.Follower,
+		logf: opts.Logf, reach: opts.Reach}
+	q.queue.Linger = batchLinger
+	return q
 }
 
 // maxChain bounds a batch's chain, as far as a write built on it reads.
@@ -71,7 +136,7 @@ const maxChain = 1000
 // wait in the queue, and one of their callers, the leader, commits them
 // all as one batch (publishWrites). unfinished hears of a failure after
 // the write counted (the remote or the branch took it).
-func (q *pipeline) submit(writer, op, uri string, attempt func(*writeTx) error, unfinished func(error)) error {
+func (q *Pipeline) Submit(writer, op, uri string, attempt func(*Tx) error, unfinished func(error)) error {
 	it := &queuedWrite{op: op, uri: uri, attempt: attempt, unfinished: unfinished}
 	q.queue.Submit(writer, it, q.publishWrites)
 	return it.err
@@ -82,7 +147,7 @@ type queuedWrite struct {
 	op, uri string
 	// attempt builds the write (updateLocked) in the transaction it is
 	// given; it runs again when the batch is built again.
-	attempt    func(*writeTx) error
+	attempt    func(*Tx) error
 	unfinished func(error)
 	err        error // the answer, once its batch ran
 
@@ -93,7 +158,7 @@ type queuedWrite struct {
 // is where writes count, in one hold of the write lock (commitBatch); with
 // a remote, in rounds that each push the batch's chain before the branch
 // moves to it (pushBatch).
-func (q *pipeline) publishWrites(items []*queuedWrite) {
+func (q *Pipeline) publishWrites(items []*queuedWrite) {
 	if q.follower.Up().OnBranch() {
 		q.commitBatch(items)
 		return
@@ -107,7 +172,7 @@ func (q *pipeline) publishWrites(items []*queuedWrite) {
 // the clone waits until it may publish (upstream.Await) and learns what
 // other clones published: when one came first, the batch is built again on
 // it, every write checked against its expect_version anew.
-func (q *pipeline) pushBatch(items []*queuedWrite) {
+func (q *Pipeline) pushBatch(items []*queuedWrite) {
 	race := follow.NewRace("write", "")
 	fetched := false // this batch fetched to answer a conflict
 	moves := 0       // rounds a person's commit made start over
@@ -128,13 +193,13 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			continue
 		}
 		var r round
-		err := q.lock.with(func() error {
+		err := q.lock(func() error {
 			var err error
 			r, err = q.commitRound(open)
 			return err
 		})
 		switch {
-		case errors.Is(err, errRemoteMoved):
+		case errors.Is(err, fail.ErrRemoteMoved):
 			// A person's edit, pushed on its own before the batch, lost
 			// a race: the clone follows the remote already.
 			race.Lose()
@@ -152,8 +217,8 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			answerAll(r.next, err)
 			return
 		case !r.moved:
-			if moves++; moves >= maxMoves {
-				answerAll(r.next, errorf("write", "", ErrConflict,
+			if moves++; moves >= follow.MaxMoves {
+				answerAll(r.next, fail.Errorf("write", "", fail.ErrConflict,
 					"the branch kept moving under the write (someone is committing in a loop); try again"))
 				return
 			}
@@ -162,7 +227,7 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 			// This clone may be behind the remote, where the writes count:
 			// a conflict is answered against what it holds now.
 			conflicts := slices.DeleteFunc(slices.Clone(open), func(it *queuedWrite) bool {
-				return !errors.Is(it.err, ErrConflict) || slices.Contains(r.next, it)
+				return !errors.Is(it.err, fail.ErrConflict) || slices.Contains(r.next, it)
 			})
 			if len(conflicts) > 0 {
 				fetched = true
@@ -177,11 +242,11 @@ func (q *pipeline) pushBatch(items []*queuedWrite) {
 
 // followRemote learns what the upstream holds now and brings the local
 // branch to it; moved says the branch moved.
-func (q *pipeline) followRemote() (moved bool, err error) {
+func (q *Pipeline) followRemote() (moved bool, err error) {
 	if err := q.follower.Up().Learn(context.Background()); err != nil {
 		return false, q.follower.Failure(err)
 	}
-	err = q.lock.with(func() error {
+	err = q.lock(func() error {
 		moved, err = q.follower.FollowMoved()
 		return err
 	})
@@ -208,12 +273,12 @@ func answerAll(items []*queuedWrite, err error) {
 // write built again on it; a write that changed nothing on a note another
 // write of the batch changed waits for that one, and is built again after
 // the move.
-func (q *pipeline) commitBatch(items []*queuedWrite) {
+func (q *Pipeline) commitBatch(items []*queuedWrite) {
 	open := items
-	err := q.lock.with(func() error {
+	err := q.lock(func() error {
 		for moves := 0; len(open) > 0; {
-			if moves >= maxMoves {
-				return errorf("write", "", ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
+			if moves >= follow.MaxMoves {
+				return fail.Errorf("write", "", fail.ErrConflict, "the branch kept moving under the write (someone is committing in a loop); try again")
 			}
 			r, err := q.commitRound(open)
 			open = r.next
@@ -249,7 +314,7 @@ type round struct {
 // remote), the branch moved to it, the writes answered. A push the remote
 // refused is gitver.ErrRemoteMoved, with every write left for the next
 // round. The caller holds the write lock.
-func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
+func (q *Pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	defer q.repo.DropStaged()
 	var keys []string
 	for _, it := range open {
@@ -257,10 +322,10 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 			keys = append(keys, key)
 		}
 	}
-	if err := q.people.Prepare(keys...); errors.Is(err, errBranchMoved) {
+	if err := q.people.Prepare(keys...); errors.Is(err, fail.ErrBranchMoved) {
 		return round{next: open}, nil
 	} else if err != nil {
-		return round{next: open}, err // errRemoteMoved: a person's edit lost a race to another clone
+		return round{next: open}, err // fail.ErrRemoteMoved: a person's edit lost a race to another clone
 	}
 	head, err := q.repo.Head()
 	if err != nil {
@@ -272,7 +337,7 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 		it.mine, it.err = nil, nil
 		mine, waits, err := q.buildWrite(it.uri, it.attempt, &built)
 		switch {
-		case errors.Is(err, errBranchMoved):
+		case errors.Is(err, fail.ErrBranchMoved):
 			return round{next: open}, nil
 		case waits:
 			r.next = append(r.next, it) // built again once the write it waits for is on the branch
@@ -287,22 +352,22 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 	if len(chain) == 0 {
 		return r, nil
 	}
-	reach("built")
+	q.reach("built")
 	last := chain[len(chain)-1].mine
-	bm := mover.Move{From: head, To: last.commit, Reason: ownMove + subject(last.info.Message),
+	bm := mover.Move{From: head, To: last.commit, Reason: history.OwnMove + subject(last.info.Message),
 		Alongside: last.pending.Write, Changes: last.diff, Fresh: true}
 	var published []string
 	if len(chain) > 1 {
 		// One pack for the batch's objects, synced with the journal and
 		// the files; each commit's changes are known from its build, and
 		// the batch's are theirs, added up.
-		bm.Reason = fmt.Sprintf("%scommit %d writes", ownMove, len(chain))
+		bm.Reason = fmt.Sprintf("%scommit %d writes", history.OwnMove, len(chain))
 		bm.Commits = map[gitver.Hash][]gitver.PathChange{}
 		diffs := make([][]gitver.PathChange, len(chain))
 		for i, it := range chain {
 			bm.Commits[it.mine.commit], diffs[i] = it.mine.diff, it.mine.diff
 		}
-		bm.Changes = addedUp(diffs)
+		bm.Changes = AddedUp(diffs)
 		bm.Alongside = func() error {
 			sha, err := q.repo.WriteStaged()
 			if err != nil || sha == "" {
@@ -359,8 +424,8 @@ func (q *pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 // pushChain writes the objects of bm's chain and pushes it. A push that
 // broke off is looked for on the remote: when the remote took it, the
 // writes stand; when it cannot be told, the writes are answered
-// ErrOutcomeUnknown. The caller holds the write lock.
-func (q *pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
+// fail.ErrOutcomeUnknown. The caller holds the write lock.
+func (q *Pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
 	if err := bm.Alongside(); err != nil {
 		return err
 	}
@@ -371,11 +436,11 @@ func (q *pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
 		return err
 	}
 	if ferr := up.Learn(context.Background()); ferr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, q.follower.Failure(err))
+		return fmt.Errorf("%w: %w", fail.ErrOutcomeUnknown, q.follower.Failure(err))
 	}
 	theirs, terr := up.Published()
 	if terr != nil {
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, errors.Join(q.follower.Failure(err), terr))
+		return fmt.Errorf("%w: %w", fail.ErrOutcomeUnknown, errors.Join(q.follower.Failure(err), terr))
 	}
 	if took, terr := q.repo.IsAncestor(bm.To, theirs); terr == nil && took {
 		q.logf("a push that failed (%v) reached the remote: its %d writes stand", err, len(chain))
@@ -384,11 +449,11 @@ func (q *pipeline) pushChain(bm *mover.Move, chain []*queuedWrite) error {
 	return q.follower.Failure(err)
 }
 
-// addedUp is what a chain of commits changed, from each commit's changes
+// AddedUp is what a chain of commits changed, from each commit's changes
 // from the one before, in order: each file's blob before the first that
 // changed it and after the last, by path; a file brought back to what it
 // was is no change.
-func addedUp(diffs [][]gitver.PathChange) []gitver.PathChange {
+func AddedUp(diffs [][]gitver.PathChange) []gitver.PathChange {
 	byPath := map[string]*gitver.PathChange{}
 	for _, diff := range diffs {
 		for _, d := range diff {
@@ -407,15 +472,4 @@ func addedUp(diffs [][]gitver.PathChange) []gitver.PathChange {
 	}
 	slices.SortFunc(changes, func(x, y gitver.PathChange) int { return strings.Compare(x.Path, y.Path) })
 	return changes
-}
-
-// unfinished reports whether err is a failure past the commit point, and
-// says so to the writer in a warning.
-func unfinished(err error, version int) (warning string, ok bool) {
-	var u *fail.Unfinished
-	if !errors.As(err, &u) {
-		return "", false
-	}
-	return fmt.Sprintf("version %d is committed, but putting it in place did not finish (the server's log says why); "+
-		"the next write finishes it, so do not write it again", version), true
 }

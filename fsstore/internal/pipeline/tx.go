@@ -1,4 +1,4 @@
-package fsstore
+package pipeline
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// writeTx is one tool write being built: the unit of work that travels
+// Tx is one tool write being built: the unit of work that travels
 // down the write path as an argument, from the caller's build function
 // (updateLocked, linkLocked) to the commit it makes. Every tool write is
 // built the same way, alone or in a batch: on base, the branch or the
@@ -22,8 +22,8 @@ import (
 // (noteIn), and made one commit on top (commit). The batch's chain is then
 // pushed (with a remote) and moved onto the branch (queue.go); the build
 // is the same.
-type writeTx struct {
-	q    *pipeline   // what builds it
+type Tx struct {
+	q    *Pipeline   // what builds it
 	head gitver.Hash // the branch when the write began
 	base gitver.Hash // what the write builds on: head, or the batch's chain
 	tip  gitver.Hash // base, then the write's own commit once built
@@ -42,14 +42,14 @@ type writeTx struct {
 // branch. The index
 // must be at tx.head: another process may have brought it to where the
 // branch went since (a person's reset), and then the write starts over
-// (errBranchMoved), or it would check its expect_version against one
+// (fail.ErrBranchMoved), or it would check its expect_version against one
 // commit and build on another. While the index is being built, the note
 // is read from git, its version counted there (noteAtHead).
-func (tx *writeTx) noteIn(key string) (index.Note, error) {
+func (tx *Tx) NoteIn(key string) (index.Note, error) {
 	if tx.base == tx.head {
 		return tx.q.noteAtHead(key, tx.head)
 	}
-	return tx.chainNote(key)
+	return tx.ChainNote(key)
 }
 
 // commit builds the write's commit of changes on tx's base, and makes it
@@ -58,7 +58,7 @@ func (tx *writeTx) noteIn(key string) (index.Note, error) {
 // whose content at its files differs from a parent's (gitver.Repo.Changes),
 // so a write that changes nothing is no version: it must make no commit,
 // or it would be acknowledged at a version that no reader of git counts.
-func (tx *writeTx) commit(changes []commits.Change, author gitver.Signature, message string) (committed bool, err error) {
+func (tx *Tx) Commit(changes []commits.Change, author gitver.Signature, message string) (committed bool, err error) {
 	if tx.tip != tx.base {
 		return false, fmt.Errorf("a write makes one commit; this one made %s already", tx.tip.Short())
 	}
@@ -72,6 +72,19 @@ func (tx *writeTx) commit(changes []commits.Change, author gitver.Signature, mes
 	tx.tip, tx.built, tx.changes = built.Hash, built.PendingCommit, built.Diff
 	return true, nil
 }
+
+// TxAt is a transaction on base, the branch at head or a batch's chain on
+// it, as a write of a batch is built (for tests that read a note as a
+// write would).
+func (q *Pipeline) TxAt(head, base gitver.Hash) *Tx {
+	return &Tx{q: q, head: head, base: base, tip: base}
+}
+
+// Head is the branch when the write began.
+func (tx *Tx) Head() gitver.Hash { return tx.head }
+
+// Base is what the write builds on: the branch, or the batch's chain.
+func (tx *Tx) Base() gitver.Hash { return tx.base }
 
 // builtWrite is a write built in a batch.
 type builtWrite struct {
@@ -89,8 +102,8 @@ type builtWrite struct {
 // earlier write of the batch changed: its answer waits for that write, and
 // it is built again on the branch it reaches. The caller holds the write
 // lock.
-func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *builtTip) (mine *builtWrite, waits bool, err error) {
-	tx := &writeTx{q: q, head: built.head, base: built.tip, tip: built.tip}
+func (q *Pipeline) buildWrite(uri string, attempt func(*Tx) error, built *builtTip) (mine *builtWrite, waits bool, err error) {
+	tx := &Tx{q: q, head: built.head, base: built.tip, tip: built.tip}
 	if err := attempt(tx); err != nil {
 		return nil, false, err
 	}
@@ -115,7 +128,7 @@ func (q *pipeline) buildWrite(uri string, attempt func(*writeTx) error, built *b
 
 // chainTouched reports whether the batch's writes under tx changed the
 // note uri names.
-func (tx *writeTx) chainTouched(uri string) (bool, error) {
+func (tx *Tx) chainTouched(uri string) (bool, error) {
 	key, ok := tx.q.keyOf(uri)
 	if !ok {
 		return false, nil
@@ -124,7 +137,7 @@ func (tx *writeTx) chainTouched(uri string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	inChain, err := tx.chainNote(key)
+	inChain, err := tx.ChainNote(key)
 	return inChain.Version != onBranch.Version, err
 }
 
@@ -132,8 +145,8 @@ func (tx *writeTx) chainTouched(uri string) (bool, error) {
 type builtTip struct{ head, tip gitver.Hash }
 
 // keyOf is the note key a tool write's address names.
-func (b *board) keyOf(uri string) (string, bool) {
-	a, err := b.parseAddress(uri)
+func (q *Pipeline) keyOf(uri string) (string, bool) {
+	a, err := note.ParseAddress(uri, q.name)
 	if err != nil {
 		return "", false
 	}
@@ -143,7 +156,7 @@ func (b *board) keyOf(uri string) (string, bool) {
 // chainNote is the note at key as the batch's writes before tx left it:
 // the derived index's at the branch, then each commit of the chain that
 // changed its file counted as a version.
-func (tx *writeTx) chainNote(key string) (index.Note, error) {
+func (tx *Tx) ChainNote(key string) (index.Note, error) {
 	n, err := tx.q.noteAtHead(key, tx.head)
 	if err != nil || tx.base == tx.head {
 		return n, err
@@ -208,7 +221,7 @@ func (tx *writeTx) chainNote(key string) (index.Note, error) {
 // only. A commit of the chain is a tool write, which changes its own
 // note's files alone, and its message names the note: the commits of
 // other notes' writes need no diff.
-func (q *pipeline) chainChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
+func (q *Pipeline) chainChanged(c *gitver.CommitInfo, parent gitver.Hash, key string) (bool, error) {
 	if about, _, ok := q.messageKey(c.Message); ok {
 		if about != key {
 			return false, nil
@@ -228,19 +241,19 @@ func (q *pipeline) chainChanged(c *gitver.CommitInfo, parent gitver.Hash, key st
 
 // messageKey is the note a tool write's commit message names, and the
 // version the write was built at.
-func (b *board) messageKey(message string) (key string, version int, ok bool) {
+func (q *Pipeline) messageKey(message string) (key string, version int, ok bool) {
 	uri, version, ok := note.WrittenAt(message)
 	if !ok {
 		return "", 0, false
 	}
-	key, ok = b.keyOf(uri)
+	key, ok = q.keyOf(uri)
 	return key, version, ok
 }
 
 // chainChanges is what a commit of a batch's chain changed, remembered:
 // each write built on the chain looks at every commit in it. The caller
 // holds the write lock.
-func (q *pipeline) chainChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
+func (q *Pipeline) chainChanges(c *gitver.CommitInfo) ([]gitver.PathChange, error) {
 	if diff, ok := q.chainDiffs[c.Hash]; ok {
 		return diff, nil
 	}
@@ -254,7 +267,7 @@ func (q *pipeline) chainChanges(c *gitver.CommitInfo) ([]gitver.PathChange, erro
 
 // rememberChanges keeps what the commit c of a batch's chain changed, for
 // chainChanges. The caller holds the write lock.
-func (q *pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
+func (q *Pipeline) rememberChanges(c gitver.Hash, diff []gitver.PathChange) {
 	if q.chainDiffs == nil || len(q.chainDiffs) >= maxChain {
 		q.chainDiffs = map[gitver.Hash][]gitver.PathChange{}
 	}
@@ -271,10 +284,10 @@ func subject(message string) string {
 // index holds it, which must be at head (see noteIn); while the index is
 // being built, read from git, its version counted there for this note
 // alone (catchup.NoteFromGit), so that writes go on during the build.
-func (b *board) noteAtHead(key string, head gitver.Hash) (index.Note, error) {
+func (q *Pipeline) noteAtHead(key string, head gitver.Hash) (index.Note, error) {
 	var n index.Note
 	behind := false
-	err := b.idx.Read(func(s *index.Snapshot) error {
+	err := q.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
 		if err != nil || at != head {
 			behind = err == nil
@@ -286,8 +299,8 @@ func (b *board) noteAtHead(key string, head gitver.Hash) (index.Note, error) {
 	if !behind {
 		return n, err
 	}
-	if _, building := b.catch.Building(); building {
-		return b.catch.NoteFromGit(head, key, catchup.FromGitCommits)
+	if _, building := q.catch.Building(); building {
+		return q.catch.NoteFromGit(head, key, catchup.FromGitCommits)
 	}
-	return n, errBranchMoved
+	return n, fail.ErrBranchMoved
 }

@@ -22,7 +22,7 @@ func (m *Mover) Recover() error {
 	if err := m.stillOpen(); err != nil {
 		return err
 	}
-	if m.recoveredIn != 0 && m.recoveredIn == m.holds() && !m.journal.Written() {
+	if m.recovered() {
 		return nil
 	}
 	if err := m.finishInterrupted(); err != nil {
@@ -30,6 +30,12 @@ func (m *Mover) Recover() error {
 	}
 	m.recoveredIn = m.holds()
 	return nil
+}
+
+// recovered says that Recover left no journal to finish in this hold of
+// the write lock, and no move of this process has written one since.
+func (m *Mover) recovered() bool {
+	return m.recoveredIn != 0 && m.recoveredIn == m.holds() && !m.journal.Written()
 }
 
 // finishInterrupted is recover, unworded.

@@ -171,9 +171,13 @@ type Move struct {
 
 // Move is MoveWithFiles, given the move.
 func (m *Mover) Move(bm Move) (moved bool, err error) {
-	// The journal is this move's from here: a killed writer's goes first.
-	if err := m.Recover(); err != nil {
-		return false, err
+	// The journal is this move's from here: a killed writer's goes first,
+	// unless the upkeep of this hold of the lock finished it already (a
+	// batch's, people's), as it has for every write.
+	if !m.recovered() {
+		if err := m.Recover(); err != nil {
+			return false, err
+		}
 	}
 	from, to, reason, alongside := bm.From, bm.To, bm.Reason, bm.Alongside
 	changes, hint := bm.Changes, bm.Commits

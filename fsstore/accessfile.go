@@ -10,7 +10,7 @@ import (
 
 // Access reads the access file; ok is false in open mode (no file).
 func (w *Workspace) Access() (f *access.File, ok bool, err error) {
-	return access.Load(filepath.Join(w.b.dir, note.AccessFile))
+	return access.Load(filepath.Join(w.dir, note.AccessFile))
 }
 
 // SaveAccess writes and commits the access file, as the person running the
@@ -25,7 +25,7 @@ func (w *Workspace) SaveAccess(f *access.File, message string) error {
 	}
 	return w.lock.with(func() error {
 		return w.follower.WhileBranchMoves("save access", note.AccessFile, w.people.Repair, func() error {
-			head, _, err := w.b.catch.CatchUp(nil, nil)
+			head, _, err := w.catch.CatchUp(nil, nil)
 			if err != nil {
 				return err
 			}

@@ -18,17 +18,17 @@ import (
 // and their catch-up could not be committed), the catch-up is made for
 // this read alone and never written (index.DB.ReadAhead): reads keep
 // answering from git while writes are refused.
-func (b *board) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
-	_, cursor, err := b.catch.CatchUp(nil, nil)
+func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
+	_, cursor, err := w.catch.CatchUp(nil, nil)
 	if err == nil {
-		return cursor, b.idx.Read(fn)
+		return cursor, w.idx.Read(fn)
 	}
 	if !index.IsFull(err) {
 		return 0, err
 	}
-	b.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
-	err = b.idx.ReadAhead(func(tx *index.Tx) error {
-		_, cursor, err = b.catch.SyncToBranch(tx, nil)
+	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
+	err = w.idx.ReadAhead(func(tx *index.Tx) error {
+		_, cursor, err = w.catch.SyncToBranch(tx, nil)
 		return err
 	}, fn)
 	return cursor, err
@@ -39,11 +39,11 @@ func (b *board) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
 // and v.Indexing says how far that is.
 func (v *View) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
 	w := v.w
-	cursor, err = w.b.readAtHead(fn)
+	cursor, err = w.readAtHead(fn)
 	if !v.answersPartly(err) {
 		return cursor, err
 	}
-	err = w.b.idx.Read(func(s *index.Snapshot) error {
+	err = w.idx.Read(func(s *index.Snapshot) error {
 		if _, cursor, err = s.Head(); err != nil {
 			return err
 		}
@@ -85,8 +85,7 @@ const versionsFromGitFor = 400 * time.Millisecond
 // (catchup.NoteFromGit) while the view's time for that lasts and the index
 // is near enough the branch, else without it (0).
 func (v *View) noteFromGit(key string) (index.Note, error) {
-	b := v.w.b
-	head, err := b.repo.Head()
+	head, err := v.w.repo.Head()
 	if err != nil {
 		return index.Note{}, err
 	}
@@ -94,13 +93,13 @@ func (v *View) noteFromGit(key string) (index.Note, error) {
 		v.fromGitUntil = time.Now().Add(versionsFromGitFor)
 	}
 	if time.Now().Before(v.fromGitUntil) {
-		n, err := b.catch.NoteFromGit(head, key, catchup.FromGitCommits)
+		n, err := v.w.catch.NoteFromGit(head, key, catchup.FromGitCommits)
 		var building *catchup.Building
 		if !errors.As(err, &building) {
 			return n, err
 		}
 	}
-	return b.catch.NoteAt(head, key)
+	return v.w.catch.NoteAt(head, key)
 }
 
 // ErrBranchGone means the board's branch does not exist any more, although
@@ -110,8 +109,8 @@ func (v *View) noteFromGit(key string) (index.Note, error) {
 // once a person has restored the branch.
 var ErrBranchGone = errors.New("the board's branch is gone")
 
-func (b *board) branchGone(last gitver.Hash) error {
-	branch := strings.TrimPrefix(b.repo.Branch(), "refs/heads/")
+func (w *Workspace) branchGone(last gitver.Hash) error {
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
 	return errorf("read", "", ErrConflict, "the board's branch %s does not exist (deleted?); its last commit the board knows is %s; "+
 		"nothing is read or written until a person restores it: git branch %s %s", branch, last.Short(), branch, last).Because(ErrBranchGone)
 }

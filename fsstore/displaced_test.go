@@ -118,7 +118,7 @@ func TestSaveOfABufferReadBeforeDisplacedTextIsTaken(t *testing.T) {
 		}
 		saved = true
 		writeFile(t, w, "t/log.md.swp", buffer+"saved from the buffer\n")
-		if err := w.b.root.Rename("t/log.md.swp", "t/log.md"); err != nil {
+		if err := w.root.Rename("t/log.md.swp", "t/log.md"); err != nil {
 			t.Error(err)
 		}
 	})

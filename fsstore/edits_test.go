@@ -451,7 +451,7 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "t/a", 0, "a", "a body")
 	put(t, w, "t/b", 0, "b", "b body")
-	indexed, _, err := w.b.idx.Head()
+	indexed, _, err := w.idx.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestEchoCheckReadsGitWhileTheIndexLags(t *testing.T) {
 	if !slices.Equal(changed, []string{"t/b.md"}) {
 		t.Errorf("changed files %q, want the saved one alone: the committed one is what the branch holds", changed)
 	}
-	if now, _, err := w.b.idx.Head(); err != nil || now != indexed {
+	if now, _, err := w.idx.Head(); err != nil || now != indexed {
 		t.Errorf("the derived index moved from %v to %v (%v) in the check", indexed, now, err)
 	}
 }

@@ -62,20 +62,20 @@ var (
 
 // parseAddress reads s as an address of this workspace (note.ParseAddress);
 // a malformed one is an *Error of kind ErrInvalid that quotes the grammar.
-func (b *board) parseAddress(s string) (note.Address, error) {
-	a, err := note.ParseAddress(s, b.name)
+func (w *Workspace) parseAddress(s string) (note.Address, error) {
+	a, err := note.ParseAddress(s, w.name)
 	return a, fromFormat(err)
 }
 
 // parseVersioned reads an address that may name one version of its note
 // (note.ParseVersioned): version is 0 when it names none.
-func (b *board) parseVersioned(s string) (a note.Address, version int, err error) {
-	a, version, err = note.ParseVersioned(s, b.name)
+func (w *Workspace) parseVersioned(s string) (a note.Address, version int, err error) {
+	a, version, err = note.ParseVersioned(s, w.name)
 	return a, version, fromFormat(err)
 }
 
 // parseTopic reads a topic or topic prefix (note.ParseTopic).
-func (b *board) parseTopic(s string) ([]string, error) {
-	segs, err := note.ParseTopic(s, b.name)
+func (w *Workspace) parseTopic(s string) ([]string, error) {
+	segs, err := note.ParseTopic(s, w.name)
 	return segs, fromFormat(err)
 }

@@ -13,8 +13,8 @@ import (
 // readFile returns a workspace file's content and its stat, taken before
 // the content was read (worktree.Files.ReadFile). ok is false when the
 // file does not exist.
-func (b *board) readFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
-	return b.files.ReadFile(p)
+func (w *Workspace) readFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
+	return w.files.ReadFile(p)
 }
 
 // TreeProblem is a path of the work tree that cannot be read as a note's

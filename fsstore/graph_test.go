@@ -35,7 +35,7 @@ type randomGraph struct {
 func newHistory(t *testing.T, seed uint64) *randomGraph {
 	t.Helper()
 	w := newWorkspace(t, false)
-	init, err := w.b.repo.Head()
+	init, err := w.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func (h *randomGraph) content() gitver.Hash {
 	if h.rng.IntN(6) == 0 {
 		return gitver.ZeroHash // the note is deleted, or stays absent
 	}
-	blob, err := h.w.b.repo.WriteBlob(fmt.Appendf(nil, "---\ndigest: value %d\n---\n", h.rng.IntN(4)))
+	blob, err := h.w.repo.WriteBlob(fmt.Appendf(nil, "---\ndigest: value %d\n---\n", h.rng.IntN(4)))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func (h *randomGraph) commit(parents ...gitver.Hash) gitver.Hash {
 	}
 	h.when = h.when.Add(time.Second)
 	who := gitver.Signature{Name: "graph", Email: "graph@example.com", When: h.when}
-	base, err := h.w.b.repo.Commit(gitver.CommitRequest{Parent: parents[0], Changes: changes, Author: who,
+	base, err := h.w.repo.Commit(gitver.CommitRequest{Parent: parents[0], Changes: changes, Author: who,
 		Message: fmt.Sprintf("commit %d", len(h.commits))})
 	if err != nil {
 		h.t.Fatal(err)
@@ -81,11 +81,11 @@ func (h *randomGraph) commit(parents ...gitver.Hash) gitver.Hash {
 		h.commits = append(h.commits, base)
 		return base
 	}
-	info, err := h.w.b.repo.ReadCommit(base)
+	info, err := h.w.repo.ReadCommit(base)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	merge, err := h.w.b.repo.WriteCommit(gitver.CommitObject{Tree: info.Tree, Parents: parents, Author: who, Committer: who,
+	merge, err := h.w.repo.WriteCommit(gitver.CommitObject{Tree: info.Tree, Parents: parents, Author: who, Committer: who,
 		Message: fmt.Sprintf("merge %d", len(h.commits))})
 	if err != nil {
 		h.t.Fatal(err)
@@ -101,7 +101,7 @@ func (h *randomGraph) reach(c gitver.Hash) []*gitver.CommitInfo {
 	seen := map[gitver.Hash]bool{c: true}
 	var out []*gitver.CommitInfo
 	for queue := []gitver.Hash{c}; len(queue) > 0; queue = queue[1:] {
-		info, err := h.w.b.repo.ReadCommit(queue[0])
+		info, err := h.w.repo.ReadCommit(queue[0])
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func (h *randomGraph) blob(c gitver.Hash, key string) gitver.Hash {
 	if b, ok := h.blobs[c.String()+key]; ok {
 		return b
 	}
-	b, err := h.w.b.repo.PathBlob(c, key+".md")
+	b, err := h.w.repo.PathBlob(c, key+".md")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func (h *randomGraph) blob(c gitver.Hash, key string) gitver.Hash {
 // files is what commit c holds at the note: its file's blob and its blob
 // file's.
 func (h *randomGraph) files(c gitver.Hash, key string) [2]gitver.Hash {
-	blobFile, err := h.w.b.repo.PathBlob(c, key+".blob.md")
+	blobFile, err := h.w.repo.PathBlob(c, key+".blob.md")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func (h *randomGraph) version(c gitver.Hash, key string) int {
 func (h *randomGraph) firstParentVersion(c gitver.Hash, key string) int {
 	n := 0
 	for !c.IsZero() {
-		info, err := h.w.b.repo.ReadCommit(c)
+		info, err := h.w.repo.ReadCommit(c)
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -180,11 +180,11 @@ func (h *randomGraph) firstParentVersion(c gitver.Hash, key string) int {
 // moveBranch points the board's branch at c, as a person's git would.
 func (h *randomGraph) moveBranch(c gitver.Hash) {
 	h.t.Helper()
-	old, err := h.w.b.repo.Head()
+	old, err := h.w.repo.Head()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.w.b.repo.UpdateBranch(old, c, gitver.Signature{Name: "graph", Email: "graph@example.com", When: h.when},
+	if err := h.w.repo.UpdateBranch(old, c, gitver.Signature{Name: "graph", Email: "graph@example.com", When: h.when},
 		"graph: move"); err != nil {
 		h.t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func (h *randomGraph) checkLog() {
 			if want := h.version(c, key); e.Version != want {
 				h.t.Fatalf("%s: the log gives %s version %d, the graph %d", key, c.Short(), e.Version, want)
 			}
-			if want := h.w.b.digestOf(h.blob(c, key)); e.Digest != want {
+			if want := h.w.digestOf(h.blob(c, key)); e.Digest != want {
 				h.t.Fatalf("%s: the log gives %s the digest %q; its note file holds %q", key, c.Short(), e.Digest, want)
 			}
 		}
@@ -381,11 +381,11 @@ func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
 			t.Parallel()
 			h := newHistory(t, 100+seed)
 			w := h.w
-			w.b.catch.Close()
-			w.b.catch = catchup.New(w.b.repo, w.b.idx, catchup.Options{Workspace: w.b.name,
-				BuildPath: filepath.Join(w.b.dir, note.IndexFile+"-build"), Gone: w.b.branchGone,
+			w.catch.Close()
+			w.catch = catchup.New(w.repo, w.idx, catchup.Options{Workspace: w.name,
+				BuildPath: filepath.Join(w.dir, note.IndexFile+"-build"), Gone: w.branchGone,
 				InBackground: true, InlineCommits: 1, Step: time.Nanosecond})
-			defer w.b.catch.Close()
+			defer w.catch.Close()
 			var fromGit map[string]index.Note // the notes from git at the last look during the build
 			for round := range 4 {
 				for range 15 {
@@ -402,7 +402,7 @@ func TestBuildInStepsHoldsTheDefinition(t *testing.T) {
 				h.moveBranch(head)
 				steps := 0
 				for {
-					_, _, err := w.b.catch.CatchUp(nil, nil)
+					_, _, err := w.catch.CatchUp(nil, nil)
 					if err == nil {
 						break
 					}
@@ -441,10 +441,10 @@ func (h *randomGraph) checkNotesFromGit(head, at gitver.Hash, what string) map[s
 	h.t.Helper()
 	out := map[string]index.Note{}
 	for _, key := range graphKeys {
-		n, err := h.w.b.catch.NoteFromGit(head, key, 0)
+		n, err := h.w.catch.NoteFromGit(head, key, 0)
 		var building *catchup.Building
 		if errors.As(err, &building) {
-			if ok, aerr := h.w.b.repo.IsAncestor(at, head); aerr != nil || ok {
+			if ok, aerr := h.w.repo.IsAncestor(at, head); aerr != nil || ok {
 				h.t.Fatalf("%s: %s from git at %s: %v, although the branch reaches the index's %s (%v)", what, key, head.Short(), err, at.Short(), aerr)
 			}
 			return nil

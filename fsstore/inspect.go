@@ -20,11 +20,11 @@ import (
 
 // Repo is the workspace's git repository, to read from. Writes go through
 // the workspace's write path only.
-func (w *Workspace) Repo() *gitver.Repo { return w.b.repo }
+func (w *Workspace) Repo() *gitver.Repo { return w.repo }
 
 // IndexHead is the commit the derived index reflects and its cursor, as the
 // index has them now: it does not catch up first.
-func (w *Workspace) IndexHead() (commit gitver.Hash, cursor int, err error) { return w.b.idx.Head() }
+func (w *Workspace) IndexHead() (commit gitver.Hash, cursor int, err error) { return w.idx.Head() }
 
 // BuildProgress is how far a build of the derived index in the background
 // has come.
@@ -40,7 +40,7 @@ type BuildProgress struct {
 // has come while one runs, in this process or another (a server's):
 // ok is false when none does.
 func (w *Workspace) IndexBuild() (BuildProgress, bool) {
-	if st, ok := w.b.catch.Building(); ok {
+	if st, ok := w.catch.Building(); ok {
 		return BuildProgress{Done: st.Done, Total: st.Total, Message: st.String()}, true
 	}
 	return BuildProgress{}, false
@@ -48,7 +48,7 @@ func (w *Workspace) IndexBuild() (BuildProgress, bool) {
 
 // ReadIndex reads the derived index at one point of history, as it is now:
 // it does not catch up first.
-func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.b.idx.Read(fn) }
+func (w *Workspace) ReadIndex(fn func(*index.Snapshot) error) error { return w.idx.Read(fn) }
 
 // SameStat reports whether a file's stat is the one the index recorded when
 // the file last matched its committed blob: then it need not be read again.
@@ -96,7 +96,7 @@ func FindInterruptedWrite(dir string) *InterruptedWrite {
 // workspace) through the workspace's root: ok is false when it does not
 // exist.
 func (w *Workspace) ReadFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
-	return w.b.readFile(p)
+	return w.readFile(p)
 }
 
 // WalkNotes is every note file in the work tree, with its stat, and the
@@ -107,7 +107,7 @@ func (w *Workspace) WalkNotes() (found map[string]gitver.FileStat, problems []Tr
 
 // Rel is the workspace-relative, slash-separated path of abs.
 func (w *Workspace) Rel(abs string) string {
-	rel, err := filepath.Rel(w.b.dir, abs)
+	rel, err := filepath.Rel(w.dir, abs)
 	if err != nil {
 		return abs
 	}
@@ -119,15 +119,15 @@ func (w *Workspace) Rel(abs string) string {
 // their writes wait for it.
 func (w *Workspace) Reindex(progress Progress) (int, error) {
 	var seq int
-	err := w.b.idx.Update(func(tx *index.Tx) error {
+	err := w.idx.Update(func(tx *index.Tx) error {
 		var err error
-		seq, err = w.b.catch.Rebuild(tx, progress)
+		seq, err = w.catch.Rebuild(tx, progress)
 		return err
 	})
 	if err != nil {
 		return seq, err
 	}
-	if err := w.b.idx.Tidy(); err != nil {
+	if err := w.idx.Tidy(); err != nil {
 		return seq, err
 	}
 	// The notes' vectors, made again from the start (Reset forgot them
@@ -142,7 +142,7 @@ func (w *Workspace) Reindex(progress Progress) (int, error) {
 
 // BranchHead is the commit the board's branch points to now: whoever moved
 // it (this process, another, a person's commit or pull). It reads one ref.
-func (w *Workspace) BranchHead() (gitver.Hash, error) { return w.b.repo.Head() }
+func (w *Workspace) BranchHead() (gitver.Hash, error) { return w.repo.Head() }
 
 // ChangesBetween lists the notes whose file or out-of-line content differs
 // between the trees of commits from and to (from zero: every note of to).
@@ -152,7 +152,7 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 		if c.IsZero() {
 			return gitver.Hash{}, nil
 		}
-		info, err := w.b.repo.ReadCommit(c)
+		info, err := w.repo.ReadCommit(c)
 		if err != nil {
 			return gitver.Hash{}, err
 		}
@@ -166,7 +166,7 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 	if err != nil {
 		return out, err
 	}
-	changes, err := w.b.repo.DiffTrees(a, b)
+	changes, err := w.repo.DiffTrees(a, b)
 	if err != nil {
 		return out, err
 	}
@@ -189,7 +189,7 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 		}
 	}
 	for key, list := range kinds {
-		if _, err := note.ParseAddress(key, w.b.name); err == nil {
+		if _, err := note.ParseAddress(key, w.name); err == nil {
 			*list = append(*list, key)
 		}
 	}
@@ -200,12 +200,12 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 }
 
 // URI is the canonical address of the note key (topic/key...).
-func (w *Workspace) URI(key string) string { return w.b.uri(key) }
+func (w *Workspace) URI(key string) string { return w.uri(key) }
 
 // Cursor returns the board's change sequence: the number of commits in the
 // branch's first-parent history.
 func (w *Workspace) Cursor() (int, error) {
-	return w.b.readAtHead(func(*index.Snapshot) error { return nil })
+	return w.readAtHead(func(*index.Snapshot) error { return nil })
 }
 
 // NoteChanges is what changed on the board between two commits of its

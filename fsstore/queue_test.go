@@ -198,12 +198,12 @@ func TestChainNoteCountsAChangeOfTheBlobFileAlone(t *testing.T) {
 		t.Fatal("the large write left no blob file")
 	}
 	err := w.lock.with(func() error {
-		head, err := w.b.repo.Head()
+		head, err := w.repo.Head()
 		if err != nil {
 			return err
 		}
 		content := []byte("second " + large)
-		earlier, err := w.b.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.b.agentSignature("other"), Message: "update t/big v2",
+		earlier, err := w.repo.Commit(gitver.CommitRequest{Parent: head, Author: w.agentSignature("other"), Message: "update t/big v2",
 			Changes: map[string]gitver.Hash{blobFile: gitver.BlobHash(content)}, Blobs: [][]byte{content}})
 		if err != nil {
 			return err
@@ -230,10 +230,10 @@ func TestPushedWriteCatchesTheIndexUp(t *testing.T) {
 	a, _, bare := twoClones(t)
 	put(t, a, "t/a", 0, "first", "first body")
 	pushed := strings.TrimSpace(fixtures.Git(t, bare, "rev-parse", "main"))
-	if head, err := a.b.repo.Head(); err != nil || head.String() != pushed {
+	if head, err := a.repo.Head(); err != nil || head.String() != pushed {
 		t.Fatalf("the branch is at %v (%v), want the pushed write %s", head, err, pushed)
 	}
-	if indexed, _, err := a.b.idx.Head(); err != nil || indexed.String() != pushed {
+	if indexed, _, err := a.idx.Head(); err != nil || indexed.String() != pushed {
 		t.Errorf("the derived index is at %v (%v) once the write is pushed, want %s", indexed, err, pushed)
 	}
 }
@@ -341,7 +341,7 @@ func TestGroupWritesBuiltAcrossAPersonsCommitAllLand(t *testing.T) {
 func TestAddedUpIsTheChainsDiff(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
-	repo := w.b.repo
+	repo := w.repo
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 11))
@@ -385,7 +385,7 @@ func TestAddedUpIsTheChainsDiff(t *testing.T) {
 			diffs = append(diffs, diff)
 			parent = c
 		}
-		want, err := w.b.hist.ChangedSince(start, parent)
+		want, err := w.hist.ChangedSince(start, parent)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func (w *Workspace) FetchRemote(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if head, err := w.b.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
+	if head, err := w.repo.Head(); err != nil || head == theirs || theirs.IsZero() {
 		return err
 	}
 	return w.lock.with(w.follower.Follow)
@@ -85,29 +85,29 @@ const RemoteName = "origin"
 // has not are rebuilt on it and pushed); a remote that holds an unrelated
 // history is refused, and the board stays as it was.
 func (w *Workspace) SetRemote(ctx context.Context, url string) error {
-	previous := w.b.repo.RemoteURL(RemoteName)
-	if err := w.b.repo.SetUpstream(RemoteName, url); err != nil {
+	previous := w.repo.RemoteURL(RemoteName)
+	if err := w.repo.SetUpstream(RemoteName, url); err != nil {
 		return err
 	}
 	undo := func(cause error) error {
 		if previous != "" {
-			return errors.Join(cause, w.b.repo.SetUpstream(RemoteName, previous))
+			return errors.Join(cause, w.repo.SetUpstream(RemoteName, previous))
 		}
-		return errors.Join(cause, w.b.repo.RemoveRemote(RemoteName))
+		return errors.Join(cause, w.repo.RemoveRemote(RemoteName))
 	}
-	if err := w.b.repo.Fetch(ctx, RemoteName); err != nil {
+	if err := w.repo.Fetch(ctx, RemoteName); err != nil {
 		return undo(err)
 	}
-	theirs, err := w.b.repo.Tracking(RemoteName)
+	theirs, err := w.repo.Tracking(RemoteName)
 	if err != nil {
 		return undo(err)
 	}
-	ours, err := w.b.repo.Head()
+	ours, err := w.repo.Head()
 	if err != nil {
 		return undo(err)
 	}
 	if !theirs.IsZero() {
-		base, err := w.b.repo.MergeBase(theirs, ours)
+		base, err := w.repo.MergeBase(theirs, ours)
 		if err != nil {
 			return undo(err)
 		}
@@ -116,7 +116,7 @@ func (w *Workspace) SetRemote(ctx context.Context, url string) error {
 				"attach an empty repository, or clone that board with `blackboard-mcp clone`", gitver.Redact(url), ours.Short()))
 		}
 	}
-	w.follower.SetUp(gitremote.New(w.b.repo, RemoteName, w.b.logf, reach))
+	w.follower.SetUp(gitremote.New(w.repo, RemoteName, w.logf, reach))
 	return w.lock.with(w.follower.Follow)
 }
 
@@ -144,25 +144,25 @@ func (w *Workspace) RemoteStatus(ctx context.Context) (*RemoteStatus, error) {
 	if up.OnBranch() {
 		return nil, nil
 	}
-	st := &RemoteStatus{Name: up.Name(), URL: w.b.repo.RemoteURL(up.Name())}
+	st := &RemoteStatus{Name: up.Name(), URL: w.repo.RemoteURL(up.Name())}
 	if err := up.Learn(ctx); err != nil {
 		st.Problem = err.Error()
 	}
 	var err error
-	if st.Local, err = w.b.repo.Head(); err != nil {
+	if st.Local, err = w.repo.Head(); err != nil {
 		return nil, err
 	}
 	if st.Remote, err = up.Published(); err != nil {
 		return nil, err
 	}
-	st.LastSync = w.b.repo.LastSync()
-	if st.Waiting, err = w.b.repo.Subjects(st.Remote, st.Local, 20); err != nil {
+	st.LastSync = w.repo.LastSync()
+	if st.Waiting, err = w.repo.Subjects(st.Remote, st.Local, 20); err != nil {
 		return nil, err
 	}
-	if st.WaitingCount, err = w.b.repo.Count(st.Remote, st.Local); err != nil {
+	if st.WaitingCount, err = w.repo.Count(st.Remote, st.Local); err != nil {
 		return nil, err
 	}
-	st.Behind, err = w.b.repo.Count(st.Local, st.Remote)
+	st.Behind, err = w.repo.Count(st.Local, st.Remote)
 	return st, err
 }
 
@@ -177,41 +177,41 @@ func (w *Workspace) RepairRemote(ctx context.Context) (gitver.Hash, error) {
 	}
 	var merge gitver.Hash
 	err := w.lock.with(func() error {
-		if err := w.b.repo.Fetch(ctx, remote); !errors.Is(err, gitver.ErrRemoteRewritten) {
+		if err := w.repo.Fetch(ctx, remote); !errors.Is(err, gitver.ErrRemoteRewritten) {
 			if err == nil {
 				return fmt.Errorf("the history of %s was not rewritten: nothing to repair", remote)
 			}
 			return err
 		}
 		ref := "refs/blackboard/rewritten/" + remote
-		theirs, err := w.b.repo.FetchRewritten(ctx, remote, ref)
+		theirs, err := w.repo.FetchRewritten(ctx, remote, ref)
 		if err != nil {
 			return err
 		}
-		ours, err := w.b.repo.Head()
+		ours, err := w.repo.Head()
 		if err != nil {
 			return err
 		}
-		head, err := w.b.repo.ReadCommit(ours)
+		head, err := w.repo.ReadCommit(ours)
 		if err != nil {
 			return err
 		}
-		branch := strings.TrimPrefix(w.b.repo.Branch(), "refs/heads/")
-		who := w.b.agentSignature(note.InitAgent)
-		merge, err = w.b.repo.MergeCommit(head.Tree, []gitver.Hash{theirs, ours}, who, fmt.Sprintf(
+		branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
+		who := w.agentSignature(note.InitAgent)
+		merge, err = w.repo.MergeCommit(head.Tree, []gitver.Hash{theirs, ours}, who, fmt.Sprintf(
 			"keep the board's history after %s/%s was rewritten\n\nThe remote's %s was replaced by a history that does not hold what this clone\n"+
 				"had fetched (a force-push). This merge joins both: the board's content is this\nclone's, and every commit of either history stays, so no version goes down.\n",
 			remote, branch, branch))
 		if err != nil {
 			return err
 		}
-		if err := w.b.repo.PushOver(ctx, remote, merge, theirs); err != nil {
+		if err := w.repo.PushOver(ctx, remote, merge, theirs); err != nil {
 			return w.follower.Failure(err)
 		}
 		if _, err := w.mover.MoveWithFiles(ours, merge, ownMove+"join the rewritten history of "+remote, nil); err != nil {
 			return err
 		}
-		return w.b.repo.DeleteRef(ref)
+		return w.repo.DeleteRef(ref)
 	})
 	return merge, err
 }
@@ -226,8 +226,8 @@ func (w *Workspace) RemoteCheck(ctx context.Context) (done, advice string, err e
 	if remote == "" {
 		return "", "", errors.New("the board has no remote")
 	}
-	url := w.b.repo.RemoteURL(remote)
-	branch := strings.TrimPrefix(w.b.repo.Branch(), "refs/heads/")
+	url := w.repo.RemoteURL(remote)
+	branch := strings.TrimPrefix(w.repo.Branch(), "refs/heads/")
 	if path, local := strings.CutPrefix(url, "file://"); local || filepath.IsAbs(url) {
 		if !local {
 			path = url

@@ -115,13 +115,13 @@ func refusedThenConflicts(t *testing.T, w *Workspace, move mover.Move, digest, b
 func TestNoMoveOnTheBranchARacingResetLeft(t *testing.T) {
 	w, left, _ := droppedByARacingReset(t)
 	body := []byte("---\ndigest: two again\n---\n2\n")
-	built, err := w.b.commits.Build(left, []commits.Change{{Path: "t/k.md", Content: body}},
-		w.b.agentSignature("tester"), "update t/k v2: two again")
+	built, err := w.commits.Build(left, []commits.Change{{Path: "t/k.md", Content: body}},
+		w.agentSignature("tester"), "update t/k v2: two again")
 	if err != nil || built == nil {
 		t.Fatalf("build the write: %v (built: %t)", err, built != nil)
 	}
 	pending := built.PendingCommit
-	defer w.b.repo.DropStaged()
+	defer w.repo.DropStaged()
 	if err := pending.Write(); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (v *View) writtenAs(tx *pipeline.Tx) (version int, ok bool, err error) {
 			continue
 		}
 		seen[h] = true
-		c, err := v.w.b.repo.ReadCommit(h)
+		c, err := v.w.repo.ReadCommit(h)
 		if err != nil {
 			return 0, false, err
 		}

@@ -22,14 +22,14 @@ import (
 // lie under one of the source roots once every symbolic link is resolved; it
 // must be a regular file (a FIFO would block, a device never ends) and at most
 // note.MaxContentBytes, checked before and while reading.
-func (b *board) readSource(op, uri, p string, from *sourceFiles) (content []byte, summary string, err error) {
+func (w *Workspace) readSource(op, uri, p string, from *sourceFiles) (content []byte, summary string, err error) {
 	bad := func(kind error, format string, args ...any) ([]byte, string, error) {
 		return nil, "", errorf(op, uri, kind, format, args...)
 	}
 	if p == "" || strings.ContainsRune(p, 0) {
 		return bad(ErrInvalid, "source_path is empty or not a path")
 	}
-	roots, abs := b.sourceRoots, p
+	roots, abs := w.sourceRoots, p
 	if from != nil {
 		roots = from.roots
 		if !filepath.IsAbs(abs) {
@@ -44,7 +44,7 @@ func (b *board) readSource(op, uri, p string, from *sourceFiles) (content []byte
 	if err != nil {
 		return bad(ErrNotFound, "source_path %s does not exist or cannot be read", p)
 	}
-	board := b.dir
+	board := w.dir
 	if r, err := filepath.EvalSymlinks(board); err == nil {
 		board = r
 	}

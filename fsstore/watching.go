@@ -128,7 +128,7 @@ func (ws *Watching) embedLoop() {
 		if err == nil {
 			// Held in memory before a search needs them: loading a large
 			// board's takes longer than a search may.
-			err = ws.w.b.idx.Read(ws.w.vectors.Refresh)
+			err = ws.w.idx.Read(ws.w.vectors.Refresh)
 		}
 		failing.note(err)
 	}
@@ -172,7 +172,7 @@ func (ws *Watching) fetchLoop(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if last := ws.w.b.repo.LastSync(); !last.IsZero() && time.Since(last) < every {
+		if last := ws.w.repo.LastSync(); !last.IsZero() && time.Since(last) < every {
 			// Another process of the clone fetched, or a push went
 			// through (which the remote takes only from a clone that
 			// holds all it has): the branch is as current as a fetch
@@ -227,7 +227,7 @@ func (ws *Watching) awaitLease() bool {
 // made at all (a read-only .git) is taken as held: the process watches,
 // as every server did before there was a lease.
 func (ws *Watching) takeLease() bool {
-	f, err := os.OpenFile(filepath.Join(ws.w.b.repo.GitDir(), watchLease), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(ws.w.repo.GitDir(), watchLease), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return true
 	}
@@ -250,7 +250,7 @@ func (ws *Watching) takeLease() bool {
 // server that watched before stopped.
 func (ws *Watching) start(opts WatchOptions) {
 	w := ws.w
-	watcher, err := startWatcher(w.b.dir, watch.Options{Debounce: opts.Debounce, Logf: ws.logf}, func(b watch.Batch) {
+	watcher, err := startWatcher(w.dir, watch.Options{Debounce: opts.Debounce, Logf: ws.logf}, func(b watch.Batch) {
 		if b.Incomplete {
 			ws.degrade(opts.PollEvery)
 		}
@@ -453,7 +453,7 @@ func (w *Workspace) Repair() error {
 // event announces: files kept for a person who may still write into them,
 // or another branch checked out.
 func (w *Workspace) NeedsRepair() bool {
-	return w.displaced.Kept.Load() || w.b.repo.WorkTree().Elsewhere != "" || w.people.ToLookAt()
+	return w.displaced.Kept.Load() || w.repo.WorkTree().Elsewhere != "" || w.people.ToLookAt()
 }
 
 // FilesChanged tells the workspace that these work-tree paths (relative,

@@ -67,8 +67,19 @@ type Options struct {
 // the same workspace: writes are serialized by a file lock and checked by
 // compare-and-swap against git, never against a copy.
 type Workspace struct {
-	b     *board
-	agent string
+	dir  string
+	name string
+	// sourceRoots are absolute, links resolved.
+	sourceRoots []string
+	repo        *gitver.Repo
+	idx         *index.DB
+	catch       *catchup.Catcher // brings idx to the branch
+	hist        *history.History // questions about the branch's history
+	root        *os.Root         // every note file is opened through it: no link leads out
+	files       *worktree.Files  // writes and places the notes' files, through root
+	commits     *commits.Builder // builds every commit the program makes
+	logFn       func(format string, args ...any)
+	agent       string
 	// The parts, each with one job, each holding the parts below it:
 	// lock, then mover (the branch move with its files and journal),
 	// follower (the upstream, where writes count, and the branch brought
@@ -90,15 +101,15 @@ type Workspace struct {
 // 100,000 notes). A server that has gone quiet calls it, with all once it
 // has been quiet for long; the next call builds them again.
 func (w *Workspace) ReleaseMemory(all bool) {
-	w.b.repo.ReleaseMemory(all)
-	w.b.idx.ReleaseMemory()
+	w.repo.ReleaseMemory(all)
+	w.idx.ReleaseMemory()
 }
 
 // Name is the workspace name that full addresses carry.
-func (w *Workspace) Name() string { return w.b.name }
+func (w *Workspace) Name() string { return w.name }
 
 // Dir is the workspace root.
-func (w *Workspace) Dir() string { return w.b.dir }
+func (w *Workspace) Dir() string { return w.dir }
 
 // Agent is the author of this process's tool writes.
 func (w *Workspace) Agent() string { return w.agent }
@@ -202,34 +213,34 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	}
 	// The workspace's parent is always a source root; --source-root adds more.
 	roots := append(defaultSourceRoots(abs), opts.SourceRoots...)
-	b := &board{dir: abs, name: cfg.Workspace, repo: repo, idx: idx, root: root,
-		sourceRoots: resolveRoots(roots), logFn: opts.Logf}
-	b.files = worktree.New(root, repo, reach)
-	b.hist = history.New(repo)
-	b.commits = commits.New(repo, idx)
-	b.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
-		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: b.branchGone, Logf: b.logf,
+	w := &Workspace{dir: abs, name: cfg.Workspace, repo: repo, idx: idx, root: root,
+		sourceRoots: resolveRoots(roots), logFn: opts.Logf, agent: agent}
+	w.files = worktree.New(root, repo, reach)
+	w.hist = history.New(repo)
+	w.commits = commits.New(repo, idx)
+	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
+		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
 		InBackground: opts.IndexInBackground})
 	edits := people.NewPending(opts.OneShot)
 	displaced := &mover.Displaced{}
-	program := func() gitver.Signature { return b.agentSignature(note.InitAgent) }
+	program := func() gitver.Signature { return w.agentSignature(note.InitAgent) }
 	lock := &writeLock{file: lockFile}
-	mv := mover.New(mover.Options{Git: repo, Dir: abs, Root: root, Files: b.files,
-		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: b.catch, History: b.hist,
-		Displaced: displaced, Holds: lock.count, StillOpen: b.stillOpen, Signature: program,
+	mv := mover.New(mover.Options{Git: repo, Dir: abs, Root: root, Files: w.files,
+		Journal: journal.At(filepath.Join(abs, note.JournalFile), repo.Durable()), Catch: w.catch, History: w.hist,
+		Displaced: displaced, Holds: lock.count, StillOpen: w.stillOpen, Signature: program,
 		Edited: func(paths []string) { edits.Add(paths, false) }, Reach: reach})
 	var up follow.Upstream = localboard.Board{}
 	if name := repo.Upstream(); name != "" {
-		up = gitremote.New(repo, name, b.logf, reach)
+		up = gitremote.New(repo, name, w.logf, reach)
 	}
-	follower := follow.New(repo, b.hist, mv, up, program, b.logf)
-	ppl := people.New(people.Options{Git: repo, Dir: abs, Name: cfg.Workspace, Root: root, Files: b.files, Index: idx,
-		Catch: b.catch, History: b.hist, Commits: b.commits, Mover: mv, Follower: follower, Displaced: displaced, Edits: edits,
-		Lock: lock.with, StillOpen: b.stillOpen, Program: program, OnEdits: opts.OnEdits, Logf: b.logf, Reach: reach})
-	pipe := pipeline.New(pipeline.Options{Git: repo, Name: cfg.Workspace, Index: idx, Catch: b.catch, History: b.hist,
-		Commits: b.commits, Mover: mv, People: ppl, Follower: follower, Lock: lock.with, Logf: b.logf, Reach: reach})
-	w := &Workspace{b: b, agent: agent, lock: lock, mover: mv, follower: follower, people: ppl, displaced: displaced, edits: edits, pipe: pipe,
-		vectors: vectors.New(repo, idx)}
+	follower := follow.New(repo, w.hist, mv, up, program, w.logf)
+	ppl := people.New(people.Options{Git: repo, Dir: abs, Name: cfg.Workspace, Root: root, Files: w.files, Index: idx,
+		Catch: w.catch, History: w.hist, Commits: w.commits, Mover: mv, Follower: follower, Displaced: displaced, Edits: edits,
+		Lock: lock.with, StillOpen: w.stillOpen, Program: program, OnEdits: opts.OnEdits, Logf: w.logf, Reach: reach})
+	pipe := pipeline.New(pipeline.Options{Git: repo, Name: cfg.Workspace, Index: idx, Catch: w.catch, History: w.hist,
+		Commits: w.commits, Mover: mv, People: ppl, Follower: follower, Lock: lock.with, Logf: w.logf, Reach: reach})
+	w.lock, w.mover, w.follower, w.people, w.displaced, w.edits, w.pipe = lock, mv, follower, ppl, displaced, edits, pipe
+	w.vectors = vectors.New(repo, idx)
 	if fi, err := os.Stat(filepath.Join(abs, note.JournalFile)); err == nil && fi.Size() > 0 {
 		// A writer died mid-write: finish its work now, so the files are
 		// right from the start and not only after the next write.
@@ -262,8 +273,8 @@ func unrecordedBranch(dir string) string {
 
 // Close releases the workspace's files.
 func (w *Workspace) Close() error {
-	w.b.catch.Close()
-	return errors.Join(w.b.idx.Close(), w.lock.file.Close(), w.b.root.Close(), w.b.repo.Close())
+	w.catch.Close()
+	return errors.Join(w.idx.Close(), w.lock.file.Close(), w.root.Close(), w.repo.Close())
 }
 
 // As returns the board as caller sees it. A process without access control
@@ -275,7 +286,7 @@ func (w *Workspace) As(c *Caller) *View { return &View{w: w, c: c} }
 // commit, unless they are already on the branch.
 func (w *Workspace) initCommit() error {
 	return w.lock.with(func() error {
-		head, _, err := w.b.catch.CatchUp(nil, nil)
+		head, _, err := w.catch.CatchUp(nil, nil)
 		if err != nil {
 			return err
 		}
@@ -289,18 +300,18 @@ func (w *Workspace) initCommit() error {
 			if !blobs[i].IsZero() {
 				continue
 			}
-			content, err := os.ReadFile(filepath.Join(w.b.dir, filepath.FromSlash(p)))
+			content, err := os.ReadFile(filepath.Join(w.dir, filepath.FromSlash(p)))
 			if err != nil {
 				return err
 			}
 			changes = append(changes, commits.Change{Path: p, Content: content})
 		}
-		state, err := w.b.indexedNote(note.StateNote)
+		state, err := w.indexedNote(note.StateNote)
 		if err != nil {
 			return err
 		}
 		if state.Version == 0 {
-			if _, err := os.Stat(filepath.Join(w.b.dir, filepath.FromSlash(note.StateNote+".md"))); os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(w.dir, filepath.FromSlash(note.StateNote+".md"))); os.IsNotExist(err) {
 				content, err := note.StateNoteFile(time.Now())
 				if err != nil {
 					return err
@@ -311,7 +322,53 @@ func (w *Workspace) initCommit() error {
 		if len(changes) == 0 {
 			return nil
 		}
-		_, err = w.people.CommitLocked(head, changes, w.b.agentSignature(note.InitAgent), note.InitMessage(w.b.name).String(), false)
+		_, err = w.people.CommitLocked(head, changes, w.agentSignature(note.InitAgent), note.InitMessage(w.name).String(), false)
 		return err
 	})
+}
+
+// stillOpen checks that the workspace's directory is still the one this
+// process opened. A directory removed, or replaced by another at the same
+// path (restored from a backup, cloned again) while a server runs, leaves
+// the server's files (opened through root) in the old one and its git
+// (named by path) in the new one: compared with the new branch, every
+// note looked deleted by hand, and was committed so. Before anything
+// compares the work tree with git or moves the branch, the two must be
+// one directory.
+func (w *Workspace) stillOpen() error {
+	opened, err := w.root.Stat(".")
+	if err == nil {
+		var now os.FileInfo
+		if now, err = os.Stat(w.dir); err == nil && os.SameFile(opened, now) {
+			return nil
+		}
+	}
+	return errorf("write", "", ErrUnavailable,
+		"the workspace directory %s was removed or replaced while this process had it open; nothing is written or compared: restart the server", w.dir).
+		Because(ErrWorkspaceReplaced)
+}
+
+// ownMove starts the reflog message of every move of the branch the program
+// makes.
+const ownMove = history.OwnMove
+
+func (w *Workspace) agentSignature(agent string) gitver.Signature {
+	return gitver.Signature{Name: agent, Email: agent + "@blackboard.local", When: time.Now()}
+}
+
+// logf tells the operator what the workspace repaired on its own.
+func (w *Workspace) logf(format string, args ...any) {
+	if w.logFn != nil {
+		w.logFn(format, args...)
+	}
+}
+
+// crashPoint, when set (only by the crash tests), is called as a write passes
+// each step; the tests kill the process there to prove every step recoverable.
+var crashPoint func(step string)
+
+func reach(step string) {
+	if crashPoint != nil {
+		crashPoint(step)
+	}
 }

@@ -474,7 +474,7 @@ func TestWriteReadsTheNoteOnlyAtItsParent(t *testing.T) {
 	w := newWorkspace(t, false)
 	put(t, w, "t/k", 0, "one", "1")
 	put(t, w, "t/k", 1, "two", "2")
-	head, err := w.b.repo.Head()
+	head, err := w.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}

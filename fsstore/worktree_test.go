@@ -181,7 +181,7 @@ func TestSecondSaveDuringSwapBackStays(t *testing.T) {
 			writeFile(t, w, "t/k.md", p1)
 		case "exchanged":
 			writeFile(t, w, "t/k.md.new", p2)
-			if err := w.b.root.Rename("t/k.md.new", "t/k.md"); err != nil {
+			if err := w.root.Rename("t/k.md.new", "t/k.md"); err != nil {
 				t.Error(err)
 			}
 		}
@@ -277,7 +277,7 @@ func TestAppendsDuringSwapBackAllStay(t *testing.T) {
 				}
 				if second == "save" {
 					writeFile(t, w, "t/log.md.new", noteText("log", "saved from an editor\n"))
-					if err := w.b.root.Rename("t/log.md.new", "t/log.md"); err != nil {
+					if err := w.root.Rename("t/log.md.new", "t/log.md"); err != nil {
 						t.Error(err)
 					}
 					return

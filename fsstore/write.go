@@ -123,7 +123,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	case req.isAppend():
 		op = "append"
 	}
-	addr, err := w.b.parseAddress(req.URI)
+	addr, err := w.parseAddress(req.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var sources []string
 	for _, s := range req.Sources {
-		a, err := w.b.parseAddress(s)
+		a, err := w.parseAddress(s)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).Because(err)
 		}
@@ -156,7 +156,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	summary := ""
 	if req.SourcePath != "" {
-		content, sum, err := w.b.readSource(op, uri, req.SourcePath, v.c.sources)
+		content, sum, err := w.readSource(op, uri, req.SourcePath, v.c.sources)
 		if err != nil {
 			return nil, err
 		}
@@ -302,7 +302,7 @@ func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, diges
 	var content, before string
 	var isTable bool
 	if cur.Present {
-		old, oldContent, err := w.b.loadNote(cur)
+		old, oldContent, err := w.loadNote(cur)
 		switch {
 		case err == nil:
 			f, content, isTable = old, oldContent, old.IsTable()
@@ -388,7 +388,7 @@ func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, diges
 			return nil, err
 		}
 	}
-	if err := w.b.setExtras(f, req); err != nil {
+	if err := w.setExtras(f, req); err != nil {
 		return nil, err
 	}
 	if err := setClaim(f, req, v.c, op, uri, cur); err != nil {
@@ -406,7 +406,7 @@ func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, diges
 			}
 		}
 	}
-	changes, outOfLine, err := w.b.placeContent(f, addr, content, isTable, cur)
+	changes, outOfLine, err := w.placeContent(f, addr, content, isTable, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +417,7 @@ func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, diges
 	changes = append(changes, commits.Change{Path: addr.NotePath(), Content: rendered})
 	msg := note.WriteMessage(op, addr, version, digest, agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
-	if committed, err := tx.Commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.Commit(changes, w.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return v.unchanged(uri, digest, cur, req), nil
@@ -459,7 +459,7 @@ func (v *View) unchanged(uri, digest string, cur index.Note, req *UpdateRequest)
 // placeContent decides where content lives: inline in the note's body, or,
 // over note.BlobThreshold bytes, in the sibling blob file committed with the note.
 // It returns the blob-file changes and the blob's name when out of line.
-func (b *board) placeContent(f *note.File, addr note.Address, content string, isTable bool,
+func (w *Workspace) placeContent(f *note.File, addr note.Address, content string, isTable bool,
 	cur index.Note) ([]commits.Change, string, error) {
 	ext := "md"
 	if isTable {
@@ -508,11 +508,11 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 }
 
 // indexedNote returns the index's row for key (zero when it never existed).
-func (b *board) indexedNote(key string) (index.Note, error) { return b.idx.Note(key) }
+func (w *Workspace) indexedNote(key string) (index.Note, error) { return w.idx.Note(key) }
 
 // loadNote reads a note's file and content from git.
-func (b *board) loadNote(n index.Note) (*note.File, string, error) {
-	raw, err := b.repo.ReadBlob(n.NoteBlob)
+func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
+	raw, err := w.repo.ReadBlob(n.NoteBlob)
 	if err != nil {
 		return nil, "", err
 	}
@@ -521,7 +521,7 @@ func (b *board) loadNote(n index.Note) (*note.File, string, error) {
 		return nil, "", err
 	}
 	if !n.ContentBlob.IsZero() && f.Str(note.KeyBlob) != "" {
-		content, err := b.repo.ReadBlob(n.ContentBlob)
+		content, err := w.repo.ReadBlob(n.ContentBlob)
 		if err != nil {
 			return nil, "", err
 		}
@@ -536,13 +536,13 @@ func (b *board) loadNote(n index.Note) (*note.File, string, error) {
 func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 	w := v.w
 	var out []string
-	err := w.b.idx.Read(func(s *index.Snapshot) error {
+	err := w.idx.Read(func(s *index.Snapshot) error {
 		at, _, err := s.Head()
 		if err != nil {
 			return err
 		}
 		for _, u := range uris {
-			a, err := w.b.parseAddress(u)
+			a, err := w.parseAddress(u)
 			if err != nil {
 				out = append(out, u)
 				continue
@@ -555,7 +555,7 @@ func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 				}
 				present = ok && n.Present
 			} else {
-				blob, err := w.b.repo.PathBlob(tx.Head(), a.NotePath())
+				blob, err := w.repo.PathBlob(tx.Head(), a.NotePath())
 				if err != nil {
 					return err
 				}
@@ -571,7 +571,7 @@ func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 		// A note an earlier write of the batch made is there for this
 		// write.
 		out = slices.DeleteFunc(out, func(u string) bool {
-			a, err := w.b.parseAddress(u)
+			a, err := w.parseAddress(u)
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
@@ -594,7 +594,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateResult, error) {
 	w := v.w
 	const op = "link"
-	addr, err := w.b.parseAddress(src)
+	addr, err := w.parseAddress(src)
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +610,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 	}
 	var targets []string
 	for _, d := range dsts {
-		a, err := w.b.parseAddress(d)
+		a, err := w.parseAddress(d)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).Because(err)
 		}
@@ -650,7 +650,7 @@ func (v *View) linkLocked(tx *pipeline.Tx, addr note.Address, rel string, target
 	if expect != nil && *expect != cur.Version {
 		return nil, conflict(op, uri, cur, fmt.Sprintf("you expected version %d", *expect))
 	}
-	f, _, err := w.b.loadNote(cur)
+	f, _, err := w.loadNote(cur)
 	if err != nil {
 		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).Because(err)
 	}
@@ -688,7 +688,7 @@ func (v *View) linkLocked(tx *pipeline.Tx, addr note.Address, rel string, target
 	msg := note.WriteMessage("link", addr, version, rel+" "+strings.Join(targets, " "), agent)
 	msg.Person, msg.WriteID = v.c.person, v.writeID
 	changes := []commits.Change{{Path: addr.NotePath(), Content: rendered}}
-	if committed, err := tx.Commit(changes, w.b.agentSignature(agent), msg.String()); err != nil {
+	if committed, err := tx.Commit(changes, w.agentSignature(agent), msg.String()); err != nil {
 		return nil, err
 	} else if !committed {
 		return &UpdateResult{URI: uri, Version: cur.Version, Digest: cur.Digest,
@@ -711,7 +711,7 @@ func extraFieldName(name string) bool {
 }
 
 // setExtras sets req's more fields, in name order, and its links.
-func (b *board) setExtras(f *note.File, req *UpdateRequest) error {
+func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
 	names := make([]string, 0, len(req.Fields))
 	for name := range req.Fields {
 		names = append(names, name)
@@ -729,7 +729,7 @@ func (b *board) setExtras(f *note.File, req *UpdateRequest) error {
 	targets := map[string][]string{}
 	for _, rel := range note.Relations {
 		for _, t := range req.Links[rel] {
-			a, err := b.parseAddress(t)
+			a, err := w.parseAddress(t)
 			if err != nil {
 				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).Because(err)
 			}

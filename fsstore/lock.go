@@ -15,7 +15,7 @@ import (
 // our caches are not goroutine-safe), an exclusive flock on file
 // (.blackboard/write.lock) the processes sharing the workspace. It runs
 // nothing of its own in a hold: the upkeep is the parts' (Mover.Recover,
-// people.repair), where they need it.
+// People.Repair), where they need it.
 type writeLock struct {
 	mu   sync.Mutex
 	file *os.File

@@ -20,13 +20,28 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
+// Git is what the follower needs of the board's repository: the branch,
+// the commits it rebuilds on the remote's, and the rescue refs.
+type Git interface {
+	Branch() string
+	Head() (gitver.Hash, error)
+	ReadCommit(h gitver.Hash) (*gitver.CommitInfo, error)
+	ReadBlob(h gitver.Hash) ([]byte, error)
+	DiffTrees(a, b gitver.Hash) ([]gitver.PathChange, error)
+	IsAncestor(a, b gitver.Hash) (bool, error)
+	MergeBase(a, b gitver.Hash) (gitver.Hash, error)
+	BuildCommit(req gitver.CommitRequest) (*gitver.PendingCommit, error)
+	UpdateRef(name string, old, new gitver.Hash, who gitver.Signature, reason string) error
+	RemoteURL(remote string) string
+}
+
 // Follower brings the local branch to what the upstream holds, the other
 // clones' writes: forward, files and all, or, when the local branch holds
 // commits the remote has not, with those rebuilt on the remote's and
 // published. The pipeline follows after another clone published first,
 // people when their commit lost that race, the server every few seconds.
 type Follower struct {
-	repo  *gitver.Repo
+	repo  Git
 	hist  *history.History
 	mover *mover.Mover
 	up    Upstream
@@ -37,7 +52,7 @@ type Follower struct {
 
 // New is the follower of up on git's branch: hist answers questions about
 // its history, mv moves it, program signs the commits it builds.
-func New(git *gitver.Repo, hist *history.History, mv *mover.Mover, up Upstream,
+func New(git Git, hist *history.History, mv *mover.Mover, up Upstream,
 	program func() gitver.Signature, logf func(format string, args ...any)) *Follower {
 	return &Follower{repo: git, hist: hist, mover: mv, up: up, program: program, logf: logf}
 }

@@ -14,7 +14,7 @@ import (
 // which the local branch follows (gitremote). Every difference between a
 // board with a remote and one without is a method here, so that the write
 // path asks it once instead of testing for a remote. Bringing the local
-// branch to what the upstream holds is the follower's (follow.go).
+// branch to what the upstream holds is the Follower's (follow.go).
 type Upstream interface {
 	// OnBranch reports that a write counts once the local branch holds
 	// it: no remote. With a remote, a write counts once the remote took

@@ -15,9 +15,9 @@ import (
 // CommitLocked makes one commit of changes the program did not build as a
 // tool write: a person's edits found in the work tree (onDisk: their files
 // are in place already), the board's first commit, the access file. Tool
-// writes are built in a writeTx (tx.go); both reach the branch through the
-// one branch-move step (Mover.Move), which makes a crash at any
-// point recoverable.
+// writes are built in a pipeline.Tx. Both are built by commits.Builder,
+// and reach the branch through the one branch-move step (Mover.Move),
+// which makes a crash at any point recoverable.
 //
 // A person's edits are the branch's only while the files are: while
 // another branch is checked out, or a git command is in the middle of
@@ -97,7 +97,7 @@ func (p *People) CommitLocked(parent gitver.Hash, changes []commits.Change, auth
 	case took && err == nil:
 		// The remote took the commit, and the local branch moved or the
 		// work tree changed hands since: the next fetch brings the
-		// branch to it (follow.go), and its files with it.
+		// branch to it (fsstore/internal/follow), and its files with it.
 		return commit, nil
 	case err != nil:
 		return gitver.ZeroHash, err

@@ -25,6 +25,33 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
+// Git is what people's part needs of the board's repository: the branch
+// and its moves, the commits and files it compares the work tree with,
+// git's index for the files it commits as they are, and a person's
+// identity.
+type Git interface {
+	Branch() string
+	GitDir() string
+	Head() (gitver.Hash, error)
+	ReadCommit(h gitver.Hash) (*gitver.CommitInfo, error)
+	ReadBlob(h gitver.Hash) ([]byte, error)
+	PathBlob(commit gitver.Hash, path string) (gitver.Hash, error)
+	DiffTrees(a, b gitver.Hash) ([]gitver.PathChange, error)
+	WriteBlob(content []byte) (gitver.Hash, error)
+	WriteCommit(c gitver.CommitObject) (gitver.Hash, error)
+	DropStaged()
+	UpdateBranch(old, new gitver.Hash, who gitver.Signature, reason string) error
+	UpdateRef(name string, old, new gitver.Hash, who gitver.Signature, reason string) error
+	Refs(prefix string) (map[string]gitver.Hash, error)
+	LastMoveBy(own string) (last gitver.ReflogEntry, found bool, err error)
+	RecentBranchMoves() ([]gitver.ReflogEntry, error)
+	WorkTree() gitver.WorkTree
+	IndexLockPath() string
+	UpdateIndex(entries []gitver.IndexEntry) error
+	WroteByGit(path string, fi os.FileInfo, blob gitver.Hash) bool
+	UserIdentity() (name, email string)
+}
+
 // Follower is where people's commits count, and what brings the branch
 // back to it: the upstream's follower.
 type Follower interface {
@@ -39,7 +66,7 @@ type Follower interface {
 // Options are what People is handed: the board's parts it works through,
 // and the functions it tells the engine through.
 type Options struct {
-	Git       *gitver.Repo
+	Git       Git
 	Dir, Name string // the workspace's directory and name
 	Root      *os.Root
 	Files     *worktree.Files
@@ -68,7 +95,7 @@ type Options struct {
 
 // People is the part for people's edits and a person's git.
 type People struct {
-	repo      *gitver.Repo
+	repo      Git
 	dir, name string
 	root      *os.Root
 	files     *worktree.Files

@@ -40,7 +40,7 @@ import (
 //     before the move, or a person restoring the old text on purpose; the
 //     program cannot tell which. The branch's version goes back in place
 //     and the file's text is kept as a sibling note linked `contradicts`
-//     (as a remote's conflicting side is, follow.go), never as the note's
+//     (as a remote's conflicting side is, fsstore/internal/follow), never as the note's
 //     next version.
 //   - later: the person brought the old text back; it is their edit.
 //

@@ -261,7 +261,7 @@ func answerAll(items []*queuedWrite, err error) {
 
 // commitBatch commits items, the writes waiting in this process, on a
 // board whose branch is where writes count (no remote), straight down in
-// one hold of the write lock: the upkeep once for them all (people.prepare:
+// one hold of the write lock: the upkeep once for them all (People.Prepare:
 // a killed writer's journal finished, the repairs, people's edits to their
 // notes committed); each write built on the one before as its own commit,
 // checked against its own expect_version, its objects in memory

@@ -20,7 +20,7 @@ import (
 // built the same way, alone or in a batch: on base, the branch or the
 // write before it in its batch, checked against the note's version there
 // (noteIn), and made one commit on top (commit). The batch's chain is then
-// pushed (with a remote) and moved onto the branch (queue.go); the build
+// pushed (with a remote) and moved onto the branch (pipeline.go); the build
 // is the same.
 type Tx struct {
 	q    *Pipeline   // what builds it

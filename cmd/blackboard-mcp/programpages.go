@@ -16,7 +16,8 @@ import (
 // resident memory, 15 of its 20 MB. The pages are the file's, never
 // written: the kernel reads them back from the page cache, which every
 // process of the program shares, when one is needed again. Writable
-// mappings are left alone.
+// mappings are left alone. Without /proc/self/maps (not Linux) it does
+// nothing.
 func dropProgramPages() {
 	exe, err := os.Executable()
 	if err != nil {

@@ -17,9 +17,9 @@
 // computed by the catch-up alone; a write is acknowledged at that number
 // for its content, and a write that changes nothing makes no commit.
 //
-// The engine is a few parts, each a package with one job under
-// fsstore/internal, handed the parts below it at Open; none holds the
-// workspace:
+// The engine is a few parts, each with one job: the front and the write
+// lock here, every other a package under fsstore/internal, handed the parts
+// below it at Open; none of those holds the workspace:
 //
 //	Workspace  workspace.go, inspect.go, watching.go, remote.go,
 //	           accessfile.go: the front. It opens the board, holds the

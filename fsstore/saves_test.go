@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/commits"
@@ -217,5 +218,227 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 	whole := &commits.Change{Path: "t/page.md", Content: []byte("first half\nsecond half\n"), Info: info}
 	if w.people.BeingWritten(whole) {
 		t.Error("a finished save, read whole, is not taken")
+	}
+}
+
+// TestSaveFromAPlacedMergeIsMerged: a person's save merged with what the
+// agents wrote is put in the file before it is committed, and its commit
+// can fail: here the person's `git commit`, which read the save before the
+// merge replaced it, lands in between, and a process running without the
+// engine appends on top of that commit. The person goes on from the merge
+// in the file, a text no version holds: their next save is merged from
+// it, and no line is lost or doubled.
+func TestSaveFromAPlacedMergeIsMerged(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	// Each agent's write names it in the front matter, and the time: the
+	// versions differ there too, as on a board.
+	appendAs(t, w, "scout", "t/log", "a1")
+	buffer := readFile(t, w, "t/log.md")
+	time.Sleep(1100 * time.Millisecond)
+	appendAs(t, w, "builder", "t/log", "a2")
+	appendAs(t, w, "builder", "t/log", "a3")
+
+	save := buffer + "p1\np2\np3\np4\np5\n"
+	writeFile(t, w, "t/log.md", save)
+	atStep(t, "save merge placed", func() {
+		merged := readFile(t, w, "t/log.md")
+		commitThroughIndex(t, w.Dir(), "t/log.md", save, "my notes")
+		// The other process's append: the person's commit with the
+		// writer's front matter and one line more. Its file is never
+		// placed, for the person's file is newer.
+		front, _, _ := strings.Cut(merged, "start\n")
+		_, body, _ := strings.Cut(save, "---\n"+"start\n")
+		appended := strings.Replace(front, "author: builder", "author: runner", 1) + "start\n" + body + "a4\n"
+		writeAsOtherProcess(t, w.Dir(), "t/log.md", appended, "runner", "append t/log: the log")
+		appendToFile(t, filepath.Join(w.Dir(), "t", "log.md"), "p6\n")
+	})
+	if _, err := w.CommitEdits(); err != nil {
+		t.Fatal(err)
+	}
+	// The person's commit dropped a2 and a3: the look at recent commits
+	// puts them back.
+	if err := w.Repair(); err != nil {
+		t.Fatal(err)
+	}
+	appendAs(t, w, "scout", "t/log", "a5")
+
+	n := get(t, w, "t/log")
+	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "a5", "p1", "p5", "p6"} {
+		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
+			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
+		}
+	}
+	if t.Failed() {
+		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
+	}
+	assertClean(t, w)
+}
+
+// TestSaveFromAPlacedMergeNeverCommittedKeepsItsLines: the merge of a
+// person's save is in the file, and another process's append moves the
+// branch before the merge is committed: the person appends to the merge.
+// The lines the merge brought are in no version; the save is merged from
+// the version the merge was made onto, and they stay.
+func TestSaveFromAPlacedMergeNeverCommittedKeepsItsLines(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	appendAs(t, w, "scout", "t/log", "a1")
+	buffer := readFile(t, w, "t/log.md")
+	appendAs(t, w, "builder", "t/log", "a2")
+
+	writeFile(t, w, "t/log.md", buffer+"p1\n")
+	atStep(t, "save merge placed", func() {
+		branch := fixtures.GitOutput(t, w.Dir(), "show", "HEAD:t/log.md")
+		writeAsOtherProcess(t, w.Dir(), "t/log.md", branch+"a3\n", "runner", "append t/log: the log")
+		appendToFile(t, filepath.Join(w.Dir(), "t", "log.md"), "p2\n")
+	})
+	if _, err := w.CommitEdits(); err != nil {
+		t.Fatal(err)
+	}
+	appendAs(t, w, "scout", "t/log", "a4")
+
+	n := get(t, w, "t/log")
+	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "p1", "p2"} {
+		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
+			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
+		}
+	}
+	assertClean(t, w)
+}
+
+// TestGitCommitMergedAfterASaveOntoItKeepsItsLines: a person commits a
+// save of an older buffer with git; before the program merges that commit,
+// another process appends on top of it and the person's next save is
+// merged onto that append. The commit's merge is made from the buffer's
+// version, not from the later merge, and keeps the person's lines.
+func TestGitCommitMergedAfterASaveOntoItKeepsItsLines(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	appendAs(t, w, "scout", "t/log", "a1")
+	buffer := readFile(t, w, "t/log.md")
+	appendAs(t, w, "builder", "t/log", "a2")
+
+	writeFile(t, w, "t/log.md", buffer+"p1\np2\np3\n")
+	// The person's clock is a few seconds ahead: by time alone, what is
+	// placed after the commit could have come before it.
+	commit := fixtures.GitCmd(w.Dir(), "commit", "-q", "-a", "-m", "my notes")
+	commit.Env = append(commit.Env, "GIT_COMMITTER_DATE="+time.Now().Add(5*time.Second).Format(time.RFC3339))
+	if out, err := commit.CombinedOutput(); err != nil {
+		t.Fatalf("git commit: %v\n%s", err, out)
+	}
+	committed := fixtures.GitOutput(t, w.Dir(), "show", "HEAD:t/log.md")
+	writeAsOtherProcess(t, w.Dir(), "t/log.md", committed+"a3\n", "runner", "append t/log: the log")
+	appendToFile(t, filepath.Join(w.Dir(), "t", "log.md"), "p4\n")
+	commitEdits(t, w)
+	if err := w.Repair(); err != nil {
+		t.Fatal(err)
+	}
+
+	n := get(t, w, "t/log")
+	for _, line := range []string{"start", "a1", "a2", "a3", "p1", "p2", "p3", "p4"} {
+		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
+			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
+		}
+	}
+	if t.Failed() {
+		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
+	}
+	assertClean(t, w)
+}
+
+// TestGitCommitOfASaveBeingMergedIsMerged: the person's `git commit -a`
+// reads their save of an older buffer while the program merges it, and
+// lands before the merge is committed; they save again from the same
+// buffer. Their commit is merged: the agents' lines it dropped come back,
+// and both saves' lines are in the note once.
+func TestGitCommitOfASaveBeingMergedIsMerged(t *testing.T) {
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w := newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	appendAs(t, w, "scout", "t/log", "a1")
+	buffer := readFile(t, w, "t/log.md")
+	appendAs(t, w, "builder", "t/log", "a2")
+	appendAs(t, w, "builder", "t/log", "a3")
+
+	// More lines of the person's than the agents wrote since: the merge
+	// is nearer their save than the buffer's version is.
+	save := buffer + "p1\np2\np3\np5\np6\np7\np8\n"
+	writeFile(t, w, "t/log.md", save)
+	atStep(t, "save merge placed", func() {
+		commitThroughIndex(t, w.Dir(), "t/log.md", save, "my notes")
+		writeFile(t, w, "t/log.md", save+"p4\n")
+	})
+	if _, err := w.CommitEdits(); err != nil {
+		t.Fatal(err)
+	}
+	appendAs(t, w, "runner", "t/log", "a4")
+
+	n := get(t, w, "t/log")
+	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "p1", "p4", "p8"} {
+		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
+			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
+		}
+	}
+	if t.Failed() {
+		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
+	}
+	assertClean(t, w)
+}
+
+// commitThroughIndex commits content at rel as a person's `git commit -a`
+// that read it from the file does: through git's index, whatever the file
+// holds now.
+func commitThroughIndex(t *testing.T, dir, rel, content, message string) {
+	t.Helper()
+	blob := hashObject(t, dir, content)
+	fixtures.Git(t, dir, "update-index", "--cacheinfo", "100644,"+blob+","+rel)
+	fixtures.Git(t, dir, "commit", "-q", "-m", message)
+}
+
+// writeAsOtherProcess commits content at rel on the branch's head as
+// another process of the program does, leaving the work tree and git's
+// index alone: a write whose file was not put in place.
+func writeAsOtherProcess(t *testing.T, dir, rel, content, author, subject string) {
+	t.Helper()
+	blob := hashObject(t, dir, content)
+	index := filepath.Join(t.TempDir(), "index")
+	withIndex := func(args ...string) string {
+		cmd := fixtures.GitCmd(dir, args...)
+		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+index, "GIT_AUTHOR_NAME="+author, "GIT_COMMITTER_NAME="+author)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	withIndex("read-tree", "HEAD")
+	withIndex("update-index", "--cacheinfo", "100644,"+blob+","+rel)
+	tree := withIndex("write-tree")
+	commit := withIndex("commit-tree", tree, "-p", "HEAD", "-m", subject)
+	withIndex("update-ref", "-m", "blackboard: "+subject, "HEAD", commit)
+}
+
+func hashObject(t *testing.T, dir, content string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "object")
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fixtures.Git(t, dir, "hash-object", "-w", file)
+}
+
+// appendAs appends line to the note uri as the agent does.
+func appendAs(t *testing.T, w *Workspace, agent, uri, line string) {
+	t.Helper()
+	text := line + "\n"
+	if _, err := w.As(OpenCaller(agent)).Update(UpdateRequest{URI: uri, Digest: "the log", AppendText: &text}); err != nil {
+		t.Fatalf("%s appends %q: %v", agent, line, err)
 	}
 }

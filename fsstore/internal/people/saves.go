@@ -29,9 +29,10 @@ import (
 //
 //   - its base is the recent version of the file the save differs least
 //     from (of equals, the branch's; else the one the save removes fewest
-//     lines of, then the newest), among the last maxBases the file had and the saves merged
-//     of it, provided the save keeps more than half of that version's
-//     lines: a save made from the branch's version is an edit of it, as
+//     lines of, then the newest), among the last maxBases the file had,
+//     the saves merged of it, and the merges put in the file and not
+//     committed yet (placedTexts), provided the save keeps more than half
+//     of that version's lines: a save made from the branch's version is an edit of it, as
 //     ever, and a save that rewrites the note is its new text;
 //   - what the agents changed since the base and what the person changed
 //     are both kept; lines both added at the same place are all kept, the
@@ -104,6 +105,14 @@ func (p *People) mergeSave(rel string, committed gitver.Hash, ch *commits.Change
 	if err != nil || !placed {
 		return saveMerge{unsettled: true}, err
 	}
+	savedBlob, err := p.repo.WriteBlob(ch.Content)
+	if err != nil {
+		return saveMerge{}, err
+	}
+	if err := p.placed.add(p.repo, rel, merged, placedText{onto: committed, saved: savedBlob, made: baseBlob}); err != nil {
+		return saveMerge{}, err
+	}
+	p.reach("save merge placed")
 	p.logf("a person's save of %s, made from an earlier version, is merged with what the agents wrote since", rel)
 	if gitver.BlobHash(merged) == committed {
 		return saveMerge{}, nil // the branch held all the person changed
@@ -117,62 +126,27 @@ func (p *People) mergeSave(rel string, committed gitver.Hash, ch *commits.Change
 	if !p.files.Holds(rel, gitver.BlobHash(merged)) {
 		return saveMerge{unsettled: true}, nil
 	}
-	savedBlob, err := p.repo.WriteBlob(ch.Content)
-	if err != nil {
-		return saveMerge{}, err
-	}
 	return saveMerge{change: &commits.Change{Path: rel, Content: merged, Info: fi, Base: baseBlob, Saved: savedBlob}}, nil
 }
 
 // saveBase returns the version of the file at rel that content was made
 // from, when that is not the branch's (committed): the recent version it
-// differs least from, the newest of equals. A save a person committed
+// differs least from, the newest of equals; for a save nearest a merge
+// placed in the file, what placedBase says. A save a person committed
 // (madeBy, zero for a save in the work tree) was made from the versions
 // before that commit only. nil when the save is an edit of the branch's
 // version, or equals one of them.
 func (p *People) saveBase(rel string, committed gitver.Hash, content []byte, madeBy gitver.Hash) ([]byte, gitver.Hash, error) {
-	var recent []index.FileChange
-	if err := p.idx.Read(func(s *index.Snapshot) error {
-		var err error
-		recent, err = s.RecentChanges(rel, maxBases)
-		return err
-	}); err != nil {
+	cands, err := p.baseCandidates(rel, committed, madeBy)
+	if err != nil {
 		return nil, gitver.ZeroHash, err
 	}
-	// The branch's version first, whatever the index has caught up with;
-	// then each version, and beside a merged save's the save as the person
-	// made it: a later save from the same buffer holds none of what the
-	// merge brought.
-	blobs := []gitver.Hash{committed}
-	before := madeBy.IsZero()
-	for _, c := range recent {
-		if !before {
-			before = c.Commit == madeBy // the versions after it, and its own, are not its base
-			continue
-		}
-		blobs = append(blobs, c.Blob)
-		if !strings.Contains(c.Subject, "by hand, merged") {
-			continue
-		}
-		if info, err := p.repo.ReadCommit(c.Commit); err == nil {
-			for _, saved := range note.SavedAt(info.Message, rel) {
-				if h, err := gitver.ParseHash(saved); err == nil {
-					blobs = append(blobs, h)
-				}
-			}
-		}
-	}
-	if !before {
-		// The person's commit is not among the file's last changes the
-		// index holds: too far back, or not indexed yet.
-		return nil, gitver.ZeroHash, errSaveUnplaced
-	}
-	blobs = slices.Compact(blobs)
-	var best []byte
-	bestBlob, bestDistance, bestRemoved := gitver.ZeroHash, -1, 0
+	var best baseCandidate
+	var bestText []byte
+	bestDistance, bestRemoved := -1, 0
 	lines := bytes.Count(content, []byte("\n"))
-	for _, b := range blobs {
-		version, err := p.repo.ReadBlob(b)
+	for _, c := range cands {
+		version, err := p.repo.ReadBlob(c.text)
 		if err != nil || len(version) > maxMergeBytes {
 			continue // not here (a shallow clone), or too large to diff
 		}
@@ -184,7 +158,7 @@ func (p *People) saveBase(rel string, committed gitver.Hash, content []byte, mad
 		}
 		removed, added := linemerge.Diff(version, content)
 		d := removed + added
-		if d == 0 {
+		if d == 0 && !c.placed {
 			return nil, gitver.ZeroHash, nil
 		}
 		// Of versions as far: the branch's, for a person who removes what
@@ -192,20 +166,146 @@ func (p *People) saveBase(rel string, committed gitver.Hash, content []byte, mad
 		// ones, the one the save removes fewest lines of (a buffer adds to
 		// what it was made from), then the newer.
 		closer := bestDistance < 0 || d < bestDistance ||
-			d == bestDistance && bestBlob != committed && removed < bestRemoved
+			d == bestDistance && best.text != committed && removed < bestRemoved
 		if closer {
-			best, bestBlob, bestDistance, bestRemoved = version, b, d, removed
+			best, bestText, bestDistance, bestRemoved = c, version, d, removed
 		}
 	}
-	if bestBlob == committed || bestBlob.IsZero() {
+	if !best.placed && best.base == committed || best.base.IsZero() {
 		return nil, gitver.ZeroHash, nil
 	}
 	// A save that keeps no more than half of a version's lines was not
 	// made from it: it rewrites the note, whichever version it replaced.
-	if 2*bestRemoved >= linemerge.Lines(string(best)) {
+	if 2*bestRemoved >= linemerge.Lines(string(bestText)) {
 		return nil, gitver.ZeroHash, nil
 	}
-	return best, bestBlob, nil
+	if best.placed {
+		return p.placedBase(best, bestText, committed)
+	}
+	return bestText, best.base, nil
+}
+
+// baseCandidates returns the texts a save of the file at rel may have been
+// made from, in the order saveBase weighs equals: the branch's version
+// (committed) first.
+func (p *People) baseCandidates(rel string, committed, madeBy gitver.Hash) ([]baseCandidate, error) {
+	var recent []index.FileChange
+	if err := p.idx.Read(func(s *index.Snapshot) error {
+		var err error
+		recent, err = s.RecentChanges(rel, maxBases)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// The branch's version first, whatever the index has caught up with;
+	// then each version, and beside a merged save's the save as the person
+	// made it: a later save from the same buffer holds none of what the
+	// merge brought. Each is its own base.
+	var cands []baseCandidate
+	seen := map[gitver.Hash]bool{}
+	add := func(text, base gitver.Hash, placed bool) {
+		if !seen[text] {
+			seen[text] = true
+			cands = append(cands, baseCandidate{text: text, base: base, placed: placed})
+		}
+	}
+	add(committed, committed, false)
+	before := madeBy.IsZero()
+	for _, c := range recent {
+		if !before {
+			before = c.Commit == madeBy // the versions after it, and its own, are not its base
+			continue
+		}
+		add(c.Blob, c.Blob, false)
+		if !strings.Contains(c.Subject, "by hand, merged") {
+			continue
+		}
+		if info, err := p.repo.ReadCommit(c.Commit); err == nil {
+			for _, saved := range note.SavedAt(info.Message, rel) {
+				if h, err := gitver.ParseHash(saved); err == nil {
+					add(h, h, false)
+				}
+			}
+		}
+	}
+	if !before {
+		// The person's commit is not among the file's last changes the
+		// index holds: too far back, or not indexed yet.
+		return nil, errSaveUnplaced
+	}
+	// Last, the merges put in the file that no version holds, and the
+	// saves they were merged from (placedTexts). A person's commit was made
+	// from one only if the merge was made onto a version before that
+	// commit: one made onto the commit or later came after it.
+	placed, err := p.placed.before(p.repo, rel, madeBy)
+	if err != nil {
+		return nil, err
+	}
+	earlier := map[gitver.Hash]bool{}
+	for _, c := range cands {
+		earlier[c.text] = true
+	}
+	for _, t := range placed {
+		if madeBy.IsZero() || earlier[t.onto] {
+			add(t.blob, t.onto, true)
+			add(t.saved, t.made, true)
+		}
+	}
+	return cands, nil
+}
+
+// placedBase is the base of a save made from a placed merge or the save
+// it was merged from (text, the candidate c), with the branch's version at
+// committed. The person's changes in the text, over the version c.base
+// (the branch's the merge was made onto; the save's own base), may have
+// reached the branch since (the merge committed, their `git commit` of
+// the save), or not (the merge's commit failed): in the first case the
+// text is the base, as the branch holds it; in the second c.base is, lest
+// the changes be taken for lines the agents removed.
+func (p *People) placedBase(c baseCandidate, text []byte, committed gitver.Hash) ([]byte, gitver.Hash, error) {
+	from, err := p.repo.ReadBlob(c.base)
+	if err != nil {
+		return nil, gitver.ZeroHash, err
+	}
+	branch, err := p.repo.ReadBlob(committed)
+	if err != nil {
+		return nil, gitver.ZeroHash, err
+	}
+	if holdsAdded(branch, from, text) {
+		return text, c.text, nil
+	}
+	if c.base == committed {
+		return nil, gitver.ZeroHash, nil // an edit of the branch's version
+	}
+	return from, c.base, nil
+}
+
+// holdsAdded reports whether text holds every line that to holds more
+// often than from.
+func holdsAdded(text, from, to []byte) bool {
+	count := func(b []byte) map[string]int {
+		n := map[string]int{}
+		for line := range strings.Lines(string(b)) {
+			n[line]++
+		}
+		return n
+	}
+	has, was := count(text), count(from)
+	for line, n := range count(to) {
+		if n > was[line] && has[line] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// baseCandidate is a text a save may have been made from (text), and the
+// version that is the save's base when it was (base).
+type baseCandidate struct {
+	text, base gitver.Hash
+	// placed: a merge put in the file or the save it was merged from
+	// (placedTexts), in no version maybe; its base is then placedBase's.
+	placed bool
 }
 
 func abs(n int) int { return max(n, -n) }

@@ -11,7 +11,6 @@ import (
 // process starts. A board in use never sets it.
 const (
 	cueMeaning    = "meaning"    // notes found by what they mean, fused with the words' (searchByMeaning)
-	cueCompounds  = "compounds"  // a hyphenated compound searched as its phrase and its words (compounds)
 	cueFeedback   = "feedback"   // the words of the best long notes fed back (feedBack)
 	cueKin        = "kin"        // each best long note moved toward its kin's scores (kin)
 	cueNeighbours = "neighbours" // the numbered neighbours of short notes (withNeighbours)
@@ -20,7 +19,7 @@ const (
 )
 
 // SearchCues are the cues BLACKBOARD_SEARCH_OFF may name.
-var SearchCues = []string{cueMeaning, cueCompounds, cueFeedback, cueKin, cueNeighbours, cueWhen, cueWho}
+var SearchCues = []string{cueMeaning, cueFeedback, cueKin, cueNeighbours, cueWhen, cueWho}
 
 var cuesOff = func() map[string]bool {
 	off := map[string]bool{}

@@ -12,7 +12,6 @@ import (
 // fails with its cue turned off.
 var cueTests = map[string][]string{
 	cueMeaning:    {"TestSearchByMeaning", "TestMeaningDecidesBetweenEqualWordMatches"},
-	cueCompounds:  {"TestACompoundInAQuestionIsSearchedAsItsWords"},
 	cueFeedback:   {"TestFeedbackFindsTheAnswerInTheWordsOfTheBestAnswers"},
 	cueKin:        {"TestKinRaisesTheNoteNearTheBestAnswers"},
 	cueNeighbours: {"TestSearchFindsTheNoteNextToAHit"},

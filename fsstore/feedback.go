@@ -27,8 +27,9 @@ import (
 //
 // Measured through MCP, nDCG@10 of Cranfield / CISI / MEDLINE / CACM:
 // before, 0.374 / 0.336 / 0.700 / 0.475; words fed back, 0.393 / 0.354 /
-// 0.707 / 0.479; and compounds read as English (compounds), 0.397 / 0.356
-// / 0.701 / 0.484; and kin, 0.402 / 0.355 / 0.712 / 0.479. LoCoMo's
+// 0.707 / 0.479; and compounds read as English, 0.397 / 0.356 / 0.701 /
+// 0.484; and kin, 0.402 / 0.355 / 0.712 / 0.479 (the compounds went since:
+// docs/search.md). LoCoMo's
 // recall@5 / recall@10 / nDCG@10: 0.632 / 0.724 / 0.563 before, 0.633 /
 // 0.726 / 0.563 after. Fifteen or twenty words, ten notes, or a share of
 // 0.2 or 0.5 ranked Cranfield 0.397-0.404 and no better elsewhere; words

@@ -74,37 +74,6 @@ func TestFeedbackFindsTheAnswerInTheWordsOfTheBestAnswers(t *testing.T) {
 	wantNothing(t, w, "purple elephant banana", "a question")
 }
 
-// A compound in a question is English: "wing-flutter" finds a note about
-// the flutter of a wing, and "pre-buckling" is not a question about "pre".
-func TestACompoundInAQuestionIsSearchedAsItsWords(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	put(t, w, "lab/flutter", 0, "Flutter of a swept wing", "The flutter of the swept wing began at Mach 0.9.")
-	put(t, w, "lab/tunnel", 0, "Booking the tunnel", "The tunnel is booked for the engine runs on Monday.")
-	put(t, w, "lab/pre", 0, "The pre-release checklist", "Pre-release steps for the test rig.")
-	put(t, w, "lab/buckling", 0, "Buckling of thin shells", "Stresses before buckling in thin shells under pressure.")
-	embedAll(t, w)
-	if got := search(t, w, "wing-flutter in the tunnel", ""); len(got) == 0 || got[0] != "lab/flutter" {
-		t.Errorf("a question with wing-flutter: %v", got)
-	}
-	if got := search(t, w, "pre-buckling stresses in shells", ""); len(got) == 0 || got[0] != "lab/buckling" || slices.Contains(got, "lab/pre") {
-		t.Errorf("a question with pre-buckling: %v", got)
-	}
-	for _, tc := range []struct {
-		q    string
-		want []index.Term
-	}{
-		{"wing-flutter boundaries", []index.Term{{Text: "wing-flutter", Phrase: true}, {Text: "wing"}, {Text: "flutter"}, {Text: "boundaries"}}},
-		{"non-linear pre-buckling", []index.Term{{Text: "non-linear", Phrase: true}, {Text: "linear"}, {Text: "pre-buckling", Phrase: true}, {Text: "buckling"}}},
-		{"deploy-v2.4.7 cache_test.go", []index.Term{{Text: "deploy-v2.4.7"}, {Text: "cache_test.go"}}},
-		{`"wing-flutter" flut*`, []index.Term{{Text: "wing-flutter", Phrase: true}, {Text: "flut", Prefix: true}}},
-	} {
-		if got := compounds(index.ParseQuery(tc.q)); !slices.Equal(got, tc.want) {
-			t.Errorf("compounds(%q) = %+v, want %+v", tc.q, got, tc.want)
-		}
-	}
-}
-
 // The stems feedback counts words by are the index's: the notes a search
 // for a word finds are those that hold a word of the same stem, on random
 // words that share stems and differ in them.

@@ -143,11 +143,7 @@ func (v *View) searchByMeaning(s *index.Snapshot, q index.SearchQuery, qv *meani
 	// question's words are seldom all in one note).
 	lexical := q
 	lexical.Terms, lexical.Limit = nil, fuseDepth
-	terms := q.Terms
-	if cueOn(cueCompounds) {
-		terms = compounds(terms)
-	}
-	for _, t := range terms {
+	for _, t := range q.Terms {
 		if !meaning.IsStopWord(strings.ToLower(t.Text)) {
 			lexical.Terms = append(lexical.Terms, t)
 		}
@@ -271,39 +267,6 @@ func fuse(order []*fused) {
 	for _, f := range order {
 		f.hit.Score = lexicalWeight*scale(f.lex, minLex, maxLex) + (1-lexicalWeight)*scale(f.cos, minCos, maxCos)
 	}
-}
-
-// compounds reads a question's compounds of letters joined by hyphens
-// ("three-dimensional", "wing-flutter", "pre-buckling") as English, not as
-// code identifiers: each is searched as its phrase, which matches it
-// written with or without its hyphens, and as its words, which find a note
-// that says "the flutter of a wing"; a prefix ("pre", "non", "re") is a
-// word only in the phrase. Searched as an identifier, the exact compound
-// counted twice (its token and its phrase) and outweighed the rest of the
-// question. Measured through MCP, with feedback: see feedBack.
-func compounds(terms []index.Term) []index.Term {
-	var out []index.Term
-	for _, t := range terms {
-		if t.Phrase || t.Prefix || !note.IsIdentifier(t.Text) || codeIdentifier(t.Text) {
-			out = append(out, t)
-			continue
-		}
-		out = append(out, index.Term{Text: t.Text, Phrase: true})
-		for _, w := range strings.Split(t.Text, "-") {
-			if w != "" && !boundPrefix[strings.ToLower(w)] {
-				out = append(out, index.Term{Text: w})
-			}
-		}
-	}
-	return out
-}
-
-// boundPrefix are the English prefixes written with a hyphen that say
-// nothing by themselves.
-var boundPrefix = map[string]bool{
-	"anti": true, "co": true, "counter": true, "de": true, "extra": true, "inter": true, "intra": true,
-	"multi": true, "non": true, "over": true, "post": true, "pre": true, "pro": true, "quasi": true,
-	"re": true, "semi": true, "sub": true, "super": true, "trans": true, "ultra": true, "un": true, "under": true,
 }
 
 // A question's answer is often in the note next to the one that shares its

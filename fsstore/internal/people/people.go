@@ -115,7 +115,7 @@ type People struct {
 	reach     func(step string)
 	vanished  vanishedFiles  // files found missing, not yet committed as deleted
 	saves     committedSaves // people's commits looked at for saves to merge (saves.go)
-	placed    placedTexts    // merged saves put in files, bases of the next saves (saves.go)
+	placed    placedTexts    // merged saves put in files, which the next saves may be made from (placed.go)
 }
 
 // New is the people's part of the board opts describe.

@@ -30,10 +30,10 @@ import (
 //   - its base is the recent version of the file the save differs least
 //     from (of equals, the branch's; else the one the save removes fewest
 //     lines of, then the newest), among the last maxBases the file had,
-//     the saves merged of it, and the merges put in the file and not
-//     committed yet (placedTexts), provided the save keeps more than half
-//     of that version's lines: a save made from the branch's version is an edit of it, as
-//     ever, and a save that rewrites the note is its new text;
+//     the saves merged of it, and the merges put in the file lately
+//     (placedTexts), provided the save keeps more than half of that
+//     version's lines: a save made from the branch's version is an edit
+//     of it, as ever, and a save that rewrites the note is its new text;
 //   - what the agents changed since the base and what the person changed
 //     are both kept; lines both added at the same place are all kept, the
 //     agents' first, as for a log. The merge goes into the file, and is

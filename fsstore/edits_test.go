@@ -34,7 +34,8 @@ func onSteps(t *testing.T, fn func(step string)) (stop func()) {
 	return stop
 }
 
-// atStep calls fn the first time a write reaches step.
+// atStep calls fn the first time a write reaches step; a test whose writes
+// never reach it fails, for it tested nothing of what it names.
 func atStep(t *testing.T, step string, fn func()) {
 	t.Helper()
 	done := false
@@ -42,6 +43,11 @@ func atStep(t *testing.T, step string, fn func()) {
 		if s == step && !done {
 			done = true
 			fn()
+		}
+	})
+	t.Cleanup(func() {
+		if !done {
+			t.Errorf("no write reached the step %q", step)
 		}
 	})
 }

@@ -18,10 +18,7 @@ import (
 // appendLine appends text to the note uri as an agent's append does.
 func appendLine(t *testing.T, w *Workspace, uri, line string) {
 	t.Helper()
-	text := line + "\n"
-	if _, err := agentView(w).Update(UpdateRequest{URI: uri, Digest: "the log", AppendText: &text}); err != nil {
-		t.Fatalf("append %q: %v", line, err)
-	}
+	appendAs(t, w, w.Agent(), uri, line)
 }
 
 // TestAppendToAFileOneVersionBehindIsMerged: the person's `>>` lands on a
@@ -265,15 +262,7 @@ func TestSaveFromAPlacedMergeIsMerged(t *testing.T) {
 	}
 	appendAs(t, w, "scout", "t/log", "a5")
 
-	n := get(t, w, "t/log")
-	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "a5", "p1", "p5", "p6"} {
-		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
-			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
-		}
-	}
-	if t.Failed() {
-		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
-	}
+	wantEachLineOnce(t, w, "t/log", "start", "a1", "a2", "a3", "a4", "a5", "p1", "p5", "p6")
 	assertClean(t, w)
 }
 
@@ -301,12 +290,7 @@ func TestSaveFromAPlacedMergeNeverCommittedKeepsItsLines(t *testing.T) {
 	}
 	appendAs(t, w, "scout", "t/log", "a4")
 
-	n := get(t, w, "t/log")
-	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "p1", "p2"} {
-		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
-			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
-		}
-	}
+	wantEachLineOnce(t, w, "t/log", "start", "a1", "a2", "a3", "a4", "p1", "p2")
 	assertClean(t, w)
 }
 
@@ -340,15 +324,7 @@ func TestGitCommitMergedAfterASaveOntoItKeepsItsLines(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n := get(t, w, "t/log")
-	for _, line := range []string{"start", "a1", "a2", "a3", "p1", "p2", "p3", "p4"} {
-		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
-			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
-		}
-	}
-	if t.Failed() {
-		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
-	}
+	wantEachLineOnce(t, w, "t/log", "start", "a1", "a2", "a3", "p1", "p2", "p3", "p4")
 	assertClean(t, w)
 }
 
@@ -380,8 +356,16 @@ func TestGitCommitOfASaveBeingMergedIsMerged(t *testing.T) {
 	}
 	appendAs(t, w, "runner", "t/log", "a4")
 
-	n := get(t, w, "t/log")
-	for _, line := range []string{"start", "a1", "a2", "a3", "a4", "p1", "p4", "p8"} {
+	wantEachLineOnce(t, w, "t/log", "start", "a1", "a2", "a3", "a4", "p1", "p4", "p8")
+	assertClean(t, w)
+}
+
+// wantEachLineOnce fails the test unless each of lines is in the note uri
+// exactly once, and then shows the history that made it.
+func wantEachLineOnce(t *testing.T, w *Workspace, uri string, lines ...string) {
+	t.Helper()
+	n := get(t, w, uri)
+	for _, line := range lines {
 		if c := strings.Count("\n"+n.Content, "\n"+line+"\n"); c != 1 {
 			t.Errorf("%q is in the note %d times; want once:\n%s", line, c, n.Content)
 		}
@@ -389,7 +373,6 @@ func TestGitCommitOfASaveBeingMergedIsMerged(t *testing.T) {
 	if t.Failed() {
 		t.Logf("git log:\n%s", fixtures.Git(t, w.Dir(), "log", "--format=%an|%s"))
 	}
-	assertClean(t, w)
 }
 
 // commitThroughIndex commits content at rel as a person's `git commit -a`

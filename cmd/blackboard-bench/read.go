@@ -365,24 +365,68 @@ func (s *stdioServer) call(ctx context.Context, tool string, args map[string]any
 	return tools.ResultText(res)
 }
 
-// memory reads the server's resident set: the process the client started
-// and, when that relays to the board's engine, the engine's too (the
-// memory the agent's server costs is both).
-func (s *stdioServer) memory() (memory, error) {
-	m, err := processMemory(s.proc.Process.Pid)
-	if err != nil {
-		return m, err
-	}
+// processes are the server's processes: the one the client started and,
+// when that relays to the board's engine, the engine (what the agent's
+// server costs is both).
+func (s *stdioServer) processes() []int {
+	pids := []int{s.proc.Process.Pid}
 	if place, err := engine.Locate(s.dir); err == nil {
 		if pid := place.Engine(); pid != 0 && pid != s.proc.Process.Pid {
-			e, err := processMemory(pid)
-			if err != nil {
-				return m, err
-			}
-			m = memory{rss: m.rss + e.rss, peak: m.peak + e.peak, anon: m.anon + e.anon, file: m.file + e.file}
+			pids = append(pids, pid)
 		}
 	}
+	return pids
+}
+
+// memory reads the resident set of the server's processes, summed.
+func (s *stdioServer) memory() (memory, error) {
+	var m memory
+	for _, pid := range s.processes() {
+		p, err := processMemory(pid)
+		if err != nil {
+			return m, err
+		}
+		m = memory{rss: m.rss + p.rss, peak: m.peak + p.peak, anon: m.anon + p.anon, file: m.file + p.file}
+	}
 	return m, nil
+}
+
+// settle waits, at most three minutes, until the server's processes use
+// less than a twentieth of a core over a second: the first look of a
+// server (or of the engine it started) at the board's files is over. A
+// board that people and agents use is settled; a copy's first look
+// (every file hashed again, new inodes) is a cost of its own, and reads
+// measured during it measure that look.
+func (s *stdioServer) settle() {
+	last := s.cpuTicks()
+	for range 180 {
+		time.Sleep(time.Second)
+		now := s.cpuTicks()
+		if now-last < 5 { // clock ticks of 10 ms
+			return
+		}
+		last = now
+	}
+}
+
+// cpuTicks is the CPU time the server's processes have used, in clock
+// ticks (utime and stime of /proc/PID/stat).
+func (s *stdioServer) cpuTicks() int {
+	total := 0
+	for _, pid := range s.processes() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		_, after, _ := strings.Cut(string(b), ") ") // the command may hold spaces
+		fields := strings.Fields(after)
+		if len(fields) > 12 {
+			utime, _ := strconv.Atoi(fields[11])
+			stime, _ := strconv.Atoi(fields[12])
+			total += utime + stime
+		}
+	}
+	return total
 }
 
 // processMemory reads the resident set of process pid.
@@ -409,23 +453,12 @@ func processMemory(pid int) (memory, error) {
 	return m, nil
 }
 
-// settledMemory waits until the server's resident set stops growing (its
-// background catch-up done), at most a minute, and reads it.
+// settledMemory waits until the server is settled (its background work
+// done), then for what a quiet engine gives back (it looks every 5 s
+// whether it was quiet), and reads the server's resident set.
 func (s *stdioServer) settledMemory() (memory, error) {
-	last, still := -1, 0
-	for range 600 {
-		m, err := s.memory()
-		if err != nil || m.rss <= last && still == 19 { // two seconds without growth
-			return m, err
-		}
-		if m.rss <= last {
-			still++
-		} else {
-			still = 0
-		}
-		last = m.rss
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.settle()
+	time.Sleep(12 * time.Second)
 	return s.memory()
 }
 
@@ -441,6 +474,7 @@ func measureOverStdio(ctx context.Context, binary, dir string, plan readPlan, ro
 	}
 	defer s.close()
 	m.first = first
+	s.settle()
 	if m.calls, m.writes, err = measureCalls(ctx, s.call, plan, rounds, writes, "mcp"); err != nil {
 		return m, err
 	}
@@ -495,7 +529,7 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 
 // readBeside measures two servers through MCP on copies of the board, one
 // copy each (cp -a), each indexed by its own server first (`reindex`: an
-// earlier build may keep its index in another form), in turns A B A B,
+// earlier build may keep its index in another form), in turns A B, B A,
 // and prints every call's p50 and p99 side by side, with B's p50 over A's,
 // then each server's first answer and memory in its last turn.
 func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir string, plan readPlan, rounds, writes, turns int) error {
@@ -516,7 +550,10 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 	}
 	var sums [2]measured
 	for turn := range max(turns, 1) {
-		for i, server := range servers {
+		// Whichever server goes first in a turn finds the machine's
+		// caches cold for its copy: each goes first in every other turn.
+		for _, i := range [][2]int{{0, 1}, {1, 0}}[turn%2] {
+			server := servers[i]
 			m, err := measureOverStdio(ctx, server, copies[i], plan, rounds, writes)
 			if err != nil {
 				return fmt.Errorf("%s: %w", server, err)

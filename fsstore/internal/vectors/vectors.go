@@ -265,23 +265,31 @@ const nearestPart = 20000
 // heap with the worst on top.
 func (vs *set) nearestIn(q *meaning.Vector, k int, scope index.Scope, from, to int) nearHeap {
 	h := nearHeap{}
-	for i := from; i < to; i++ {
-		d := meaning.Dot(q, &vs.vecs[i])
-		if h.Len() == k && d <= h[0].dot {
-			continue
-		}
-		if !scope.Contains(vs.keys[i]) {
-			continue
-		}
-		if h.Len() == k {
-			h[0] = slotDot{i, d}
-			heap.Fix(&h, 0)
-		} else {
-			heap.Push(&h, slotDot{i, d})
+	var dots [nearestRun]int32
+	for start := from; start < to; start += nearestRun {
+		run := vs.vecs[start:min(to, start+nearestRun)]
+		meaning.Dots(q, run, dots[:])
+		for j, d := range dots[:len(run)] {
+			if h.Len() == k && d <= h[0].dot {
+				continue
+			}
+			i := start + j
+			if !scope.Contains(vs.keys[i]) {
+				continue
+			}
+			if h.Len() == k {
+				h[0] = slotDot{i, d}
+				heap.Fix(&h, 0)
+			} else {
+				heap.Push(&h, slotDot{i, d})
+			}
 		}
 	}
 	return h
 }
+
+// nearestRun is how many products nearestIn takes at once (meaning.Dots).
+const nearestRun = 512
 
 // cosines returns the cosine of q to each of keys that has a vector.
 func (vs *set) cosines(q *meaning.Vector, keys []string) map[string]float64 {

@@ -410,7 +410,7 @@ func open(path string) (*DB, error) {
 	// Prepared now, while no transaction holds a connection: a statement
 	// first prepared inside one would wait for another connection.
 	d.hot = map[string]*sql.Stmt{}
-	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery, matchingQuery, notesQuery, backlinksToQuery, linksFromQuery} {
+	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery, matchingQuery, newestMatchingQuery, notesQuery, backlinksToQuery, linksFromQuery} {
 		st, err := read.Prepare(q)
 		if err != nil {
 			d.Close()

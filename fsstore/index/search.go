@@ -1,7 +1,11 @@
 package index
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -267,30 +271,63 @@ const narrowTerms = 2
 type rankedMatch struct {
 	match string // the whole query
 	rank  string // the part ranked; "" for none
+	// newest are the rows of match's newest notes, newest first, as
+	// rankable found them: the unranked rest of a broad search, listed
+	// without matching again (a prefix, or a phrase of common words,
+	// takes 5-7 ms to match on 100,000 notes).
+	newest []int64
+	// allNewest says that newest holds every match.
+	allNewest bool
 }
 
 // rankable decides what a search for match, of terms terms, ranks,
-// counting matches (which costs a fraction of ranking them) up to what the
+// listing matches (which costs a fraction of ranking them) up to what the
 // budget ranks.
 func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
 	most := rankBudget / max(1, terms)
 	r := rankedMatch{match: match, rank: match}
-	tries := []string{match}
-	if terms <= narrowTerms {
-		tries = append(tries, "{addr digest echo ids} : ("+match+")")
+	var err error
+	if r.newest, err = s.newestMatching(match, most); err != nil || len(r.newest) <= most {
+		r.allNewest = true
+		return r, err
 	}
-	for _, try := range tries {
-		n, err := s.matching(try, most)
-		if err != nil {
+	if terms <= narrowTerms {
+		narrow := "{addr digest echo ids} : (" + match + ")"
+		n, err := s.matching(narrow, most)
+		if err != nil || n <= most {
+			r.rank = narrow
 			return r, err
-		}
-		if n <= most {
-			r.rank = try
-			return r, nil
 		}
 	}
 	r.rank = ""
 	return r, nil
+}
+
+// newestMatchingQuery lists the rows of the notes that match an FTS5
+// expression, newest first, up to a limit, in one value: a row at a time,
+// the list cost more than the match. (The list is sorted again once
+// read: an ORDER BY inside group_concat took a millisecond for 2,000
+// rows.)
+const newestMatchingQuery = `SELECT coalesce(group_concat(rowid), '') FROM
+	(SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?)`
+
+// newestMatching returns the rows of the notes that match an FTS5
+// expression, newest first, up to most+1 of them.
+func (s *Snapshot) newestMatching(match string, most int) ([]int64, error) {
+	var list string
+	if err := s.q.QueryRow(newestMatchingQuery, match, most+1).Scan(&list); err != nil || list == "" {
+		return nil, err
+	}
+	rows := make([]int64, 0, strings.Count(list, ",")+1)
+	for field := range strings.SplitSeq(list, ",") {
+		id, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("newest matches: %w", err)
+		}
+		rows = append(rows, id)
+	}
+	slices.SortFunc(rows, func(a, b int64) int { return cmp.Compare(b, a) })
+	return rows, nil
 }
 
 // cand is a match of a search: its note's row and its score.
@@ -356,7 +393,14 @@ func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int)
 	if m.rank != m.match && len(cands) < want {
 		// The rest in order of creation, newest first, below every ranked
 		// match.
-		if err := take(`SELECT rowid, 0 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?`, m.match, want); err != nil {
+		if m.allNewest || len(m.newest) >= want {
+			for _, id := range m.newest[:min(want, len(m.newest))] {
+				if !seen[id] {
+					seen[id] = true
+					cands = append(cands, cand{id: id})
+				}
+			}
+		} else if err := take(`SELECT rowid, 0 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?`, m.match, want); err != nil {
 			return nil, false, err
 		}
 		exhausted = len(cands) < want

@@ -283,10 +283,12 @@ func TestSearchBroadWord(t *testing.T) {
 	}
 }
 
-// An exact search (a word, a "quoted phrase", a prefix*) finds exactly the
-// notes whose digest or body holds it, however the digest is weighed: on a
-// random board, half of whose digests only repeat their body, the search
-// and a scan of the notes agree.
+// An exact search (a word, a "quoted phrase", a prefix*, an identifier)
+// finds exactly the notes whose digest or body holds it, however the
+// digest is weighed: on a random board, half of whose digests only repeat
+// their body, the search and a scan of the notes agree. An identifier is
+// held where its words come in a row, as a whole or within a longer one
+// (1.10.19 in 1.10.19-rc1).
 func TestExactSearchesFindExactlyTheNotesThatHoldThem(t *testing.T) {
 	fixtures.RequireGit(t)
 	w := newWorkspace(t, false)
@@ -300,11 +302,19 @@ func TestExactSearchesFindExactlyTheNotesThatHoldThem(t *testing.T) {
 		}
 		return out
 	}
+	// Identifiers whose squashed forms differ, some within others.
+	idents := strings.Fields("v2.4.7 1.10.19 1.10.19-rc1 err_conn_reset cache_test.go api/v2 blik-drom")
 	type text struct{ digest, body []string }
 	notes := map[string]text{}
 	for i := range 60 {
 		body := words(4 + rng.IntN(10))
 		digest := words(3)
+		if i%3 == 0 {
+			body[rng.IntN(len(body))] = idents[rng.IntN(len(idents))]
+		}
+		if i%5 == 0 {
+			digest[rng.IntN(len(digest))] = idents[rng.IntN(len(idents))]
+		}
 		if i%2 == 0 {
 			digest = body[:min(len(body), 4)] // repeats the body's first words
 		}
@@ -312,30 +322,42 @@ func TestExactSearchesFindExactlyTheNotesThatHoldThem(t *testing.T) {
 		notes[key] = text{digest, body}
 		put(t, w, key, 0, strings.Join(digest, " "), strings.Join(body, " ")+".")
 	}
-	holds := func(field []string, q string) bool {
+	// The words of a field as the index splits them: an identifier's
+	// separators split it too.
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" -._/:", r) })
+	}
+	inARow := func(field, want []string) bool {
+		for i := 0; i+len(want) <= len(field); i++ {
+			if slices.Equal(field[i:i+len(want)], want) {
+				return true
+			}
+		}
+		return false
+	}
+	holds := func(text []string, q string) bool {
+		field := split(strings.Join(text, " "))
 		switch {
+		case slices.Contains(idents, q):
+			return inARow(field, split(q))
 		case strings.HasSuffix(q, "*"):
 			return slices.ContainsFunc(field, func(w string) bool { return strings.HasPrefix(w, strings.TrimSuffix(q, "*")) })
 		case strings.HasPrefix(q, `"`):
-			phrase := strings.Fields(strings.Trim(q, `"`))
-			for i := 0; i+len(phrase) <= len(field); i++ {
-				if slices.Equal(field[i:i+len(phrase)], phrase) {
-					return true
-				}
-			}
-			return false
+			return inARow(field, strings.Fields(strings.Trim(q, `"`)))
 		}
 		return slices.Contains(field, q)
 	}
-	for trial := range 80 {
+	for trial := range 100 {
 		var q string
-		switch trial % 3 {
+		switch trial % 4 {
 		case 0:
 			q = vocab[rng.IntN(len(vocab))]
 		case 1:
 			q = `"` + strings.Join(words(2), " ") + `"`
-		default:
+		case 2:
 			q = vocab[rng.IntN(len(vocab))][:3] + "*"
+		default:
+			q = idents[trial/4%len(idents)]
 		}
 		var want []string
 		for key, n := range notes {

@@ -98,15 +98,26 @@ func ftsString(s string) string {
 // squashed token in the ids column (the exact hit, weighted highest) or its
 // parts as a phrase.
 func (t Term) match() string {
-	if t.Prefix {
-		return ftsString(t.Text) + " *"
+	if t.isIdentifier() {
+		return "(" + t.whole() + " OR " + ftsString(t.Text) + ")"
 	}
-	expr := ftsString(t.Text)
-	if !t.Phrase && note.IsIdentifier(t.Text) {
-		return "(ids : " + ftsString(note.Squash(t.Text)) + " OR " + expr + ")"
-	}
-	return expr
+	return t.whole()
 }
+
+// whole is the FTS5 expression of the notes that hold the term whole: an
+// identifier as one (its squashed token in the ids column), not within
+// a longer one.
+func (t Term) whole() string {
+	switch {
+	case t.Prefix:
+		return ftsString(t.Text) + " *"
+	case t.isIdentifier():
+		return "ids : " + ftsString(note.Squash(t.Text))
+	}
+	return ftsString(t.Text)
+}
+
+func (t Term) isIdentifier() bool { return !t.Prefix && !t.Phrase && note.IsIdentifier(t.Text) }
 
 // Hit is one search result.
 type Hit struct {
@@ -153,11 +164,11 @@ func (s *Snapshot) Search(q SearchQuery) ([]Hit, error) {
 		op = " OR "
 	}
 	parts := make([]string, len(q.Terms))
+	wholes := make([]string, len(q.Terms))
 	for i, t := range q.Terms {
-		parts[i] = t.match()
+		parts[i], wholes[i] = t.match(), t.whole()
 	}
-	match := strings.Join(parts, op)
-	ranked, err := s.rankable(match, len(q.Terms))
+	ranked, err := s.rankable(strings.Join(parts, op), strings.Join(wholes, op), len(q.Terms))
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +292,25 @@ type rankedMatch struct {
 }
 
 // rankable decides what a search for match, of terms terms, ranks,
-// listing matches (which costs a fraction of ranking them) up to what the
-// budget ranks.
-func (s *Snapshot) rankable(match string, terms int) (rankedMatch, error) {
+// counting or listing matches (which costs a fraction of ranking them)
+// up to what the budget ranks. whole is match with its identifiers held
+// whole only (Term.whole).
+func (s *Snapshot) rankable(match, whole string, terms int) (rankedMatch, error) {
 	most := rankBudget / max(1, terms)
-	r := rankedMatch{match: match, rank: match}
+	r := rankedMatch{match: match, rank: whole}
+	if whole != match {
+		// An identifier is ranked where it is held whole; the notes
+		// that hold it only within a longer one (1.10.19 in
+		// 1.10.19-rc1) come after, newest first. Ranking or counting
+		// the phrase of its words takes a pass over every note that
+		// holds each of them: 13 ms to rank 1.10.19 on 100,000 notes,
+		// 6 ms to count it, against 0.2 ms for the whole.
+		n, err := s.matching(whole, most)
+		if err != nil || n <= most {
+			return r, err
+		}
+	}
+	r.rank = match
 	var err error
 	if r.newest, err = s.newestMatching(match, most); err != nil || len(r.newest) <= most {
 		r.allNewest = true

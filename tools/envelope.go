@@ -104,12 +104,20 @@ func fit(budget int, parts []part, extraOmitted int, at position, render rendere
 	// still to come, should none of them fit.
 	named := make([]int, len(parts))
 	toCome := 0
+	oneNamed := a.count(`["x"]`)
 	for i := range parts {
 		// Counted by segments, as the answer is (count): the answer then
 		// finds most of its segments counted already, its addresses above
 		// all, and a listing of 100 short items counts each once.
 		parts[i].tokens = a.count(parts[i].text)
-		named[i] = a.count(strconv.Quote(parts[i].uri)) + 1
+		// An address is counted where it sits in the list, after
+		// another: the `","` between two is one token, where the
+		// address's own quotes and a comma would count three. Priced
+		// that way, an item left out looked 2 tokens cheaper to put
+		// back than it was, and the exact tries of the last step
+		// (near) tried ten of them in a 100-row listing, each a
+		// count of the whole answer, and none fitted.
+		named[i] = a.count(`["x",`+strconv.Quote(parts[i].uri)+`]`) - oneNamed
 		toCome += named[i]
 	}
 	room := budget - size
@@ -198,10 +206,17 @@ func fit(budget int, parts []part, extraOmitted int, at position, render rendere
 	for _, i := range near[:min(len(near), exactTries)] {
 		was, wasCost, grows := a.chosen[i], a.cost[i], growth(i)
 		a.keep(i, parts[i].text, parts[i].tokens)
-		if tryOut, trySize := a.settle(size + grows); trySize <= budget {
+		tryOut, trySize := a.settle(size + grows)
+		if trySize <= budget {
 			out, size = tryOut, trySize
-		} else {
-			a.keep(i, was, wasCost)
+			continue
+		}
+		a.keep(i, was, wasCost)
+		if trySize > budget+2*joinSlack {
+			// Missed by more than joining can make up: the items
+			// after it grow at least as much by their own counts,
+			// and joined, by at most joinSlack less at each end.
+			break
 		}
 	}
 	return out, nil

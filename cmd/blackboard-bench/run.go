@@ -36,8 +36,11 @@ Usage:
       in-process calls' CPU profile goes to PREFIX.read; with
       BLACKBOARD_BENCH_MEMPROFILE=FILE, the heap once they are made to FILE.
       With --beside, the two servers (--server is A) each on its own copy
-      of the board, indexed by itself, in T turns A B A B: every call's p50
-      and p99 side by side, then each one's first answer and memory.
+      of the board, indexed by itself, in T turns, A B then B A: every
+      call's p50 and p99 side by side, then each one's first answer and
+      memory. A server is timed once it has settled (its first look at its
+      copy's files done), and its memory read once a quiet engine has
+      given back what it gives back.
   blackboard-bench path [--module DIR] [--runs N] [--warmup W] [--settle D]
                         [--count REGEX]... [--closures=false]
       which of the project's files one lone update_state passes through in

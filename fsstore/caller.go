@@ -95,7 +95,7 @@ func (v *View) Workspace() *Workspace { return v.w }
 func (v *View) readable(uris []string) []string {
 	var out []string
 	for _, u := range uris {
-		if a, err := v.w.parseAddress(u); err == nil && v.c.CanRead(a.Short()) {
+		if a, err := v.w.reader.parseAddress(u); err == nil && v.c.CanRead(a.Short()) {
 			out = append(out, u)
 		}
 	}
@@ -109,6 +109,6 @@ func (v *View) MayWriteUnder(prefix string) bool { return v.c.WritesUnder(prefix
 // MayWrite reports whether the caller may write the note at uri (a full or
 // short address): what a page offers write controls for.
 func (v *View) MayWrite(uri string) bool {
-	a, err := v.w.parseAddress(uri)
+	a, err := v.w.reader.parseAddress(uri)
 	return err == nil && v.c.CanWrite(a.Short())
 }

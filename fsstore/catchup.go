@@ -10,36 +10,12 @@ import (
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
-// readAtHead runs fn on the derived index caught up to the branch, and
-// returns the cursor there. While the index is too far behind to wait for
-// (fsstore/internal/catchup), it is ErrUnavailable, saying how far the
-// build in the background has come. When the index cannot be caught up
-// because the disk is full (the writes that filled it moved the branch,
-// and their catch-up could not be committed), the catch-up is made for
-// this read alone and never written (index.DB.ReadAhead): reads keep
-// answering from git while writes are refused.
-func (w *Workspace) readAtHead(fn func(s *index.Snapshot) error) (int, error) {
-	_, cursor, err := w.catch.CatchUp(nil, nil)
-	if err == nil {
-		return cursor, w.idx.Read(fn)
-	}
-	if !index.IsFull(err) {
-		return 0, err
-	}
-	w.logf("the derived index cannot catch up, the disk is full: reads catch up in memory, one at a time")
-	err = w.idx.ReadAhead(func(tx *index.Tx) error {
-		_, cursor, err = w.catch.SyncToBranch(tx, nil)
-		return err
-	}, fn)
-	return cursor, err
-}
-
 // readAsFar is readAtHead for a listing or a search: while the index is
 // being built, they answer from it as far as it has come, at its cursor,
 // and v.Indexing says how far that is.
 func (v *View) readAsFar(fn func(s *index.Snapshot) error) (cursor int, err error) {
 	w := v.w
-	cursor, err = w.readAtHead(fn)
+	cursor, err = w.reader.readAtHead(fn)
 	if !v.answersPartly(err) {
 		return cursor, err
 	}

@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/internal/fail"
-	"github.com/blackboard-mcp/blackboard-mcp/fsstore/note"
 )
 
 // The closed set of failures callers branch on (fsstore/internal/fail,
@@ -59,23 +58,3 @@ var (
 	errorf     = fail.Errorf
 	fromFormat = fail.FromFormat
 )
-
-// parseAddress reads s as an address of this workspace (note.ParseAddress);
-// a malformed one is an *Error of kind ErrInvalid that quotes the grammar.
-func (w *Workspace) parseAddress(s string) (note.Address, error) {
-	a, err := note.ParseAddress(s, w.name)
-	return a, fromFormat(err)
-}
-
-// parseVersioned reads an address that may name one version of its note
-// (note.ParseVersioned): version is 0 when it names none.
-func (w *Workspace) parseVersioned(s string) (a note.Address, version int, err error) {
-	a, version, err = note.ParseVersioned(s, w.name)
-	return a, version, fromFormat(err)
-}
-
-// parseTopic reads a topic or topic prefix (note.ParseTopic).
-func (w *Workspace) parseTopic(s string) ([]string, error) {
-	segs, err := note.ParseTopic(s, w.name)
-	return segs, fromFormat(err)
-}

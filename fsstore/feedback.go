@@ -115,7 +115,7 @@ func (v *View) longSources(s *index.Snapshot, best []*fused) ([]source, error) {
 		if !ok || !n.Present || n.Bytes <= shortNote {
 			continue
 		}
-		f, content, err := v.w.loadNote(n)
+		f, content, err := v.w.reader.loadNote(n)
 		if err != nil {
 			continue
 		}

@@ -298,7 +298,7 @@ func (h *randomGraph) checkLog() {
 			if want := h.version(c, key); e.Version != want {
 				h.t.Fatalf("%s: the log gives %s version %d, the graph %d", key, c.Short(), e.Version, want)
 			}
-			if want := h.w.digestOf(h.blob(c, key)); e.Digest != want {
+			if want := h.w.reader.digestOf(h.blob(c, key)); e.Digest != want {
 				h.t.Fatalf("%s: the log gives %s the digest %q; its note file holds %q", key, c.Short(), e.Digest, want)
 			}
 		}

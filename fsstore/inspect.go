@@ -96,7 +96,7 @@ func FindInterruptedWrite(dir string) *InterruptedWrite {
 // workspace) through the workspace's root: ok is false when it does not
 // exist.
 func (w *Workspace) ReadFile(p string) (content []byte, fi fs.FileInfo, ok bool, err error) {
-	return w.readFile(p)
+	return w.files.ReadFile(p)
 }
 
 // WalkNotes is every note file in the work tree, with its stat, and the
@@ -200,12 +200,12 @@ func (w *Workspace) ChangesBetween(from, to gitver.Hash) (NoteChanges, error) {
 }
 
 // URI is the canonical address of the note key (topic/key...).
-func (w *Workspace) URI(key string) string { return w.uri(key) }
+func (w *Workspace) URI(key string) string { return w.reader.uri(key) }
 
 // Cursor returns the board's change sequence: the number of commits in the
 // branch's first-parent history.
 func (w *Workspace) Cursor() (int, error) {
-	return w.readAtHead(func(*index.Snapshot) error { return nil })
+	return w.reader.readAtHead(func(*index.Snapshot) error { return nil })
 }
 
 // NoteChanges is what changed on the board between two commits of its

@@ -109,7 +109,7 @@ func (v *View) List(opts ListOptions) (*Listing, error) {
 func (v *View) scope(topic string) (index.Scope, error) {
 	prefix := ""
 	if topic != "" {
-		segs, err := v.w.parseTopic(topic)
+		segs, err := v.w.reader.parseTopic(topic)
 		if err != nil {
 			return index.Scope{}, err
 		}
@@ -138,7 +138,7 @@ func (v *View) summaries(s *index.Snapshot, notes []index.Note) ([]Summary, erro
 				seen = append(seen, b)
 			}
 		}
-		out[i] = w.summaryOf(n, seen)
+		out[i] = w.reader.summaryOf(n, seen)
 	}
 	return out, nil
 }
@@ -150,23 +150,6 @@ func (v *View) summary(s *index.Snapshot, n index.Note) (Summary, error) {
 	}
 	return out[0], nil
 }
-
-func (w *Workspace) summaryOf(n index.Note, back []index.Backlink) Summary {
-	sum := Summary{URI: w.uri(n.Key), Version: n.Version, Seq: n.LastSeq, Digest: n.Digest, Kind: n.Kind, Author: n.Author,
-		Updated: n.Updated, Bytes: n.Bytes, EstTokens: n.EstTokens, Problem: n.Problem}
-	sum.ClaimedBy, sum.ClaimUntil = claimOf(n)
-	for _, link := range back {
-		switch link.Rel {
-		case "supersedes":
-			sum.SupersededBy = append(sum.SupersededBy, w.uri(link.Src))
-		case "contradicts":
-			sum.ContradictedBy = append(sum.ContradictedBy, w.uri(link.Src))
-		}
-	}
-	return sum
-}
-
-func (w *Workspace) uri(key string) string { return note.URI(w.name, key) }
 
 // SummaryResult is one address of a batch: its summary, or why there is none.
 type SummaryResult struct {
@@ -181,7 +164,7 @@ type SummaryResult struct {
 func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 	w := v.w
 	out, keys, past := v.batch(uris)
-	cursor, err := w.readAtHead(func(s *index.Snapshot) error {
+	cursor, err := w.reader.readAtHead(func(s *index.Snapshot) error {
 		notes, err := s.Notes(keys)
 		if err != nil {
 			return err
@@ -214,7 +197,7 @@ func (v *View) Summaries(uris []string) ([]SummaryResult, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		sum := w.summaryOf(n, nil)
+		sum := w.reader.summaryOf(n, nil)
 		sum.URI, sum.Commit = out[i].URI, commit.String()
 		out[i].Summary, out[i].Err = &sum, nil // fill found none by its address
 	}
@@ -243,7 +226,7 @@ func (v *View) summariesFromGit(out []SummaryResult, keys []string) ([]SummaryRe
 			return nil, 0, err
 		}
 		if n.Present {
-			sums = append(sums, w.summaryOf(n, nil))
+			sums = append(sums, w.reader.summaryOf(n, nil))
 		}
 	}
 	fill(out, sums)
@@ -259,7 +242,7 @@ func (v *View) batch(uris []string) (out []SummaryResult, keys []string, past ma
 	out = make([]SummaryResult, len(uris))
 	keys = make([]string, 0, len(uris))
 	for i, u := range uris {
-		a, version, err := v.w.parseVersioned(u)
+		a, version, err := v.w.reader.parseVersioned(u)
 		if err != nil {
 			// The input as given, cut short: a megabyte of garbage does
 			// not come back in full.
@@ -308,7 +291,7 @@ func (v *View) Topics() ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.reader.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.Topics(scope)
 		return err
 	})
@@ -324,7 +307,7 @@ func (v *View) TopicCounts() ([]index.TopicCount, error) {
 		return nil, err
 	}
 	var out []index.TopicCount
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.reader.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.TopicCounts(scope)
 		return err
 	})
@@ -335,14 +318,14 @@ func (v *View) TopicCounts() ([]index.TopicCount, error) {
 // prefix) that hold notes the caller may read, each with how many it holds
 // at any depth: the topic tree, one level at a time.
 func (v *View) Folders(topic string) ([]index.TopicCount, error) {
-	segs, err := v.w.parseTopic(topic)
+	segs, err := v.w.reader.parseTopic(topic)
 	if err != nil {
 		return nil, err
 	}
 	under := strings.Join(segs, "/")
 	scope := index.Scope{Prefixes: v.c.read.Narrow(under)}
 	var out []index.TopicCount
-	_, err = v.w.readAtHead(func(s *index.Snapshot) error {
+	_, err = v.w.reader.readAtHead(func(s *index.Snapshot) error {
 		out, err = s.Folders(scope, under)
 		return err
 	})

@@ -1,8 +1,6 @@
 package fsstore
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +50,7 @@ type NoteView struct {
 // (pastNote).
 func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	w := v.w
-	addr, version, err := w.parseVersioned(uri)
+	addr, version, err := w.reader.parseVersioned(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +59,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 		if err != nil {
 			return nil, err
 		}
-		nv := v.noteView(n, w.summaryOf(n, nil), withContent)
+		nv := v.noteView(n, w.reader.summaryOf(n, nil), withContent)
 		nv.URI, nv.Commit = note.VersionedURI(addr, version), commit.String()
 		return nv, nil
 	}
@@ -71,7 +69,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	}
 	var n index.Note
 	var sum Summary
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.reader.readAtHead(func(s *index.Snapshot) error {
 		var err error
 		if n, _, err = s.Note(addr.Short()); err != nil || !n.Present {
 			return err
@@ -81,7 +79,7 @@ func (v *View) Get(uri string, withContent bool) (*NoteView, error) {
 	})
 	if v.answersPartly(err) {
 		n, err = v.noteFromGit(addr.Short())
-		sum = w.summaryOf(n, nil)
+		sum = w.reader.summaryOf(n, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -104,7 +102,7 @@ func (v *View) noteView(n index.Note, sum Summary, withContent bool) *NoteView {
 	if n.Problem != "" {
 		return nv
 	}
-	f, content, err := v.w.loadNote(n)
+	f, content, err := v.w.reader.loadNote(n)
 	if err != nil {
 		nv.Problem = err.Error()
 		return nv
@@ -145,7 +143,7 @@ func (v *View) pastNote(addr note.Address, version int) (index.Note, gitver.Hash
 	var e index.Event
 	var total int
 	var ok bool
-	if _, err := w.readAtHead(func(s *index.Snapshot) error {
+	if _, err := w.reader.readAtHead(func(s *index.Snapshot) error {
 		var err error
 		e, total, ok, err = s.EventAt(addr.Short(), version)
 		return err
@@ -196,7 +194,7 @@ type LogEntry struct {
 // digest after each, and what the commit says.
 func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.reader.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +202,7 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 		return nil, errorf("log", addr.String(), ErrNotFound, "no note has ever been at this address")
 	}
 	var events []index.Event
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.reader.readAtHead(func(s *index.Snapshot) error {
 		if events, err = s.History(addr.Short(), limit); err != nil {
 			return err
 		}
@@ -215,7 +213,7 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			// A commit of a merge's other side: its version and its note
 			// file are its own, read from the graph and from git, not from
 			// the commits the index orders before it.
-			if events[i].Version, err = w.versionAt(s, addr.Short(), e.Hash); err != nil {
+			if events[i].Version, err = w.reader.versionAt(s, addr.Short(), e.Hash); err != nil {
 				return err
 			}
 			if events[i].NoteBlob, err = w.repo.PathBlob(e.Hash, addr.NotePath()); err != nil {
@@ -241,7 +239,7 @@ func (v *View) Log(uri string, limit int) ([]LogEntry, error) {
 			le.MovedFrom = e.MovedFrom
 		}
 		if !le.Deleted {
-			le.Digest = w.digestOf(e.NoteBlob)
+			le.Digest = w.reader.digestOf(e.NoteBlob)
 			if first, ok := firstWith[e.NoteBlob]; ok && i+1 < len(events) && events[i+1].NoteBlob != e.NoteBlob {
 				le.SameAs = first
 			} else if !ok {
@@ -271,7 +269,7 @@ type Activity struct {
 func (v *View) Activity(limit int) ([]Activity, error) {
 	w := v.w
 	var out []Activity
-	_, err := w.readAtHead(func(s *index.Snapshot) error {
+	_, err := w.reader.readAtHead(func(s *index.Snapshot) error {
 		commits, err := s.Activity(limit)
 		if err != nil {
 			return err
@@ -282,7 +280,7 @@ func (v *View) Activity(limit int) ([]Activity, error) {
 				Subject: v.visibleSubject(c.Subject, c.ByProgram), ByProgram: c.ByProgram}
 			for _, key := range c.Notes {
 				if v.c.CanRead(key) {
-					a.URIs = append(a.URIs, w.uri(key))
+					a.URIs = append(a.URIs, w.reader.uri(key))
 				}
 			}
 			if len(a.URIs) > 0 {
@@ -303,7 +301,7 @@ type Link struct {
 // address: only the notes the caller may read.
 func (v *View) Backlinks(uri string) ([]Link, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.reader.parseAddress(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +309,7 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 		return nil, errorf("read", addr.String(), ErrNotFound, "no such note")
 	}
 	var out []Link
-	_, err = w.readAtHead(func(s *index.Snapshot) error {
+	_, err = w.reader.readAtHead(func(s *index.Snapshot) error {
 		back, err := s.Backlinks(addr.Short(), note.Relations...)
 		if err != nil {
 			return err
@@ -319,7 +317,7 @@ func (v *View) Backlinks(uri string) ([]Link, error) {
 		out = out[:0]
 		for _, b := range back {
 			if v.c.CanRead(b.Src) {
-				out = append(out, Link{Src: w.uri(b.Src), Rel: b.Rel, Dst: addr.String()})
+				out = append(out, Link{Src: w.reader.uri(b.Src), Rel: b.Rel, Dst: addr.String()})
 			}
 		}
 		return nil
@@ -333,12 +331,12 @@ func (v *View) LinksFrom(uris []string) (map[string][]Link, error) {
 	w := v.w
 	keys := make([]string, 0, len(uris))
 	for _, u := range uris {
-		if addr, err := w.parseAddress(u); err == nil && v.c.CanRead(addr.Short()) {
+		if addr, err := w.reader.parseAddress(u); err == nil && v.c.CanRead(addr.Short()) {
 			keys = append(keys, addr.Short())
 		}
 	}
 	out := map[string][]Link{}
-	_, err := w.readAtHead(func(s *index.Snapshot) error {
+	_, err := w.reader.readAtHead(func(s *index.Snapshot) error {
 		links, err := s.LinksFrom(keys)
 		if err != nil {
 			return err
@@ -347,7 +345,7 @@ func (v *View) LinksFrom(uris []string) (map[string][]Link, error) {
 		for src, ls := range links {
 			for _, l := range ls {
 				if v.c.CanRead(l.Dst) {
-					out[w.uri(src)] = append(out[w.uri(src)], Link{Src: w.uri(src), Rel: l.Rel, Dst: w.uri(l.Dst)})
+					out[w.reader.uri(src)] = append(out[w.reader.uri(src)], Link{Src: w.reader.uri(src), Rel: l.Rel, Dst: w.reader.uri(l.Dst)})
 				}
 			}
 		}
@@ -372,7 +370,7 @@ func (v *View) visibleSubject(subject string, byProgram bool) string {
 		if !strings.HasPrefix(word, "bb://") {
 			continue
 		}
-		if a, err := v.w.parseAddress(strings.TrimRight(word, ",.;:)")); err != nil || !v.c.CanRead(a.Short()) {
+		if a, err := v.w.reader.parseAddress(strings.TrimRight(word, ",.;:)")); err != nil || !v.c.CanRead(a.Short()) {
 			words[i] = "(an address you may not read)"
 		}
 	}
@@ -385,7 +383,7 @@ func (v *View) visibleSubject(subject string, byProgram bool) string {
 // the note leaves none.
 func (v *View) ContentAt(uri, commit string) (string, error) {
 	w := v.w
-	addr, err := w.parseAddress(uri)
+	addr, err := w.reader.parseAddress(uri)
 	if err != nil {
 		return "", err
 	}
@@ -395,7 +393,7 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 		return "", notFound
 	}
 	changed := false
-	if _, err := w.readAtHead(func(s *index.Snapshot) error {
+	if _, err := w.reader.readAtHead(func(s *index.Snapshot) error {
 		events, err := s.History(addr.Short(), maxContentAtLog)
 		changed = slices.ContainsFunc(events, func(e index.Event) bool { return e.Hash == h })
 		return err
@@ -418,61 +416,12 @@ func (v *View) ContentAt(uri, commit string) (string, error) {
 			n.ContentBlob = b
 		}
 	}
-	_, content, err := w.loadNote(n)
+	_, content, err := w.reader.loadNote(n)
 	return content, err
 }
 
 // maxContentAtLog bounds the commits ContentAt looks among.
 const maxContentAtLog = 1000
-
-// versionAt is a note's version at commit c on the commit graph: the
-// number of commits c reaches that changed it (SPEC 4), the number a write
-// that made c was acknowledged at, whatever merges came after. For a
-// commit on the branch's first-parent line that is its place in the
-// index's order; a commit of a merge's other side reaches fewer, and its
-// own history is walked from git down to the first-parent line, whose
-// commits reach exactly those before them.
-func (w *Workspace) versionAt(s *index.Snapshot, key string, c gitver.Hash) (int, error) {
-	upTo := 0
-	var more []int
-	seen := map[gitver.Hash]bool{}
-	for stack := []gitver.Hash{c}; len(stack) > 0; {
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		at, ok, err := s.CommitOf(h)
-		if err != nil || !ok {
-			return 0, errors.Join(err, fmt.Errorf("commit %s is not in the derived index", h.Short()))
-		}
-		if at.Closed {
-			upTo = max(upTo, at.Seq)
-			continue
-		}
-		more = append(more, at.Seq)
-		info, err := w.repo.ReadCommit(h)
-		if err != nil {
-			return 0, err
-		}
-		stack = append(stack, info.Parents...)
-	}
-	return s.VersionAt(key, upTo, more)
-}
-
-// digestOf reads the digest of a note file's blob, "" when unreadable.
-func (w *Workspace) digestOf(blob gitver.Hash) string {
-	raw, err := w.repo.ReadBlob(blob)
-	if err != nil {
-		return ""
-	}
-	f, err := note.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return f.Str(note.KeyDigest)
-}
 
 // FormatConfidence renders a confidence for people.
 func FormatConfidence(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }

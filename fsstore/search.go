@@ -84,7 +84,7 @@ func (v *View) Search(q, topic string, limit int) ([]Hit, int, error) {
 	}
 	out := make([]Hit, len(hits))
 	for i, h := range hits {
-		out[i] = Hit{URI: w.uri(h.Key), Digest: h.Digest, Score: h.Score}
+		out[i] = Hit{URI: w.reader.uri(h.Key), Digest: h.Digest, Score: h.Score}
 	}
 	return out, cursor, nil
 }

@@ -106,7 +106,7 @@ func TestSearchByMeaningKeepsIdentifiersFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hits) == 0 || hits[0].URI != w.uri("ops/flaky") {
+	if len(hits) == 0 || hits[0].URI != w.reader.uri("ops/flaky") {
 		t.Errorf("a question with an identifier, for a token of ops = %v; want the note that holds it first", hits)
 	}
 }
@@ -123,7 +123,7 @@ func TestSearchByMeaningKeepsToTheTokensTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, h := range hits {
-			if h.URI != w.uri("ops/garden") && h.URI != w.uri("people/hiring") {
+			if h.URI != w.reader.uri("ops/garden") && h.URI != w.reader.uri("people/hiring") {
 				t.Errorf("%q as the gardener finds %s", q, h.URI)
 			}
 		}

@@ -93,6 +93,7 @@ type Workspace struct {
 	edits     *people.Pending
 	pipe      *pipeline.Pipeline
 	vectors   *vectors.Vectors // the notes' meaning, made in the background
+	reader    *noteReader      // the notes as the index and git hold them
 }
 
 // ReleaseMemory gives back what the workspace keeps only to go faster:
@@ -221,6 +222,7 @@ func Open(dir string, opts Options) (*Workspace, error) {
 	w.catch = catchup.New(repo, idx, catchup.Options{Workspace: cfg.Workspace,
 		BuildPath: filepath.Join(abs, note.IndexFile+"-build"), Gone: w.branchGone, Logf: w.logf,
 		InBackground: opts.IndexInBackground})
+	w.reader = &noteReader{name: cfg.Workspace, repo: repo, idx: idx, catch: w.catch, logf: w.logf}
 	edits := people.NewPending(opts.OneShot)
 	displaced := &mover.Displaced{}
 	program := func() gitver.Signature { return w.agentSignature(note.InitAgent) }
@@ -306,7 +308,7 @@ func (w *Workspace) initCommit() error {
 			}
 			changes = append(changes, commits.Change{Path: p, Content: content})
 		}
-		state, err := w.indexedNote(note.StateNote)
+		state, err := w.reader.indexedNote(note.StateNote)
 		if err != nil {
 			return err
 		}

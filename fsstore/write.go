@@ -123,7 +123,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	case req.isAppend():
 		op = "append"
 	}
-	addr, err := w.parseAddress(req.URI)
+	addr, err := w.reader.parseAddress(req.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (v *View) Update(req UpdateRequest) (*UpdateResult, error) {
 	}
 	var sources []string
 	for _, s := range req.Sources {
-		a, err := w.parseAddress(s)
+		a, err := w.reader.parseAddress(s)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "source %s", errMsg(err)).Because(err)
 		}
@@ -302,7 +302,7 @@ func (v *View) updateLocked(tx *pipeline.Tx, op string, addr note.Address, diges
 	var content, before string
 	var isTable bool
 	if cur.Present {
-		old, oldContent, err := w.loadNote(cur)
+		old, oldContent, err := w.reader.loadNote(cur)
 		switch {
 		case err == nil:
 			f, content, isTable = old, oldContent, old.IsTable()
@@ -507,29 +507,6 @@ func conflict(op, uri string, cur index.Note, why string) *Error {
 	return e
 }
 
-// indexedNote returns the index's row for key (zero when it never existed).
-func (w *Workspace) indexedNote(key string) (index.Note, error) { return w.idx.Note(key) }
-
-// loadNote reads a note's file and content from git.
-func (w *Workspace) loadNote(n index.Note) (*note.File, string, error) {
-	raw, err := w.repo.ReadBlob(n.NoteBlob)
-	if err != nil {
-		return nil, "", err
-	}
-	f, err := note.Parse(raw)
-	if err != nil {
-		return nil, "", err
-	}
-	if !n.ContentBlob.IsZero() && f.Str(note.KeyBlob) != "" {
-		content, err := w.repo.ReadBlob(n.ContentBlob)
-		if err != nil {
-			return nil, "", err
-		}
-		return f, f.ContentWith(content), nil
-	}
-	return f, string(f.Body), nil
-}
-
 // missing returns the addresses among uris that name no present note the
 // caller may read (forbidden and missing look the same), where tx builds:
 // from the derived index, or from git while the index is being built.
@@ -542,7 +519,7 @@ func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 			return err
 		}
 		for _, u := range uris {
-			a, err := w.parseAddress(u)
+			a, err := w.reader.parseAddress(u)
 			if err != nil {
 				out = append(out, u)
 				continue
@@ -571,7 +548,7 @@ func (v *View) missing(tx *pipeline.Tx, uris []string) ([]string, error) {
 		// A note an earlier write of the batch made is there for this
 		// write.
 		out = slices.DeleteFunc(out, func(u string) bool {
-			a, err := w.parseAddress(u)
+			a, err := w.reader.parseAddress(u)
 			if err != nil || !v.c.CanRead(a.Short()) {
 				return false
 			}
@@ -594,7 +571,7 @@ func (v *View) Link(src, rel string, dsts []string) (*UpdateResult, error) {
 func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateResult, error) {
 	w := v.w
 	const op = "link"
-	addr, err := w.parseAddress(src)
+	addr, err := w.reader.parseAddress(src)
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +587,7 @@ func (v *View) LinkSeen(src, rel string, dsts []string, expect *int) (*UpdateRes
 	}
 	var targets []string
 	for _, d := range dsts {
-		a, err := w.parseAddress(d)
+		a, err := w.reader.parseAddress(d)
 		if err != nil {
 			return nil, errorf(op, uri, ErrInvalid, "destination %s", errMsg(err)).Because(err)
 		}
@@ -650,7 +627,7 @@ func (v *View) linkLocked(tx *pipeline.Tx, addr note.Address, rel string, target
 	if expect != nil && *expect != cur.Version {
 		return nil, conflict(op, uri, cur, fmt.Sprintf("you expected version %d", *expect))
 	}
-	f, _, err := w.loadNote(cur)
+	f, _, err := w.reader.loadNote(cur)
 	if err != nil {
 		return nil, errorf(op, uri, ErrInvalid, "cannot link: %v; fix the file first", err).Because(err)
 	}
@@ -729,7 +706,7 @@ func (w *Workspace) setExtras(f *note.File, req *UpdateRequest) error {
 	targets := map[string][]string{}
 	for _, rel := range note.Relations {
 		for _, t := range req.Links[rel] {
-			a, err := w.parseAddress(t)
+			a, err := w.reader.parseAddress(t)
 			if err != nil {
 				return errorf("update", "", ErrInvalid, "link target %s", errMsg(err)).Because(err)
 			}

@@ -112,11 +112,10 @@ func fit(budget int, parts []part, extraOmitted int, at position, render rendere
 		parts[i].tokens = a.count(parts[i].text)
 		// An address is counted where it sits in the list, after
 		// another: the `","` between two is one token, where the
-		// address's own quotes and a comma would count three. Priced
-		// that way, an item left out looked 2 tokens cheaper to put
-		// back than it was, and the exact tries of the last step
-		// (near) tried ten of them in a 100-row listing, each a
-		// count of the whole answer, and none fitted.
+		// address's own quotes and a comma count three. Counted alone,
+		// an item left out looks 2 tokens cheaper to put back than it
+		// is, and the last step (near) makes an exact count of the
+		// whole answer for each such item, in vain.
 		named[i] = a.count(`["x",`+strconv.Quote(parts[i].uri)+`]`) - oneNamed
 		toCome += named[i]
 	}

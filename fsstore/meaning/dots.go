@@ -3,7 +3,7 @@ package meaning
 // Dots sets out[i] to Dot(q, &vs[i]) for each of vs; out is at least as
 // long as vs. A search by meaning takes the dot product of its question
 // with every note's vector: on 100,000 notes, one at a time in Go, that
-// was about 11 ms of CPU a question, so the products are taken a run of
+// is about 11 ms of CPU a question, so the products are taken a run of
 // vectors at a time, in SIMD where the processor has it (dots_amd64.s).
 func Dots(q *Vector, vs []Vector, out []int32) {
 	if len(vs) == 0 {

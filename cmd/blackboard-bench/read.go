@@ -41,6 +41,7 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	copyBoard := fs.Bool("copy", true, "also measure the first server on a copy of the board (cp -a)")
 	beside := fs.String("beside", "", "another blackboard-mcp binary (an earlier build) to measure side by side with --server, each on its own copy of the board, in turns")
 	turns := fs.Int("turns", 2, "with --beside, the turns each server takes")
+	quiet := fs.Duration("quiet", 0, "with --beside, in the last turn, how much longer each server is left quiet, its client connected, before its memory is read again (an engine gives back the most once quiet for two minutes)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -69,9 +70,9 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		if err != nil {
 			return err
 		}
-		return readBeside(ctx, stdout, [2]string{binary, other}, dir, plan, *rounds, *writes, *turns)
+		return readBeside(ctx, stdout, [2]string{binary, other}, dir, plan, *rounds, *writes, *turns, *quiet)
 	}
-	viaMCP, err := measureOverStdio(ctx, binary, dir, plan, *rounds, *writes)
+	viaMCP, err := measureOverStdio(ctx, binary, dir, plan, *rounds, *writes, 0)
 	if err != nil {
 		return err
 	}
@@ -163,6 +164,9 @@ type measured struct {
 	writes result
 	first  time.Duration
 	mem    memory
+	// quietMem is the memory once left quiet longer (measureOverStdio's
+	// quiet), zero when not read.
+	quietMem memory
 }
 
 func (m measured) memory() string {
@@ -465,8 +469,9 @@ func (s *stdioServer) settledMemory() (memory, error) {
 func (s *stdioServer) close() error { return s.client.Close() }
 
 // measureOverStdio starts a server and measures its first answer, then the
-// plan's calls, then its memory.
-func measureOverStdio(ctx context.Context, binary, dir string, plan readPlan, rounds, writes int) (measured, error) {
+// plan's calls, then its memory, and when quiet is more than zero, its
+// memory again once left quiet that much longer.
+func measureOverStdio(ctx context.Context, binary, dir string, plan readPlan, rounds, writes int, quiet time.Duration) (measured, error) {
 	var m measured
 	s, first, err := startAndAsk(ctx, binary, dir)
 	if err != nil {
@@ -478,7 +483,11 @@ func measureOverStdio(ctx context.Context, binary, dir string, plan readPlan, ro
 	if m.calls, m.writes, err = measureCalls(ctx, s.call, plan, rounds, writes, "mcp"); err != nil {
 		return m, err
 	}
-	m.mem, err = s.settledMemory()
+	if m.mem, err = s.settledMemory(); err != nil || quiet <= 0 {
+		return m, err
+	}
+	time.Sleep(quiet)
+	m.quietMem, err = s.memory()
 	return m, err
 }
 
@@ -532,7 +541,7 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 // earlier build may keep its index in another form), in turns A B, B A,
 // and prints every call's p50 and p99 side by side, with B's p50 over A's,
 // then each server's first answer and memory in its last turn.
-func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir string, plan readPlan, rounds, writes, turns int) error {
+func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir string, plan readPlan, rounds, writes, turns int, quiet time.Duration) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".bench-beside-")
 	if err != nil {
 		return err
@@ -554,7 +563,11 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 		// caches cold for its copy: each goes first in every other turn.
 		for _, i := range [][2]int{{0, 1}, {1, 0}}[turn%2] {
 			server := servers[i]
-			m, err := measureOverStdio(ctx, server, copies[i], plan, rounds, writes)
+			lastQuiet := time.Duration(0)
+			if turn == max(turns, 1)-1 {
+				lastQuiet = quiet
+			}
+			m, err := measureOverStdio(ctx, server, copies[i], plan, rounds, writes, lastQuiet)
 			if err != nil {
 				return fmt.Errorf("%s: %w", server, err)
 			}
@@ -565,7 +578,7 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 				sums[i].calls[c].add(m.calls[c])
 			}
 			sums[i].writes.add(m.writes)
-			sums[i].first, sums[i].mem = m.first, m.mem
+			sums[i].first, sums[i].mem, sums[i].quietMem = m.first, m.mem, m.quietMem
 		}
 	}
 	fmt.Fprintf(stdout, "read board=%s notes=%d turns=%d\n  A=%s\n  B=%s\n", filepath.Base(dir), plan.notes, turns, servers[0], servers[1])
@@ -580,5 +593,9 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 	row(fmt.Sprintf("update_state (%d writes a turn)", writes), &sums[0].writes, &sums[1].writes)
 	fmt.Fprintf(stdout, "%-52s %10s %10s\n", "a new server's first answer (list_keys), last turn", millis(sums[0].first), millis(sums[1].first))
 	fmt.Fprintf(stdout, "%-52s A %s\n%-52s B %s\n", "server memory settled / peak, last turn", sums[0].memory(), "", sums[1].memory())
+	if quiet > 0 {
+		fmt.Fprintf(stdout, "%-52s A %d MB (%d MB anonymous), B %d MB (%d MB anonymous)\n", fmt.Sprintf("server memory after %s more quiet, last turn", quiet),
+			sums[0].quietMem.rss/1024, sums[0].quietMem.anon/1024, sums[1].quietMem.rss/1024, sums[1].quietMem.anon/1024)
+	}
 	return nil
 }

@@ -26,7 +26,7 @@ Usage:
       With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, each of the N processes writes
       its CPU profile to PREFIX.<pid> (go tool pprof them together).
   blackboard-bench read [--dir DIR] [--server BINARY] [--rounds N] [--writes M] [--copy=false]
-                       [--beside BINARY [--turns T]]
+                       [--beside BINARY [--turns T] [--quiet D]]
       measures an agent's catch-up (listings of 100 and 20 rows, 20 digests,
       searches from a word to a question) and M writes through a real MCP
       client over stdio against blackboard-mcp serve, beside the same calls
@@ -40,7 +40,8 @@ Usage:
       call's p50 and p99 side by side, then each one's first answer and
       memory. A server is timed once it has settled (its first look at its
       copy's files done), and its memory read once a quiet engine has
-      given back what it gives back.
+      given back what it gives back; with --quiet, read again in the last
+      turn once left quiet D longer, its client connected.
   blackboard-bench path [--module DIR] [--runs N] [--warmup W] [--settle D]
                         [--count REGEX]... [--closures=false]
       which of the project's files one lone update_state passes through in

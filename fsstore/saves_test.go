@@ -226,14 +226,9 @@ func TestSaveReadThenFinishedIsComparedAgain(t *testing.T) {
 // in the file, a text no version holds: their next save is merged from
 // it, and no line is lost or doubled.
 func TestSaveFromAPlacedMergeIsMerged(t *testing.T) {
-	fixtures.RequireGit(t)
-	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	w := newWorkspace(t, false)
-	put(t, w, "t/log", 0, "the log", "start\n")
+	w, buffer := logReadByAPerson(t)
 	// Each agent's write names it in the front matter, and the time: the
 	// versions differ there too, as on a board.
-	appendAs(t, w, "scout", "t/log", "a1")
-	buffer := readFile(t, w, "t/log.md")
 	time.Sleep(1100 * time.Millisecond)
 	appendAs(t, w, "builder", "t/log", "a2")
 	appendAs(t, w, "builder", "t/log", "a3")
@@ -272,11 +267,7 @@ func TestSaveFromAPlacedMergeIsMerged(t *testing.T) {
 // The lines the merge brought are in no version; the save is merged from
 // the version the merge was made onto, and they stay.
 func TestSaveFromAPlacedMergeNeverCommittedKeepsItsLines(t *testing.T) {
-	fixtures.RequireGit(t)
-	w := newWorkspace(t, false)
-	put(t, w, "t/log", 0, "the log", "start\n")
-	appendAs(t, w, "scout", "t/log", "a1")
-	buffer := readFile(t, w, "t/log.md")
+	w, buffer := logReadByAPerson(t)
 	appendAs(t, w, "builder", "t/log", "a2")
 
 	writeFile(t, w, "t/log.md", buffer+"p1\n")
@@ -300,12 +291,7 @@ func TestSaveFromAPlacedMergeNeverCommittedKeepsItsLines(t *testing.T) {
 // merged onto that append. The commit's merge is made from the buffer's
 // version, not from the later merge, and keeps the person's lines.
 func TestGitCommitMergedAfterASaveOntoItKeepsItsLines(t *testing.T) {
-	fixtures.RequireGit(t)
-	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	w := newWorkspace(t, false)
-	put(t, w, "t/log", 0, "the log", "start\n")
-	appendAs(t, w, "scout", "t/log", "a1")
-	buffer := readFile(t, w, "t/log.md")
+	w, buffer := logReadByAPerson(t)
 	appendAs(t, w, "builder", "t/log", "a2")
 
 	writeFile(t, w, "t/log.md", buffer+"p1\np2\np3\n")
@@ -334,12 +320,7 @@ func TestGitCommitMergedAfterASaveOntoItKeepsItsLines(t *testing.T) {
 // buffer. Their commit is merged: the agents' lines it dropped come back,
 // and both saves' lines are in the note once.
 func TestGitCommitOfASaveBeingMergedIsMerged(t *testing.T) {
-	fixtures.RequireGit(t)
-	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	w := newWorkspace(t, false)
-	put(t, w, "t/log", 0, "the log", "start\n")
-	appendAs(t, w, "scout", "t/log", "a1")
-	buffer := readFile(t, w, "t/log.md")
+	w, buffer := logReadByAPerson(t)
 	appendAs(t, w, "builder", "t/log", "a2")
 	appendAs(t, w, "builder", "t/log", "a3")
 
@@ -424,4 +405,18 @@ func appendAs(t *testing.T, w *Workspace, agent, uri, line string) {
 	if _, err := w.As(OpenCaller(agent)).Update(UpdateRequest{URI: uri, Digest: "the log", AppendText: &text}); err != nil {
 		t.Fatalf("%s appends %q: %v", agent, line, err)
 	}
+}
+
+// logReadByAPerson is a board whose log note an agent has appended to
+// once, and the note's file as a person's editor read it then: the buffer
+// the person saves from later, when agents have written since. Git
+// commands run with no global config of the machine's.
+func logReadByAPerson(t *testing.T) (w *Workspace, buffer string) {
+	t.Helper()
+	fixtures.RequireGit(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	w = newWorkspace(t, false)
+	put(t, w, "t/log", 0, "the log", "start\n")
+	appendAs(t, w, "scout", "t/log", "a1")
+	return w, readFile(t, w, "t/log.md")
 }

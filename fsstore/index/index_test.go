@@ -23,6 +23,17 @@ func inodeOf(t *testing.T, p string) uint64 {
 
 // An index another process is busy writing (a long rebuild holds the write
 // lock) opens, and is never mistaken for a broken one and deleted.
+// openTestIndex opens an index of the test's own, closed when it ends.
+func openTestIndex(t *testing.T) *DB {
+	t.Helper()
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func TestOpenDuringAnotherWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	d, err := Open(path)
@@ -159,11 +170,7 @@ func TestLogCheckpointedInTheBackground(t *testing.T) {
 // it committed or failed (and the connection is not left waiting on
 // itself).
 func TestBulkCacheLastsOneTransaction(t *testing.T) {
-	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTestIndex(t)
 	cacheKB := func(q interface{ QueryRow(string, ...any) *sql.Row }) int {
 		var v int
 		if err := q.QueryRow("PRAGMA cache_size").Scan(&v); err != nil {
@@ -198,11 +205,7 @@ func TestBulkCacheLastsOneTransaction(t *testing.T) {
 // while: segments merged, deleted notes' text dropped from them, and every
 // search finds what it found before.
 func TestFullTextIndexTidiedWhenQuiet(t *testing.T) {
-	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTestIndex(t)
 	words := []string{"alpha", "beta", "gamma", "delta", "shard", "index", "cache", "latency"}
 	text := func(id, round int) string {
 		return fmt.Sprintf("%s %s %s round%d", words[id%len(words)], words[(id/3)%len(words)], words[(id*7+round)%len(words)], round)

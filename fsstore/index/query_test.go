@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,11 +15,7 @@ import (
 // never slip in, and the count is the whole of them, whether it is taken
 // from the topics' counts (scopes of whole topics) or from the rows.
 func TestListAgreesWithScope(t *testing.T) {
-	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTestIndex(t)
 	rng := rand.New(rand.NewPCG(26, 7))
 	segs := []string{"p", "p-x", "p.x", "p0", "pa", "q", "a", "a-b", "z"}
 	for round := range 40 {
@@ -81,6 +76,7 @@ func TestListAgreesWithScope(t *testing.T) {
 			var got []Note
 			var total int
 			err := d.Read(func(s *Snapshot) error {
+				var err error
 				got, total, err = s.List(ListQuery{Scope: scope, ByName: byName, Limit: limit})
 				return err
 			})
@@ -153,11 +149,7 @@ func TestListAgreesWithScope(t *testing.T) {
 // of the notes, through random creations, deletions, returns and removals
 // of rows (what catch-ups, rewrites and Truncate do).
 func TestTopicCountsFollowTheNotes(t *testing.T) {
-	d, err := Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTestIndex(t)
 	rng := rand.New(rand.NewPCG(9, 9))
 	topics := []string{"a", "b", "c"}
 	for step := range 600 {

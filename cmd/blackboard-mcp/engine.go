@@ -113,18 +113,24 @@ func relayToEngine(ctx context.Context, dir string, noSync bool, roots []string,
 		Tail:     stderr,
 		Patience: 15 * time.Second,
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := r.Connect(ctx); err != nil {
+		return err // before anything of the relay's: this process may serve the board
+	}
 	// A relay holds nothing of the board: what the program's start-up
 	// allocated for the engine's packages goes back to the system, and so
 	// do the pages of the program it touched, once the agent's first calls
 	// are answered (done at once, it delayed the first answer by 7-19 ms
-	// on two busy cores).
+	// on two busy cores). It passes lines on, one at a time: with one
+	// thread running Go, its wakeups no longer spin a second one looking
+	// for work on the cores the engine and the client need.
+	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(25)
 	time.AfterFunc(time.Second, func() {
 		debug.FreeOSMemory()
 		dropProgramPages()
 	})
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// A client that dies closes our stdout: the next answer must fail
 	// with EPIPE, not kill the relay.
 	signal.Ignore(syscall.SIGPIPE)

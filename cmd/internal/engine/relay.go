@@ -47,8 +47,13 @@ type Relay struct {
 	outMu sync.Mutex
 
 	mu sync.Mutex
-	// conn is the engine's connection, nil while the relay reaches for one.
-	conn net.Conn
+	// conn is the engine's connection, nil while the relay reaches for one;
+	// reader reads the first one, which Connect made.
+	conn   net.Conn
+	reader *bufio.Reader
+	// logSize is the engine's log's size when the relay came: its tail
+	// starts there.
+	logSize int64
 	// pending are the client's requests not answered yet, by id, in the
 	// order they came: sent again to a new engine.
 	pending map[string]*call
@@ -72,28 +77,40 @@ type call struct {
 	write bool
 }
 
-// Run connects to the engine (starting one if none runs) and relays until
-// the client's input ends and every call is answered. It returns
-// ErrUnavailable (wrapped, with why) when no engine can serve the board,
-// before it has read anything from in.
-func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	r.out, r.pending, r.subscribed, r.internal = out, map[string]*call{}, map[string][]byte{}, map[string]chan struct{}{}
-	r.writeIDs = newWriteIDs()
-	var logSize int64
+// Connect reaches the board's engine, starting one if none runs. It
+// returns ErrUnavailable (wrapped, with why) when no engine can serve the
+// board.
+func (r *Relay) Connect(ctx context.Context) error {
 	if fi, err := os.Stat(r.Place.Log); err == nil {
-		logSize = fi.Size()
+		r.logSize = fi.Size()
 	}
 	conn, reader, err := r.connect(ctx)
 	if err != nil {
 		return err
 	}
+	r.conn, r.reader = conn, reader
 	r.Log.Info("serving over stdio through the board's engine", "socket", r.Place.Socket)
+	return nil
+}
+
+// Run relays until the client's input ends and every call is answered,
+// connecting first unless Connect did. It returns ErrUnavailable
+// (wrapped, with why) when no engine can serve the board, before it has
+// read anything from in.
+func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	r.out, r.pending, r.subscribed, r.internal = out, map[string]*call{}, map[string][]byte{}, map[string]chan struct{}{}
+	r.writeIDs = newWriteIDs()
+	if r.conn == nil {
+		if err := r.Connect(ctx); err != nil {
+			return err
+		}
+	}
 	if r.Tail != nil {
 		tailCtx, stopTail := context.WithCancel(ctx)
 		defer stopTail()
-		go r.tail(tailCtx, logSize)
+		go r.tail(tailCtx, r.logSize)
 	}
-	r.conn = conn
+	conn, reader := r.conn, r.reader
 	lost := make(chan net.Conn, 1)
 	go r.fromEngine(conn, reader, lost)
 
@@ -253,22 +270,7 @@ func (r *Relay) fromEngine(c net.Conn, rd *bufio.Reader, lost chan<- net.Conn) {
 // answer passes one line of the engine's to the client, unless it answers
 // the relay's own replay.
 func (r *Relay) answer(line []byte) {
-	var ids []json.RawMessage
-	if bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
-		var members []message
-		if json.Unmarshal(line, &members) == nil {
-			for _, m := range members {
-				if m.Method == "" {
-					ids = append(ids, m.ID)
-				}
-			}
-		}
-	} else {
-		var m message
-		if json.Unmarshal(line, &m) == nil && m.Method == "" && m.ID != nil {
-			ids = append(ids, m.ID)
-		}
-	}
+	ids := answeredIDs(line)
 	r.mu.Lock()
 	for _, id := range ids {
 		if done, ok := r.internal[string(id)]; ok {
@@ -283,6 +285,65 @@ func (r *Relay) answer(line []byte) {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
 	_, _ = r.out.Write(line)
+}
+
+// answeredIDs returns the ids of the calls a line of the engine's answers:
+// none for a notification. An answer is read only as far as its id: the
+// engine writes it before the result, which is most of the line (a
+// listing's is kilobytes, and parsing it whole cost the relay more than
+// passing it on).
+func answeredIDs(line []byte) []json.RawMessage {
+	if bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
+		var members []message
+		if json.Unmarshal(line, &members) != nil {
+			return nil
+		}
+		var ids []json.RawMessage
+		for _, m := range members {
+			if m.Method == "" && m.ID != nil {
+				ids = append(ids, m.ID)
+			}
+		}
+		return ids
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	answers := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		switch key {
+		case "method":
+			return nil // a notification, or the engine's own request
+		case "id":
+			if dec.Decode(&id) != nil {
+				return nil
+			}
+			if string(id) == "null" {
+				id = nil // an error for a line that had no id
+			}
+		case "result", "error":
+			answers = true
+			if id != nil {
+				return []json.RawMessage{id}
+			}
+			fallthrough // the id may come after: read on
+		default:
+			var skipped json.RawMessage
+			if dec.Decode(&skipped) != nil {
+				return nil
+			}
+		}
+	}
+	if !answers || id == nil {
+		return nil
+	}
+	return []json.RawMessage{id}
 }
 
 // reconnect replaces the engine's connection c, which ended: a new engine

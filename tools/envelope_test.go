@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -229,5 +230,27 @@ func TestCountBySegments(t *testing.T) {
 				t.Fatalf("case %d: counted by segments %d, whole %d:\n%q", c, got, want, out)
 			}
 		}
+	}
+}
+
+// TestCountCacheIsBoundedAndExact fills the cache of segments' counts past
+// its bound, from several goroutines: it never holds more than its bound,
+// and every count it gives is CountTokens'.
+func TestCountCacheIsBoundedAndExact(t *testing.T) {
+	c := &countCache{max: 64}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				seg := fmt.Sprintf(`{"uri":"bb://b/t/k-%d","digest":"row %d of %d, said twice"}`, i%97, i, g)
+				if got, want := c.count(seg), CountTokens(seg); got != want {
+					t.Errorf("%q: %d, want %d", seg, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(c.counts) > c.max {
+		t.Errorf("the cache holds %d segments, more than its bound %d", len(c.counts), c.max)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -139,6 +140,9 @@ type DB struct {
 	// and comparison and a read's note rows run them again and again, and
 	// preparing one cost more than running it.
 	hot map[string]*sql.Stmt
+	// built are the statements of reads whose text is built at run time (a
+	// listing's, a search's), prepared once run (runTimeStatements).
+	built runTimeStatements
 	// merging is set once the full-text index is known to merge its
 	// segments as ftsMerging says.
 	merging atomic.Bool
@@ -424,24 +428,92 @@ func open(path string) (*DB, error) {
 	return d, nil
 }
 
-// inTx runs queries in the read transaction t, the hot ones prepared.
+// inTx runs queries in the read transaction t, prepared where they can be:
+// the hot ones, and those built at run time once they were run.
 type inTx struct {
 	d *DB
 	t *sql.Tx
 }
 
 func (q inTx) QueryRow(query string, args ...any) *sql.Row {
-	if st, ok := q.d.hot[query]; ok {
+	if st := q.d.statement(query); st != nil {
 		return q.t.Stmt(st).QueryRow(args...)
 	}
 	return q.t.QueryRow(query, args...)
 }
 
 func (q inTx) Query(query string, args ...any) (*sql.Rows, error) {
-	if st, ok := q.d.hot[query]; ok {
+	if st := q.d.statement(query); st != nil {
 		return q.t.Stmt(st).Query(args...)
 	}
 	return q.t.Query(query, args...)
+}
+
+// statement is query's prepared statement, nil while it has none: a query
+// built at run time seen for the first time is run as it is, and prepared
+// for the next time.
+func (d *DB) statement(query string) *sql.Stmt {
+	if st, ok := d.hot[query]; ok {
+		return st
+	}
+	return d.built.get(query, d.read.Prepare)
+}
+
+// runTimeStatements are the read statements of queries built at run time:
+// a listing's and a search's text depend on their scope and options, and
+// preparing one was a tenth of a 100-row listing. A query is prepared in
+// the background, outside the transaction that first ran it: preparing
+// takes a connection of the pool, and a transaction that waited for one
+// could wait for ever while every connection is in a transaction doing the
+// same. There are few shapes of query; maxRunTimeStatements bounds them.
+type runTimeStatements struct {
+	mu sync.Mutex
+	// stmts holds a statement by query, nil while it is prepared (or
+	// could not be: the query then runs unprepared, as it did).
+	stmts  map[string]*sql.Stmt
+	closed bool
+}
+
+const maxRunTimeStatements = 256
+
+func (r *runTimeStatements) get(query string, prepare func(string) (*sql.Stmt, error)) *sql.Stmt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, seen := r.stmts[query]
+	if seen || r.closed || len(r.stmts) >= maxRunTimeStatements {
+		return st
+	}
+	if r.stmts == nil {
+		r.stmts = map[string]*sql.Stmt{}
+	}
+	r.stmts[query] = nil
+	go func() {
+		st, err := prepare(query)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch {
+		case err != nil:
+		case r.closed:
+			_ = st.Close()
+		default:
+			r.stmts[query] = st
+		}
+	}()
+	return nil
+}
+
+// close closes the statements; none is prepared after.
+func (r *runTimeStatements) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	var errs []error
+	for _, st := range r.stmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (d *DB) ensureSchema() error {
@@ -502,7 +574,7 @@ func (d *DB) Close() error {
 		<-d.checkpointsDone
 		d.stopCheckpoints = nil
 	}
-	var errs []error
+	errs := []error{d.built.close()}
 	for _, st := range d.hot {
 		errs = append(errs, st.Close())
 	}

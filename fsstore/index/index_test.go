@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -266,5 +267,69 @@ func TestFullTextIndexTidiedWhenQuiet(t *testing.T) {
 	}
 	if after := matches(); !reflect.DeepEqual(after, before) {
 		t.Errorf("searches after tidying differ:\n%v\nbefore:\n%v", after, before)
+	}
+}
+
+// TestRunTimeQueriesArePreparedOnceRun: a query built at run time runs
+// unprepared the first time, prepared once its statement is ready, with
+// the same rows; a database closed while a statement is prepared closes it.
+func TestRunTimeQueriesArePreparedOnceRun(t *testing.T) {
+	d := openTestIndex(t)
+	for i, key := range []string{"a/x", "a/y", "b/z"} {
+		if _, err := d.write.Exec(`INSERT INTO notes(id,key,topic,version,last_seq,present,note_blob,content_blob,
+			content_path,digest,kind,author,updated,bytes,est_tokens,problem) VALUES(?,?,?,1,?,1,'','','','','','','',0,0,'')`,
+			i+1, key, key[:1], i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		var keys []string
+		err := d.Read(func(s *Snapshot) error {
+			notes, _, err := s.List(ListQuery{Scope: Scope{Prefixes: []string{"a"}}, Limit: 10})
+			for _, n := range notes {
+				keys = append(keys, n.Key)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	prepared := func() int {
+		d.built.mu.Lock()
+		defer d.built.mu.Unlock()
+		n := 0
+		for _, st := range d.built.stmts {
+			if st != nil {
+				n++
+			}
+		}
+		return n
+	}
+	first := list()
+	for deadline := time.Now().Add(10 * time.Second); prepared() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no statement was prepared for the listing")
+		}
+	}
+	if again := list(); !slices.Equal(first, again) || len(first) != 2 {
+		t.Errorf("listed %v unprepared, %v prepared; want a/x and a/y", first, again)
+	}
+
+	other := openTestIndex(t)
+	if err := other.Read(func(s *Snapshot) error {
+		_, _, err := s.List(ListQuery{Scope: Scope{Prefixes: []string{"b"}}, Limit: 1})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other.built.mu.Lock()
+	defer other.built.mu.Unlock()
+	if !other.built.closed {
+		t.Error("a closed database still prepares statements")
 	}
 }

@@ -167,7 +167,7 @@ func (s *Snapshot) List(q ListQuery) ([]Note, int, error) {
 	case q.Oldest:
 		order = "id" // a note's row is made when it first appears
 	}
-	rows, err := s.t.Query("SELECT "+noteColumns+" FROM notes WHERE "+where+" ORDER BY "+order+" LIMIT ?",
+	rows, err := s.q.Query("SELECT "+noteColumns+" FROM notes WHERE "+where+" ORDER BY "+order+" LIMIT ?",
 		append(args, q.Limit)...)
 	if err != nil {
 		return nil, 0, err
@@ -196,7 +196,7 @@ func (s *Snapshot) listTotal(q ListQuery, where string, args []any) (int, error)
 	}
 	switch {
 	case !wholeTopics:
-		err := s.t.QueryRow("SELECT count(*) FROM notes WHERE "+where, args...).Scan(&total)
+		err := s.q.QueryRow("SELECT count(*) FROM notes WHERE "+where, args...).Scan(&total)
 		return total, err
 	case q.Scope.Prefixes != nil && len(q.Scope.Prefixes) == 0:
 		return 0, nil // no topic at all
@@ -209,7 +209,7 @@ func (s *Snapshot) listTotal(q ListQuery, where string, args []any) (int, error)
 		}
 		query += " WHERE topic IN (" + strings.Join(marks, ",") + ")"
 	}
-	err := s.t.QueryRow(query, topics...).Scan(&total)
+	err := s.q.QueryRow(query, topics...).Scan(&total)
 	return total, err
 }
 
@@ -226,7 +226,7 @@ func (s *Snapshot) Backlinks(key string, rels ...string) ([]Backlink, error) {
 		marks[i] = "?"
 		args = append(args, r)
 	}
-	rows, err := s.t.Query(`SELECT l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+	rows, err := s.q.Query(`SELECT l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
 		WHERE l.dst = ? AND l.rel IN (`+strings.Join(marks, ",")+`) ORDER BY l.rel, l.src`, args...)
 	if err != nil {
 		return nil, err
@@ -317,7 +317,7 @@ func (s *Snapshot) LinksFrom(keys []string) (map[string][]OutLink, error) {
 // Topics lists the topics of present notes within scope, in order.
 func (s *Snapshot) Topics(scope Scope) ([]string, error) {
 	cond, args, byKey := scope.where()
-	rows, err := s.t.Query("SELECT DISTINCT topic FROM notes WHERE "+present(byKey)+" AND "+cond+" ORDER BY topic", args...)
+	rows, err := s.q.Query("SELECT DISTINCT topic FROM notes WHERE "+present(byKey)+" AND "+cond+" ORDER BY topic", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func (s *Snapshot) Folders(scope Scope, under string) ([]TopicCount, error) {
 		" AND instr(substr(key, ?), '/') > 0 GROUP BY folder ORDER BY folder"
 	args = append([]any{from, from, under + "/", under + "0"}, args...)
 	args = append(args, from)
-	rows, err := s.t.Query(query, args...)
+	rows, err := s.q.Query(query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +388,7 @@ func (s *Snapshot) TopicCounts(scope Scope) ([]TopicCount, error) {
 		cond, cargs, byKey := scope.where()
 		query, args = "SELECT topic, count(*) FROM notes WHERE "+present(byKey)+" AND "+cond+" GROUP BY topic", cargs
 	}
-	rows, err := s.t.Query(query+" ORDER BY topic", args...)
+	rows, err := s.q.Query(query+" ORDER BY topic", args...)
 	if err != nil {
 		return nil, err
 	}

@@ -178,7 +178,7 @@ func TestTopicCountsFollowTheNotes(t *testing.T) {
 			if kept, err = s.TopicCounts(Scope{}); err != nil {
 				return err
 			}
-			rows, err := s.t.Query("SELECT topic, count(*) FROM notes WHERE present GROUP BY topic ORDER BY topic")
+			rows, err := s.q.Query("SELECT topic, count(*) FROM notes WHERE present GROUP BY topic ORDER BY topic")
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,7 @@ import (
 // Snapshot is a consistent read of the index: every query sees the same
 // indexed head, even while another process catches the index up.
 type Snapshot struct {
-	t *sql.Tx
-	q querier // runs the hot reads prepared, where it can
+	q querier // the snapshot's transaction, its reads prepared where they can be
 }
 
 // Read runs fn on a snapshot.
@@ -24,7 +23,7 @@ func (d *DB) Read(fn func(s *Snapshot) error) error {
 		return err
 	}
 	defer t.Rollback()
-	return fn(&Snapshot{t: t, q: inTx{d, t}})
+	return fn(&Snapshot{q: inTx{d, t}})
 }
 
 // ReadAhead runs fn on a snapshot of the index brought forward by catchUp,
@@ -44,7 +43,7 @@ func (d *DB) ReadAhead(catchUp func(*Tx) error, fn func(*Snapshot) error) error 
 	if err := x.flushFTS(); err != nil {
 		return err
 	}
-	return fn(&Snapshot{t: t, q: t}) // the hot statements are the read pool's
+	return fn(&Snapshot{q: t}) // the prepared statements are the read pool's
 }
 
 // IsFull reports whether err is the database's or the file system's "no
@@ -106,14 +105,14 @@ func (s *Snapshot) EventAt(key string, version int) (e Event, total int, ok bool
 // versions is how many commits changed the note key.
 func (s *Snapshot) versions(key string) (int, error) {
 	var total int
-	err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=?", key).Scan(&total)
+	err := s.q.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=?", key).Scan(&total)
 	return total, err
 }
 
 // events lists at most limit of the commits that changed the note key,
 // newest first, skipping the skip newest; total is how many there are.
 func (s *Snapshot) events(key string, total, limit, skip int) ([]Event, error) {
-	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program, c.closed,
+	rows, err := s.q.Query(`SELECT c.seq, c.hash, c.author, c.email, c.time, c.subject, c.by_program, c.closed,
 			coalesce((SELECT x.new FROM changes x WHERE x.path = ?1 || '.md' AND x.seq <= c.seq
 			          ORDER BY x.seq DESC LIMIT 1), ''),
 			coalesce((SELECT m.note FROM changes x JOIN changes m ON m.seq = x.seq AND m.new = '' AND m.old = x.new
@@ -140,7 +139,7 @@ func (s *Snapshot) events(key string, total, limit, skip int) ([]Event, error) {
 // CommitOf returns where a commit stands in the index; ok is false when it
 // is not indexed.
 func (s *Snapshot) CommitOf(hash gitver.Hash) (c IndexedCommit, ok bool, err error) {
-	err = s.t.QueryRow("SELECT seq, closed FROM commits WHERE hash=?", hash).Scan(&c.Seq, &c.Closed)
+	err = s.q.QueryRow("SELECT seq, closed FROM commits WHERE hash=?", hash).Scan(&c.Seq, &c.Closed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -152,7 +151,7 @@ func (s *Snapshot) CommitOf(hash gitver.Hash) (c IndexedCommit, ok bool, err err
 // and more (any others, by seq).
 func (s *Snapshot) VersionAt(key string, upTo int, more []int) (int, error) {
 	var n int
-	if err := s.t.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=? AND seq<=?", key, upTo).Scan(&n); err != nil {
+	if err := s.q.QueryRow("SELECT count(DISTINCT seq) FROM changes WHERE note=? AND seq<=?", key, upTo).Scan(&n); err != nil {
 		return 0, err
 	}
 	for _, seq := range more {
@@ -160,7 +159,7 @@ func (s *Snapshot) VersionAt(key string, upTo int, more []int) (int, error) {
 			continue
 		}
 		var changed bool
-		if err := s.t.QueryRow("SELECT EXISTS(SELECT 1 FROM changes WHERE note=? AND seq=?)", key, seq).Scan(&changed); err != nil {
+		if err := s.q.QueryRow("SELECT EXISTS(SELECT 1 FROM changes WHERE note=? AND seq=?)", key, seq).Scan(&changed); err != nil {
 			return 0, err
 		}
 		if changed {
@@ -191,7 +190,7 @@ type FileChange struct {
 // RecentChanges returns a path's last limit changes that left it present,
 // newest first: the versions a person's save may have been made from.
 func (s *Snapshot) RecentChanges(path string, limit int) ([]FileChange, error) {
-	rows, err := s.t.Query(`SELECT x.new, c.hash, c.subject FROM changes x JOIN commits c ON c.seq = x.seq
+	rows, err := s.q.Query(`SELECT x.new, c.hash, c.subject FROM changes x JOIN commits c ON c.seq = x.seq
 		WHERE x.path=? AND x.new != '' ORDER BY x.seq DESC LIMIT ?`, path, limit)
 	if err != nil {
 		return nil, err
@@ -233,7 +232,7 @@ type Reading struct {
 // file: what a check of the front matter of a whole board need not parse
 // again where the blob is the same.
 func (s *Snapshot) Readings() (map[string]Reading, error) {
-	rows, err := s.t.Query("SELECT key, note_blob, content_blob, content_path, digest, problem FROM notes WHERE present")
+	rows, err := s.q.Query("SELECT key, note_blob, content_blob, content_path, digest, problem FROM notes WHERE present")
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +263,7 @@ type PresentFile struct {
 // the disk with, one row at a time, where maps of the two tables cost a
 // board of 100,000 notes 20 MB.
 func (s *Snapshot) EachPresentFile(fn func(PresentFile) error) error {
-	rows, err := s.t.Query(`
+	rows, err := s.q.Query(`
 SELECT f.path, f.blob, coalesce(d.blob,''), coalesce(d.size,0), coalesce(d.mtime,0), coalesce(d.ino,0), d.path IS NOT NULL
 FROM (SELECT key || '.md' AS path, note_blob AS blob FROM notes WHERE present
       UNION ALL
@@ -297,7 +296,7 @@ type DiskStat struct {
 
 // DiskAll returns every recorded stat, by path.
 func (s *Snapshot) DiskAll() (map[string]DiskStat, error) {
-	rows, err := s.t.Query("SELECT path, blob, size, mtime, ino FROM disk")
+	rows, err := s.q.Query("SELECT path, blob, size, mtime, ino FROM disk")
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +325,7 @@ type NoteVersion struct {
 // Versions returns every note the index has counted, deleted ones too, by
 // key: what a check compares between two indexes of the same history.
 func (s *Snapshot) Versions() (map[string]NoteVersion, error) {
-	rows, err := s.t.Query("SELECT key, version, present FROM notes")
+	rows, err := s.q.Query("SELECT key, version, present FROM notes")
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +352,7 @@ type HeldClaim struct {
 // (ListQuery.Open) among present notes, whoever may read them: a cycle of
 // them keeps its tasks from ever being offered.
 func (s *Snapshot) Waits() (map[string][]string, error) {
-	rows, err := s.t.Query(`SELECT l.src, l.dst FROM links l
+	rows, err := s.q.Query(`SELECT l.src, l.dst FROM links l
 		JOIN notes a ON a.key = l.src AND a.present = 1 AND a.done = 0
 		JOIN notes b ON b.key = l.dst AND ` + holdsBack("b", "a") + `
 		WHERE l.rel = 'depends_on' ORDER BY l.src, l.dst`)
@@ -376,7 +375,7 @@ func (s *Snapshot) Waits() (map[string][]string, error) {
 // each author last committed (Unix seconds): what tells a claim whose
 // holder stopped writing.
 func (s *Snapshot) Claims() (claims []HeldClaim, lastCommit map[string]int64, err error) {
-	rows, err := s.t.Query("SELECT key, claimed_by, claim_until FROM notes WHERE present AND claimed_by != '' AND done = 0 ORDER BY key")
+	rows, err := s.q.Query("SELECT key, claimed_by, claim_until FROM notes WHERE present AND claimed_by != '' AND done = 0 ORDER BY key")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -395,7 +394,7 @@ func (s *Snapshot) Claims() (claims []HeldClaim, lastCommit map[string]int64, er
 	if len(claims) == 0 {
 		return claims, lastCommit, nil
 	}
-	authors, err := s.t.Query("SELECT author, max(time) FROM commits GROUP BY author")
+	authors, err := s.q.Query("SELECT author, max(time) FROM commits GROUP BY author")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -425,7 +424,7 @@ type ActivityCommit struct {
 // Activity lists the last limit commits of the branch, newest first, each
 // with the notes it changed.
 func (s *Snapshot) Activity(limit int) ([]ActivityCommit, error) {
-	rows, err := s.t.Query(`SELECT c.seq, c.hash, c.author, c.time, c.subject, c.by_program,
+	rows, err := s.q.Query(`SELECT c.seq, c.hash, c.author, c.time, c.subject, c.by_program,
 		coalesce((SELECT group_concat(note, char(10)) FROM (SELECT DISTINCT note FROM changes x WHERE x.seq = c.seq AND x.note != '' ORDER BY note)), '')
 		FROM commits c ORDER BY c.seq DESC LIMIT ?`, limit)
 	if err != nil {

@@ -244,7 +244,7 @@ func (s *Snapshot) HoldingIdentifiers(ids []string, scope Scope, limit int) (map
 	for i, id := range ids {
 		parts[i] = "ids : " + ftsString(note.Squash(id))
 	}
-	rows, err := s.t.Query(`SELECT n.key FROM fts JOIN notes n ON n.id = fts.rowid
+	rows, err := s.q.Query(`SELECT n.key FROM fts JOIN notes n ON n.id = fts.rowid
 		WHERE fts MATCH ? AND n.present = 1 LIMIT ?`, strings.Join(parts, " AND "), limit)
 	if err != nil {
 		return nil, err
@@ -380,7 +380,7 @@ func (s *Snapshot) candidateNotes(cands []cand) (map[int64]Hit, error) {
 		ids[i] = c.id
 	}
 	found := make(map[int64]Hit, len(cands))
-	rows, err := s.t.Query(`SELECT n.id, n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+	rows, err := s.q.Query(`SELECT n.id, n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
 		WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id IN (`+
 		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND +n.present = 1`, ids...)
 	if err != nil {
@@ -404,7 +404,7 @@ func (s *Snapshot) searchCandidates(m rankedMatch, scope Scope, limit, want int)
 	var cands []cand
 	seen := map[int64]bool{}
 	take := func(query string, args ...any) error {
-		rows, err := s.t.Query(query, args...)
+		rows, err := s.q.Query(query, args...)
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func TestNewestMatchingAgreesWithCountAndOrder(t *testing.T) {
 				match = ftsString(words[rng.IntN(len(words))][:2]) + " *"
 			}
 			var all []int64
-			rows, err := s.t.Query("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC", match)
+			rows, err := s.q.Query("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC", match)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ func (u Unembedded) Source() string {
 // since (0: all), by row after the row after, whose vector by model is
 // missing or stale.
 func (s *Snapshot) Unembedded(model string, since int, after int64, limit int) ([]Unembedded, error) {
-	rows, err := s.t.Query(`SELECT n.id, n.key, n.note_blob, n.content_blob FROM notes n LEFT JOIN vectors v ON v.id = n.id
+	rows, err := s.q.Query(`SELECT n.id, n.key, n.note_blob, n.content_blob FROM notes n LEFT JOIN vectors v ON v.id = n.id
 		WHERE n.present = 1 AND n.last_seq > ? AND n.id > ? AND (v.id IS NULL OR v.model != ? OR v.source != `+sourceOf+`)
 		ORDER BY n.id LIMIT ?`, since, after, model, limit)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Snapshot) Unembedded(model string, since int, after int64, limit int) (
 // VectorCounts says how many present notes have a current vector by model,
 // and how many have one by another model.
 func (s *Snapshot) VectorCounts(model string) (current, otherModel, present int, err error) {
-	err = s.t.QueryRow(`SELECT count(*), coalesce(sum(v.model = ? AND v.source = `+sourceOf+`), 0), coalesce(sum(v.model != ?), 0)
+	err = s.q.QueryRow(`SELECT count(*), coalesce(sum(v.model = ? AND v.source = `+sourceOf+`), 0), coalesce(sum(v.model != ?), 0)
 		FROM notes n LEFT JOIN vectors v ON v.id = n.id WHERE n.present = 1`, model, model).Scan(&present, &current, &otherModel)
 	return current, otherModel, present, err
 }
@@ -110,7 +110,7 @@ type StoredVector struct {
 
 // VectorsSince returns the vectors by model made after gen, oldest first.
 func (s *Snapshot) VectorsSince(model string, gen int64) ([]StoredVector, error) {
-	rows, err := s.t.Query(`SELECT n.key, v.gen, v.vec FROM vectors v JOIN notes n ON n.id = v.id
+	rows, err := s.q.Query(`SELECT n.key, v.gen, v.vec FROM vectors v JOIN notes n ON n.id = v.id
 		WHERE v.gen > ? AND v.model = ? ORDER BY v.gen`, gen, model)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *Snapshot) VectorsSince(model string, gen int64) ([]StoredVector, error)
 // index (the branch moved back past it): then every note is looked at.
 func (s *Snapshot) VectorsMade(model string) (gitver.Hash, int, error) {
 	var v string
-	err := s.t.QueryRow("SELECT value FROM meta WHERE key='vectors_made'").Scan(&v)
+	err := s.q.QueryRow("SELECT value FROM meta WHERE key='vectors_made'").Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gitver.ZeroHash, 0, nil
 	}

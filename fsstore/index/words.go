@@ -122,7 +122,7 @@ func stemUnknown(words []string) (map[string]string, error) {
 // NoteCount is how many present notes the board holds.
 func (s *Snapshot) NoteCount() (int, error) {
 	var n int
-	err := s.t.QueryRow(`SELECT coalesce(sum(notes), 0) FROM topics`).Scan(&n)
+	err := s.q.QueryRow(`SELECT coalesce(sum(notes), 0) FROM topics`).Scan(&n)
 	return n, err
 }
 
@@ -159,7 +159,7 @@ func (s *Snapshot) WordScores(words, keys []string) (map[string]float64, error) 
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	rows, err := s.t.Query(`SELECT n.key, -`+bm25Weights+` FROM fts JOIN notes n ON n.id = fts.rowid
+	rows, err := s.q.Query(`SELECT n.key, -`+bm25Weights+` FROM fts JOIN notes n ON n.id = fts.rowid
 		WHERE fts MATCH ? AND n.key IN (`+strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",")+`)`, args...)
 	if err != nil {
 		return nil, err

@@ -191,6 +191,21 @@ func BenchmarkFit(b *testing.B) {
 			}
 		})
 	}
+	// 100 references whose answer ends a few tokens short of the budget:
+	// the fit then tries the items left out one by one, by exact counts of
+	// the whole answer.
+	b.Run("ref", func(b *testing.B) {
+		var parts []part
+		for i := range 100 {
+			uri := fmt.Sprintf("bb://board/incidents/a-%d/k-%d", i%7, i)
+			parts = append(parts, newPart(uri, fmt.Sprintf(`{"uri":%q,"version":%d}`, uri, i%9+1), nil))
+		}
+		for b.Loop() {
+			if _, err := fit(DefaultBudget, parts, 8234, position{cursor: 104901}, renderJSON); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("count-8KB", func(b *testing.B) {
 		text := strings.Repeat(randomText(rand.New(rand.NewPCG(26, 3)), 2000), 4)[:8000]
 		b.SetBytes(int64(len(text)))
@@ -252,5 +267,71 @@ func TestCountCacheIsBoundedAndExact(t *testing.T) {
 	wg.Wait()
 	if len(c.counts) > c.max {
 		t.Errorf("the cache holds %d segments, more than its bound %d", len(c.counts), c.max)
+	}
+}
+
+// TestCountWholeAgreesWithCount: an answer counted from the last rendering's
+// segments (countWhole) is its count from the start, on random renderings
+// that follow one another as a fit makes them: an item put back or left
+// out anywhere, a number changed at the end, the same rendering again.
+func TestCountWholeAgreesWithCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 12))
+	for c := range 300 {
+		table := rng.IntN(2) == 0
+		parts := randomParts(rng, 1+rng.IntN(30), table)
+		render := renderJSON
+		if table {
+			render = renderTSV("uri\tversion\tdigest")
+		}
+		a := newAnswer(parts, rng.IntN(3), position{cursor: 1}, render)
+		for i := range parts {
+			if rng.IntN(2) == 0 {
+				a.keep(i, parts[i].text, 0)
+			}
+		}
+		for step := range 20 {
+			switch i := rng.IntN(len(parts)); rng.IntN(3) {
+			case 0:
+				a.keep(i, parts[i].text, 0)
+			case 1:
+				a.omit(i)
+			}
+			out := a.renderWith(rng.IntN(3000))
+			if got, want := a.countWhole(out), CountTokens(out); got != want {
+				t.Fatalf("case %d step %d: countWhole %d, CountTokens %d, of\n%s", c, step, got, want, out)
+			}
+		}
+	}
+}
+
+// TestMetaJSONIsMarshals: the envelope written by hand is encoding/json's,
+// on random envelopes whose addresses and build progress hold every kind of
+// character (quotes, backslashes, control characters, other scripts,
+// U+2028, invalid UTF-8).
+func TestMetaJSONIsMarshals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 13))
+	odd := []string{`"`, `\`, "\n", "\t", "\x01", "\x7f", "<&>", "Überprüfung", "数据库", "\u2028", "\xff", "🙂", "bb://acme/ops/x", "/", " "}
+	text := func() string {
+		var b strings.Builder
+		for range rng.IntN(4) {
+			b.WriteString(odd[rng.IntN(len(odd))])
+		}
+		return b.String()
+	}
+	for range 2000 {
+		m := meta{Spent: rng.IntN(20001), Truncated: rng.IntN(2) == 0, Omitted: rng.IntN(500), Cursor: rng.IntN(1 << 20), OmittedURIs: []string{}}
+		for range rng.IntN(5) {
+			m.OmittedURIs = append(m.OmittedURIs, "bb://acme/"+text())
+		}
+		if rng.IntN(3) == 0 {
+			m.Indexing = text()
+		}
+		want, err := marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.appendJSON(nil); string(got) != string(want) {
+			t.Fatalf("by hand %s\nmarshal %s", got, want)
+		}
 	}
 }

@@ -311,16 +311,21 @@ func (a *answer) count(out string) int {
 	n := 0
 	for start := 0; start < len(out); {
 		end := segmentEnd(out, start)
-		seg := out[start:end]
-		c, ok := a.counted[seg]
-		if !ok {
-			c = segmentCounts.count(seg)
-			a.counted[seg] = c
-		}
-		n += c
+		n += a.segment(out[start:end])
 		start = end
 	}
 	return n
+}
+
+// segment is the count of one segment of the answer: as counted before in
+// this fit, or in an earlier read (segmentCounts).
+func (a *answer) segment(seg string) int {
+	c, ok := a.counted[seg]
+	if !ok {
+		c = segmentCounts.count(seg)
+		a.counted[seg] = c
+	}
+	return c
 }
 
 // countWhole is count for a rendering of the whole answer: the segments
@@ -343,13 +348,7 @@ func (a *answer) countWhole(out string) int {
 	ends, sums := last.ends[:k+1], last.sums[:k+1]
 	for start < len(out) {
 		end := segmentEnd(out, start)
-		seg := out[start:end]
-		c, ok := a.counted[seg]
-		if !ok {
-			c = segmentCounts.count(seg)
-			a.counted[seg] = c
-		}
-		n += c
+		n += a.segment(out[start:end])
 		ends, sums = append(ends, end), append(sums, n)
 		start = end
 	}

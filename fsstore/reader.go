@@ -129,9 +129,6 @@ func (r *noteReader) loadNote(n index.Note) (*note.File, string, error) {
 	return f, string(f.Body), nil
 }
 
-// indexedNote returns the index's row for key (zero when it never existed).
-func (r *noteReader) indexedNote(key string) (index.Note, error) { return r.idx.Note(key) }
-
 // readAtHead runs fn on the derived index caught up to the branch, and
 // returns the cursor there. While the index is too far behind to wait for
 // (fsstore/internal/catchup), it is ErrUnavailable, saying how far the

@@ -308,7 +308,7 @@ func (w *Workspace) initCommit() error {
 			}
 			changes = append(changes, commits.Change{Path: p, Content: content})
 		}
-		state, err := w.reader.indexedNote(note.StateNote)
+		state, err := w.idx.Note(note.StateNote)
 		if err != nil {
 			return err
 		}

@@ -179,6 +179,10 @@ const (
 	backlinksToQuery = `SELECT l.dst, l.src, l.rel FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
 		WHERE l.dst IN (SELECT value FROM json_each(?)) AND l.rel IN (SELECT value FROM json_each(?)) ORDER BY l.rel, l.src`
 	linksFromQuery = "SELECT src, rel, dst FROM links WHERE src IN (SELECT value FROM json_each(?)) ORDER BY src, rel, dst"
+	// candidatesQuery reads a search's candidates, their rows given as a
+	// JSON array: one statement whatever their number.
+	candidatesQuery = `SELECT n.id, n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
+		WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id IN (SELECT value FROM json_each(?)) AND +n.present = 1`
 )
 
 // Open opens or creates the index at path. A file that is not a database,
@@ -411,10 +415,11 @@ func open(path string) (*DB, error) {
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(readIdle)
 	d.read = read
+	d.built.prepare = read.Prepare
 	// Prepared now, while no transaction holds a connection: a statement
 	// first prepared inside one would wait for another connection.
 	d.hot = map[string]*sql.Stmt{}
-	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery, matchingQuery, newestMatchingQuery, notesQuery, backlinksToQuery, linksFromQuery} {
+	for _, q := range []string{headQuery, fileBlobQuery, diskQuery, noteQuery, matchingQuery, newestMatchingQuery, notesQuery, backlinksToQuery, linksFromQuery, candidatesQuery} {
 		st, err := read.Prepare(q)
 		if err != nil {
 			d.Close()
@@ -456,7 +461,7 @@ func (d *DB) statement(query string) *sql.Stmt {
 	if st, ok := d.hot[query]; ok {
 		return st
 	}
-	return d.built.get(query, d.read.Prepare)
+	return d.built.get(query)
 }
 
 // runTimeStatements are the read statements of queries built at run time:
@@ -465,9 +470,11 @@ func (d *DB) statement(query string) *sql.Stmt {
 // the background, outside the transaction that first ran it: preparing
 // takes a connection of the pool, and a transaction that waited for one
 // could wait for ever while every connection is in a transaction doing the
-// same. There are few shapes of query; maxRunTimeStatements bounds them.
+// same. There are few shapes of query (a search's candidates are one,
+// candidatesQuery); maxRunTimeStatements bounds them.
 type runTimeStatements struct {
-	mu sync.Mutex
+	prepare func(query string) (*sql.Stmt, error) // on the read pool
+	mu      sync.Mutex
 	// stmts holds a statement by query, nil while it is prepared (or
 	// could not be: the query then runs unprepared, as it did).
 	stmts  map[string]*sql.Stmt
@@ -476,7 +483,7 @@ type runTimeStatements struct {
 
 const maxRunTimeStatements = 256
 
-func (r *runTimeStatements) get(query string, prepare func(string) (*sql.Stmt, error)) *sql.Stmt {
+func (r *runTimeStatements) get(query string) *sql.Stmt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, seen := r.stmts[query]
@@ -488,7 +495,7 @@ func (r *runTimeStatements) get(query string, prepare func(string) (*sql.Stmt, e
 	}
 	r.stmts[query] = nil
 	go func() {
-		st, err := prepare(query)
+		st, err := r.prepare(query)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		switch {

@@ -375,14 +375,17 @@ type cand struct {
 
 // candidateNotes reads the present notes of cands, by row, in one query.
 func (s *Snapshot) candidateNotes(cands []cand) (map[int64]Hit, error) {
-	ids := make([]any, len(cands))
+	ids := make([]byte, 0, 8*len(cands))
+	ids = append(ids, '[')
 	for i, c := range cands {
-		ids[i] = c.id
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = strconv.AppendInt(ids, c.id, 10)
 	}
+	ids = append(ids, ']')
 	found := make(map[int64]Hit, len(cands))
-	rows, err := s.q.Query(`SELECT n.id, n.key, n.digest, EXISTS(SELECT 1 FROM links l JOIN notes m ON m.key = l.src AND m.present = 1
-		WHERE l.dst = n.key AND l.rel = 'supersedes') FROM notes n WHERE n.id IN (`+
-		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND +n.present = 1`, ids...)
+	rows, err := s.q.Query(candidatesQuery, string(ids))
 	if err != nil {
 		return nil, err
 	}

@@ -815,6 +815,38 @@ func TestRemotePushesArePaced(t *testing.T) {
 	checkWorkspace(t, first)
 }
 
+// Writes that come while a batch waits for the pacing join that batch:
+// they go out in its push, not in a push of their own an interval later.
+func TestRemoteWritesThatComeWhileABatchWaitsJoinIt(t *testing.T) {
+	_, bare, first := boardWithRemote(t)
+	fixtures.Git(t, first, "config", "blackboard.pushInterval", "2s")
+	pushes := recordPushes(t, bare)
+	s := startMCPGo(t, first, "agent-a")
+	s.write(map[string]any{"uri": "join/first", "digest": "pushed at once", "body": "x", "expect_version": 0})
+	before := len(pushes())
+	start := time.Now()
+	var wg sync.WaitGroup
+	// The first write waits for the pacing; the others come while it does.
+	wg.Go(func() { s.write(map[string]any{"uri": "join/waits", "digest": "d", "body": "x", "expect_version": 0}) })
+	time.Sleep(300 * time.Millisecond)
+	for i := range 3 {
+		wg.Go(func() {
+			s.write(map[string]any{"uri": fmt.Sprintf("join/came%d", i), "digest": "d", "body": "x", "expect_version": 0})
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if got := len(pushes()) - before; got != 1 {
+		t.Errorf("four writes, three of them made while the first waited for the pacing, made %d pushes in %s; want one", got,
+			took.Round(time.Millisecond))
+	}
+	if got, want := len(remoteLog(t, bare)), 1+5; got != want {
+		t.Errorf("the remote has %d commits, want %d: every write its own", got, want)
+	}
+	s.closeClean()
+	checkWorkspace(t, first)
+}
+
 // A server killed (kill -9) while a batch of writes is in the remote's
 // hands, before the remote took the push or after, leaves a state the next
 // process finishes: the batch is on the remote whole or not at all, the

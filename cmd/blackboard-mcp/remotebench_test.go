@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,12 @@ func TestRemoteBench(t *testing.T) {
 						s.closeClean()
 					}
 				}
+				pushes := 0
+				for _, dir := range clones {
+					pushes += ownPushes(t, dir)
+				}
+				report("remote-bench %s 4 clones x 4 writers, %s: %d pushes landed, %.1f writes a push", transport,
+					shape.name, pushes, float64(acked.Load())/float64(max(pushes, 1)))
 			})
 		}
 	}
@@ -135,4 +142,21 @@ func TestRemoteBench(t *testing.T) {
 		// stops then is not measured here.
 		_ = s.close()
 	})
+}
+
+// ownPushes counts the pushes of a clone's own writes that landed: its
+// branch's moves onto them, each one push (the reflog's "blackboard: commit
+// N writes",
+// or a lone write's subject), and not its moves onto what other clones
+// pushed or the rescues of its history.
+func ownPushes(t *testing.T, dir string) int {
+	n := 0
+	for _, reason := range strings.Split(fixtures.Git(t, dir, "reflog", "show", "--format=%gs", "refs/heads/main"), "\n") {
+		own, ok := strings.CutPrefix(reason, "blackboard: ")
+		if ok && !strings.HasPrefix(own, "fast-forward") && !strings.HasPrefix(own, "rebuild") &&
+			!strings.HasPrefix(own, "keep") && !strings.HasPrefix(own, "bring back") {
+			n++
+		}
+	}
+	return n
 }

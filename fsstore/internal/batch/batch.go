@@ -4,6 +4,7 @@
 package batch
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,6 +22,9 @@ type Queue[T any] struct {
 
 	mu      sync.Mutex
 	waiting []*entry[T]
+	// running is the batch being run: the entries it began with, and
+	// those it took along since (Join).
+	running []*entry[T]
 	leading bool // a caller is leading
 	// lastBatch is how many items the last batch held.
 	lastBatch int
@@ -76,25 +80,46 @@ func (q *Queue[T]) runWaiting(run func(items []T)) {
 		// first: 4-5 writes of eight agents.)
 		q.waitFor(n, q.Linger)
 	}
-	entries := q.waiting
-	q.waiting = nil
-	q.lastBatch = len(entries)
+	q.running, q.waiting = q.waiting, nil
+	items := itemsOf(q.running)
 	q.mu.Unlock()
-	items := make([]T, len(entries))
-	for i, e := range entries {
-		items[i] = e.item
-	}
 	run(items)
-	for _, e := range entries {
+	q.mu.Lock()
+	for _, e := range q.running {
 		close(e.done)
 	}
-	q.mu.Lock()
+	q.lastBatch = len(q.running)
+	q.running = nil
 	if len(q.waiting) > 0 {
 		close(q.waiting[0].lead)
 	} else {
 		q.leading = false
 	}
 	q.mu.Unlock()
+}
+
+// Join takes the items queued since the running batch began, at most
+// limit of them, into that batch, and returns them: a batch that must be
+// built again (its push lost a race, or it held back for another clone's
+// turn) takes along the writes that came meanwhile, and they are answered
+// with it, instead of waiting for a batch of their own after it. Only the
+// running batch's run calls it.
+func (q *Queue[T]) Join(limit int) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(max(limit, 0), len(q.waiting))
+	joined := q.waiting[:n:n]
+	q.waiting = slices.Clone(q.waiting[n:])
+	q.running = append(q.running, joined...)
+	return itemsOf(joined)
+}
+
+func itemsOf[T any](entries []*entry[T]) []T {
+	items := make([]T, len(entries))
+	for i, e := range entries {
+		items[i] = e.item
+	}
+	return items
 }
 
 // wrote records a submit of writer's. The caller holds mu.

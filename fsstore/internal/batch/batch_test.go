@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,5 +108,64 @@ func TestWritersWritingNowAreCounted(t *testing.T) {
 	}
 	if _, kept := q.lastWrote["b"]; kept {
 		t.Error("a writer that stopped is still remembered")
+	}
+}
+
+// A batch run again takes along the items that queued meanwhile (Join),
+// as many as it asks for: they return once that batch ran, and the
+// others wait for the next batch, which runs them once.
+func TestARunningBatchTakesAlongItemsThatCameMeanwhile(t *testing.T) {
+	q := &Queue[int]{}
+	const others, taken = 6, 4
+	var batches [][]int
+	var joined []int
+	run := func(items []int) {
+		batches = append(batches, items)
+		if len(batches) > 1 {
+			return
+		}
+		for {
+			q.mu.Lock()
+			n := len(q.waiting)
+			q.mu.Unlock()
+			if n == others {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		joined = q.Join(taken)
+		if more := q.Join(0); len(more) != 0 {
+			t.Errorf("a join of none took %v", more)
+		}
+	}
+	started := make(chan struct{})
+	returned := make(chan int, others)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		q.Submit("first", 0, func(items []int) { close(started); run(items) })
+	})
+	<-started
+	for i := 1; i <= others; i++ {
+		wg.Go(func() {
+			q.Submit(fmt.Sprint(i), i, run)
+			returned <- i
+		})
+	}
+	wg.Wait()
+	close(returned)
+	if len(joined) != taken || len(batches) != 2 || len(batches[1]) != others-taken {
+		t.Fatalf("joined %v, batches %v: want %d taken along and the other %d in a second batch", joined, batches, taken, others-taken)
+	}
+	ran := map[int]int{}
+	for _, it := range append(append(slices.Clone(batches[0]), joined...), batches[1]...) {
+		ran[it]++
+	}
+	for i := 0; i <= others; i++ {
+		if ran[i] != 1 {
+			t.Errorf("item %d ran %d times", i, ran[i])
+		}
+	}
+	if n := len(returned); n != others {
+		t.Errorf("%d submits returned, want %d", n, others)
 	}
 }

@@ -171,7 +171,8 @@ func (q *Pipeline) publishWrites(items []*queuedWrite) {
 // before the branch moves (commitRound). Between rounds, outside the lock,
 // the clone waits until it may publish (upstream.Await) and learns what
 // other clones published: when one came first, the batch is built again on
-// it, every write checked against its expect_version anew.
+// it, every write checked against its expect_version anew, with the writes
+// that came meanwhile.
 func (q *Pipeline) pushBatch(items []*queuedWrite) {
 	race := follow.NewRace("write", "")
 	fetched := false // this batch fetched to answer a conflict
@@ -192,6 +193,11 @@ func (q *Pipeline) pushBatch(items []*queuedWrite) {
 			}
 			continue
 		}
+		// The writes that came while this batch waited (for the pacing,
+		// for another clone's turn, or to build again on a race it lost)
+		// go with it, not in a push after it: a push that lands then
+		// carries every write waiting on the clone.
+		open = append(open, q.queue.Join(maxChain-len(open))...)
 		var r round
 		err := q.lock(func() error {
 			var err error

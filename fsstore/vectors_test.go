@@ -2,14 +2,17 @@ package fsstore
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/fsstore/access"
+	"github.com/blackboard-mcp/blackboard-mcp/fsstore/index"
 )
 
 // meaningBoard holds notes about a few things, in the words of their
@@ -335,4 +338,54 @@ func TestAQuestionThatNamesSomeoneFindsWhatTheySaid(t *testing.T) {
 	wantFirst(t, w, "what did Lee say about the payments deploy", "chat", "chat/deploy/turn-02", "a question naming a speaker: their line first")
 	wantFirst(t, w, "what did the reviewer say about the cache plan", "ops/cache", "ops/cache/size", "a question naming an author: their note first")
 	wantNothing(t, w, "what did Zed think of the purple elephant", "a question naming someone")
+}
+
+// The cues look only at the hits that may reach the answer (raise with a
+// limit): on random turns and random hits, with random scores, every
+// question's first limit hits are those of raising every hit, in the same
+// order, with the same scores.
+func TestRaisingTheHitsThatMayReachTheAnswerIsRaisingAll(t *testing.T) {
+	fixtures.RequireGit(t)
+	w := newWorkspace(t, false)
+	rng := rand.New(rand.NewPCG(3, 5))
+	speakers := []string{"Dana", "Lee", "Ana Ruiz", "the reviewer"}
+	days := []string{"3 June 2025", "4 June 2025", "12 July 2025"}
+	var turns []chatTurn
+	for range 40 {
+		turns = append(turns, chatTurn{speakers[rng.IntN(len(speakers))], days[rng.IntN(len(days))], "the deploy moved again"})
+	}
+	putTurns(t, w, "chat/random", turns)
+	questions := []string{"what did Lee say about the deploy", "when did Dana move the deploy",
+		"what did Ana Ruiz say on 4 June 2025", "the deploy", "when did the reviewer speak in July 2025"}
+	now := time.Date(2025, 8, 1, 0, 0, 0, 0, time.UTC)
+	err := w.idx.Read(func(s *index.Snapshot) error {
+		for round := range 300 {
+			hits := make([]index.Hit, 5+rng.IntN(36))
+			for i := range hits {
+				hits[i] = index.Hit{Key: fmt.Sprintf("chat/random/turn-%02d", 1+rng.IntN(len(turns))),
+					Score: float64(rng.IntN(8)) / 8, Superseded: rng.IntN(6) == 0, Exact: rng.IntN(8) == 0}
+			}
+			hits = slices.CompactFunc(hits, func(a, b index.Hit) bool { return a.Key == b.Key })
+			q, limit := questions[rng.IntN(len(questions))], 1+rng.IntN(12)
+			cues := cuesOf(q, now)
+			some, all := slices.Clone(hits), slices.Clone(hits)
+			if err := cues.raise(s, some, limit); err != nil {
+				return err
+			}
+			if err := cues.raise(s, all, 0); err != nil {
+				return err
+			}
+			for _, h := range [][]index.Hit{some, all} {
+				sort.SliceStable(h, func(i, j int) bool { return index.Before(h[i], h[j]) })
+			}
+			n := min(limit, len(hits))
+			if !slices.Equal(some[:n], all[:n]) {
+				t.Fatalf("round %d, %q, limit %d: raising the hits that may reach the answer gives\n%v\nraising all\n%v", round, q, limit, some[:n], all[:n])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -64,6 +64,7 @@ Usage:
       background work (the watcher, the index) does in the window counts
       too: runs that differ show it.
   blackboard-bench search COLLECTION [--server BINARY] [--beside BINARY] [--limit N] [--cues]
+  blackboard-bench search --git REPOSITORY [--since DATE] [--questions N] [...]
       how well search finds what a test collection's judges found: the
       collection in the SMART layout (Cranfield's cran.all.1400, cran.qry
       and cranqrel; CISI, MEDLINE and CACM alike), each document a note of
@@ -74,7 +75,15 @@ Usage:
       searches' p50 and p99. Cranfield's grades 1 (a complete answer) to 4
       (minimum interest) are gains 4 to 1; -1 is none. With --cues, also
       --server with each ranking cue of search turned off in turn
-      (BLACKBOARD_SEARCH_OFF): what each buys, and what it costs.
+      (BLACKBOARD_SEARCH_OFF), then all of them (words alone): what each
+      buys, and what it costs. With --git, the collection is a project's
+      history, notes of the board's own kind: each commit since DATE (2
+      years ago) that is no merge a note (its subject the digest, its
+      message the body), and each pull request merged since then a
+      question (its title), judged by the commits it brought; N (300) of
+      them drawn at random, leaving out those whose title is one of their
+      commits' subjects, of routine work (bumps, releases), or of more
+      than 20 commits.
   blackboard-bench generate DIR --notes N --commits M [--topics T] [--seed S] [--name NAME]
       makes DIR a workspace with N notes and M note commits (plus the init
       commit), built by git fast-import.

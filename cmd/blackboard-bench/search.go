@@ -31,16 +31,24 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	server := fs.String("server", "", "the blackboard-mcp binary (default: beside this one, else on PATH)")
 	beside := fs.String("beside", "", "another blackboard-mcp binary to measure beside --server, on its own copy of the board")
 	limit := fs.Int("limit", 10, "the answers each question asks for, and the cut of nDCG and recall")
-	cues := fs.Bool("cues", false, "also measure --server with each ranking cue turned off in turn (BLACKBOARD_SEARCH_OFF)")
+	fromGit := fs.Bool("git", false, "the argument is a git repository: its commits are the documents, its merged pull requests' titles the questions")
+	since := fs.String("since", "2 years ago", "with --git: the commits and pull requests since then (git's --since)")
+	questions := fs.Int("questions", 300, "with --git: the pull requests asked at most, drawn at random")
+	cues := fs.Bool("cues", false, "also measure --server with each ranking cue turned off in turn, then all of them (BLACKBOARD_SEARCH_OFF)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return cli.Usagef("search takes one argument: the directory of a test collection")
+		return cli.Usagef("search takes one argument: the directory of a test collection, or with --git a repository")
 	}
-	col, err := readCollection(pos[0])
+	var col *collection
+	if *fromGit {
+		col, err = gitCollection{since: *since, questions: *questions}.read(ctx, pos[0])
+	} else {
+		col, err = readCollection(pos[0])
+	}
 	if err != nil {
 		return err
 	}
@@ -59,6 +67,8 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		for _, cue := range fsstore.SearchCues {
 			ways = append(ways, way{binary: ways[0].binary, off: cue})
 		}
+		// And words alone: what every cue together buys.
+		ways = append(ways, way{binary: ways[0].binary, off: strings.Join(fsstore.SearchCues, ",")})
 	}
 	tmp, err := os.MkdirTemp("", "bench-search-")
 	if err != nil {
@@ -87,8 +97,11 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			return fmt.Errorf("%s: %w", w.binary, err)
 		}
 		off := w.off
-		if off == "" {
+		switch {
+		case off == "":
 			off = "-"
+		case strings.Contains(off, ","):
+			off = "every cue"
 		}
 		fmt.Fprintf(stdout, "%-40s %-12s %9.3f %9.3f %9s %9s\n", w.binary, off, m.ndcg, m.recall,
 			millis(m.times.quantile(0.5)), millis(m.times.quantile(0.99)))

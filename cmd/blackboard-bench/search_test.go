@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -42,8 +43,9 @@ func TestSearchScoresACollection(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("search printed %d rows of builds, want 2:\n%s", len(rows), out)
 	}
-	// Then --server again with each cue off in turn, each once.
-	for _, cue := range fsstore.SearchCues {
+	// Then --server again with each cue off in turn, each once, and with
+	// every cue off.
+	for _, cue := range append(slices.Clone(fsstore.SearchCues), "every cue") {
 		if n := len(regexp.MustCompile(`(?m)^\S+blackboard-mcp\s+`+cue+`\s+[0-9.]+\s+[0-9.]+\s`).FindAllString(out, -1)); n != 1 {
 			t.Errorf("the row with %s off is there %d times:\n%s", cue, n, out)
 		}

@@ -75,8 +75,8 @@
 // interface to git of what it needs and the parts below it, and calls a
 // higher one only through a function its caller hands it for that call: a
 // hold of the write lock runs the batch, a snapshot of the index runs the
-// caller's reads, the catch-up records the stats of the files a move
-// placed. crashpoints.go, built only with the crashpoints tag, lets tests
+// caller's reads, the index following a move records the stats of the
+// files it placed. crashpoints.go, built only with the crashpoints tag, lets tests
 // kill a process at a named step.
 //
 // One lone update_state on a board without a remote runs straight down, in
@@ -99,7 +99,8 @@
 //	Mover.CommitChain, Move          the commit point: the journal written,
 //	  (mover)                        the files staged, the branch moved, the
 //	                                 files placed, git's index written, the
-//	                                 journal cleared, the index caught up
+//	                                 journal cleared, the index brought to
+//	                                 the move (Catcher.FollowMove)
 //
 // With a remote, the batch runs the same round, and publishes its chain
 // (pushChain, Upstream.Publish) before the mover moves the branch, in the

@@ -25,10 +25,11 @@ import (
 // as regular expressions over a function's name without the module path
 // (fsstore/internal/mover.(*Mover).Recover): upkeep that a lone write
 // should not have to wait for, journal recovery and the derived index's
-// catch-up.
+// catch-up; and the derived index following the write's own move.
 var defaultCounts = []string{
 	`^fsstore(/.*)?\.(.*\.)?[rR]ecover$`,
-	`^fsstore(/internal/catchup)?\.(.*\.)?(CatchUp|CatchUpAll|catchUp\w*)$`,
+	`^fsstore(/internal/catchup)?\.(.*\.)?(CatchUp|catchUp\w*)$`,
+	`^fsstore/internal/catchup\.\(\*Catcher\)\.FollowMove$`,
 }
 
 // countFlag is --count: regular expressions, the flag repeated or its value

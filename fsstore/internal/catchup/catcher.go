@@ -179,16 +179,6 @@ func (b *Building) Unwrap() error { return ErrUnavailable }
 // the changes of commits the caller just made, so they need not be diffed
 // again; extra runs in the same index transaction.
 func (c *Catcher) CatchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error) (gitver.Hash, int, error) {
-	return c.catchUp(hint, extra, c.inBackground)
-}
-
-// CatchUpAll is CatchUp without the bound: for the commits a write has
-// just made, whose index must follow them however far behind it was.
-func (c *Catcher) CatchUpAll(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error) (gitver.Hash, int, error) {
-	return c.catchUp(hint, extra, false)
-}
-
-func (c *Catcher) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error, bounded bool) (gitver.Hash, int, error) {
 	head, err := c.repo.Head()
 	if err != nil {
 		return gitver.ZeroHash, 0, err
@@ -203,7 +193,7 @@ func (c *Catcher) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*
 	if indexed == head && extra == nil {
 		return head, seq, nil
 	}
-	if indexed != head && bounded {
+	if indexed != head && c.inBackground {
 		if st, ok := c.Building(); ok {
 			return head, seq, &Building{st}
 		}
@@ -217,8 +207,18 @@ func (c *Catcher) catchUp(hint map[gitver.Hash][]gitver.PathChange, extra func(*
 			return head, seq, &Building{st}
 		}
 	}
+	return c.FollowMove(hint, extra)
+}
+
+// FollowMove brings the index to the branch's current commit in one
+// transaction, however far behind it is, and returns that commit and its
+// cursor: for the move a writer just made, whose index must follow it.
+// It does not look first, as CatchUp does, for after a move the index is
+// behind the branch. hint gives the changes of the commits moved onto, so
+// they need not be diffed again; extra runs in the same transaction.
+func (c *Catcher) FollowMove(hint map[gitver.Hash][]gitver.PathChange, extra func(*index.Tx) error) (head gitver.Hash, seq int, err error) {
 	err = c.idx.Update(func(tx *index.Tx) error {
-		// Read the branch again inside the index's write transaction: another
+		// The branch is read inside the index's write transaction: another
 		// process may have caught up meanwhile, to a newer commit than ours.
 		if head, seq, err = c.SyncToBranch(tx, hint); err != nil || extra == nil {
 			return err

@@ -322,7 +322,7 @@ func (m *Mover) Move(bm Move) (moved bool, err error) {
 		m.reach("index")
 		return true, nil
 	}
-	if _, _, err := m.catch.CatchUpAll(hint, func(tx *index.Tx) error {
+	if _, _, err := m.catch.FollowMove(hint, func(tx *index.Tx) error {
 		for p, st := range stats {
 			if err := tx.SetDisk(p, st); err != nil {
 				return err

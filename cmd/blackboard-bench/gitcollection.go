@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -136,10 +135,10 @@ func collectionName(dir string) string {
 		}
 		return '-'
 	}, base)
-	if name = strings.Trim(name, "-"); name == "" || !slices.Contains([]byte("abcdefghijklmnopqrstuvwxyz"), name[0]) {
-		name = "history-" + name
+	if name = strings.Trim(name, "-"); name == "" || name[0] < 'a' || name[0] > 'z' {
+		name = strings.TrimSuffix("history-"+name, "-") // a topic begins with a letter
 	}
-	return strings.TrimSuffix(name, "-")
+	return name
 }
 
 // gitOutput runs git in the repository dir and returns what it printed.

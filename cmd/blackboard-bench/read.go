@@ -516,7 +516,7 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 	if err != nil {
 		return m, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeBoards(tmp)
 	copied := filepath.Join(tmp, filepath.Base(dir))
 	if out, err := exec.CommandContext(ctx, "cp", "-a", dir, copied).CombinedOutput(); err != nil {
 		return m, fmt.Errorf("cp -a: %w: %s", err, out)
@@ -546,7 +546,7 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeBoards(tmp)
 	var copies [2]string
 	for i, server := range servers {
 		copies[i] = filepath.Join(tmp, fmt.Sprintf("%s-%c", filepath.Base(dir), 'a'+i))

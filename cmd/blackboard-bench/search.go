@@ -74,7 +74,7 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeBoards(tmp)
 	board := filepath.Join(tmp, col.name)
 	if err := loadCollection(ctx, ways[0].binary, board, col); err != nil {
 		return err

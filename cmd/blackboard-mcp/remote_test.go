@@ -819,7 +819,9 @@ func TestRemotePushesArePaced(t *testing.T) {
 // they go out in its push, not in a push of their own an interval later.
 func TestRemoteWritesThatComeWhileABatchWaitsJoinIt(t *testing.T) {
 	_, bare, first := boardWithRemote(t)
-	fixtures.Git(t, first, "config", "blackboard.pushInterval", "2s")
+	// An interval that a slow machine's write and answer cannot use up:
+	// the three writes must come while the first still waits.
+	fixtures.Git(t, first, "config", "blackboard.pushInterval", "3s")
 	pushes := recordPushes(t, bare)
 	s := startMCPGo(t, first, "agent-a")
 	s.write(map[string]any{"uri": "join/first", "digest": "pushed at once", "body": "x", "expect_version": 0})

@@ -67,15 +67,7 @@ func TestItemsThatComeMeanwhileGoTogether(t *testing.T) {
 			return
 		}
 		// The first batch holds the lead until every other item waits.
-		for {
-			q.mu.Lock()
-			n := len(q.waiting)
-			q.mu.Unlock()
-			if n == others {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntilQueued(q, others)
 	}
 	started := make(chan struct{})
 	var wg sync.WaitGroup
@@ -124,15 +116,7 @@ func TestARunningBatchTakesAlongItemsThatCameMeanwhile(t *testing.T) {
 		if len(batches) > 1 {
 			return
 		}
-		for {
-			q.mu.Lock()
-			n := len(q.waiting)
-			q.mu.Unlock()
-			if n == others {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntilQueued(q, others)
 		joined = q.Join(taken)
 		if more := q.Join(0); len(more) != 0 {
 			t.Errorf("a join of none took %v", more)
@@ -167,5 +151,18 @@ func TestARunningBatchTakesAlongItemsThatCameMeanwhile(t *testing.T) {
 	}
 	if n := len(returned); n != others {
 		t.Errorf("%d submits returned, want %d", n, others)
+	}
+}
+
+// waitUntilQueued waits until n items wait in q.
+func waitUntilQueued[T any](q *Queue[T], n int) {
+	for {
+		q.mu.Lock()
+		queued := len(q.waiting)
+		q.mu.Unlock()
+		if queued == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

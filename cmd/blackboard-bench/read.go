@@ -518,8 +518,8 @@ func measureOnACopy(ctx context.Context, binary, dir string, plan readPlan) (mea
 	}
 	defer removeBoards(tmp)
 	copied := filepath.Join(tmp, filepath.Base(dir))
-	if out, err := exec.CommandContext(ctx, "cp", "-a", dir, copied).CombinedOutput(); err != nil {
-		return m, fmt.Errorf("cp -a: %w: %s", err, out)
+	if err := copyQuietBoard(ctx, dir, copied); err != nil {
+		return m, err
 	}
 	s, first, err := startAndAsk(ctx, binary, copied)
 	if err != nil {
@@ -550,8 +550,8 @@ func readBeside(ctx context.Context, stdout io.Writer, servers [2]string, dir st
 	var copies [2]string
 	for i, server := range servers {
 		copies[i] = filepath.Join(tmp, fmt.Sprintf("%s-%c", filepath.Base(dir), 'a'+i))
-		if out, err := exec.CommandContext(ctx, "cp", "-a", dir, copies[i]).CombinedOutput(); err != nil {
-			return fmt.Errorf("cp -a: %w: %s", err, out)
+		if err := copyQuietBoard(ctx, dir, copies[i]); err != nil {
+			return err
 		}
 		if out, err := exec.CommandContext(ctx, server, "reindex", "--dir", copies[i]).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s reindex: %w: %s", server, err, out)

@@ -32,7 +32,9 @@ Usage:
       client over stdio against blackboard-mcp serve, beside the same calls
       made in this process through the same tool code; then a new server's
       first answer and its memory, settled and at its peak, on the board and
-      on a copy of it (cp -a). With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, the
+      on a copy of it (cp -a, made once the board's engine is stopped and
+      any git gc on it is over). The writes go to the board: measure a
+      board made for it (generate). With BLACKBOARD_BENCH_CPUPROFILE=PREFIX, the
       in-process calls' CPU profile goes to PREFIX.read; with
       BLACKBOARD_BENCH_MEMPROFILE=FILE, the heap once they are made to FILE.
       With --beside, the two servers (--server is A) each on its own copy

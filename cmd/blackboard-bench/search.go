@@ -109,25 +109,6 @@ func runSearch(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	return nil
 }
 
-// copyQuietBoard copies board to dir (cp -a), again while git's gc --auto,
-// which the server that wrote the board may have left running, moves its
-// objects under the copy: a second apart, ten times at most.
-func copyQuietBoard(ctx context.Context, board, dir string) error {
-	for try := 1; ; try++ {
-		out, err := exec.CommandContext(ctx, "cp", "-a", board, dir).CombinedOutput()
-		if err == nil {
-			return nil
-		}
-		if try == 10 {
-			return fmt.Errorf("cp -a: %w: %s", err, out)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-		time.Sleep(time.Second)
-	}
-}
-
 // collection is a test collection in the SMART layout (Cranfield, CISI,
 // MEDLINE, CACM): a file of documents, one of questions, one of judgements.
 type collection struct {

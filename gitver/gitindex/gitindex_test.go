@@ -2,15 +2,21 @@ package gitindex
 
 import (
 	"bytes"
+	"crypto/sha1" //nolint:gosec // git's index checksum is SHA-1.
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 // repo is a repository with n committed files made by the C git CLI, its
@@ -258,5 +264,78 @@ func TestSparseIndexRefused(t *testing.T) {
 	body = append(body, make([]byte, 20)...)
 	if _, _, err := Parse(body); err == nil || !strings.Contains(err.Error(), "sparse") {
 		t.Errorf("an index with a sparse-directory extension: %v", err)
+	}
+}
+
+// TestLookupsMatchGoGitsDecoder: on random sets of paths, some longer than
+// the flags can say (4,095 bytes or more, read up to their NUL), set and
+// removed in random order, the entries this package finds by path, and
+// its file read back, are what go-git's decoder reads from the same bytes:
+// the same paths in the same order, each with its blob.
+func TestLookupsMatchGoGitsDecoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(49, 7))
+	for c := range 40 {
+		x := Empty()
+		want := map[string]plumbing.Hash{}
+		for range 1 + rng.IntN(60) {
+			var p string
+			switch rng.IntN(6) {
+			case 0:
+				p = "long/" + strings.Repeat(string(rune('a'+rng.IntN(3))), flagNameMask-5+rng.IntN(40))
+			case 1:
+				p = fmt.Sprintf("t/%c", 'a'+rng.IntN(4)) // short, near each other
+			default:
+				p = fmt.Sprintf("t%d/k-%d.md", rng.IntN(3), rng.IntN(50))
+			}
+			if rng.IntN(4) == 0 {
+				x.Remove(p)
+				delete(want, p)
+				continue
+			}
+			var blob plumbing.Hash
+			binary.BigEndian.PutUint64(blob[:], rng.Uint64())
+			x.Set(p, blob, Stat{Mode: 0o100644, Size: uint32(rng.IntN(1000))})
+			want[p] = blob
+		}
+		data := x.Bytes()
+		read, _, err := Parse(bytes.Clone(data))
+		if err != nil {
+			t.Fatalf("case %d: %v", c, err)
+		}
+		decoded := &index.Index{}
+		if err := index.NewDecoder(bytes.NewReader(data)).Decode(decoded); err != nil {
+			t.Fatalf("case %d: go-git: %v", c, err)
+		}
+		paths := slices.Sorted(maps.Keys(want))
+		if len(decoded.Entries) != len(paths) || read.Len() != len(paths) {
+			t.Fatalf("case %d: go-git reads %d entries, this package %d, want %d", c, len(decoded.Entries), read.Len(), len(paths))
+		}
+		for i, e := range decoded.Entries {
+			if e.Name != paths[i] || e.Hash != want[e.Name] {
+				t.Errorf("case %d: go-git's entry %d is %.40q %s, want %.40q %s", c, i, e.Name, e.Hash, paths[i], want[paths[i]])
+			}
+			for _, idx := range []*Whole{x, read} {
+				if got, ok := idx.Entry(e.Name); !ok || got.Blob() != e.Hash {
+					t.Errorf("case %d: Entry(%.40q) = %v, %v; go-git reads %s", c, e.Name, got.Blob(), ok, e.Hash)
+				}
+			}
+		}
+		if _, ok := read.Entry("t/none"); ok {
+			t.Errorf("case %d: a path never set is found", c)
+		}
+	}
+}
+
+// TestPathLengthMustMatchFlags: an entry whose flags give its path another
+// length than its NUL does is refused, as git refuses it.
+func TestPathLengthMustMatchFlags(t *testing.T) {
+	x := Empty()
+	x.Set("t/a.md", plumbing.ZeroHash, Stat{Mode: 0o100644})
+	data := x.Bytes()
+	body := bytes.Clone(data[:len(data)-20])
+	binary.BigEndian.PutUint16(body[indexHeaderLen+60:], 3) // "t/a" of "t/a.md"
+	sum := sha1.Sum(body)                                   //nolint:gosec // git's checksum
+	if _, _, err := Parse(append(body, sum[:]...)); !errors.Is(err, ErrFormat) {
+		t.Errorf("an entry whose flags say 3 bytes of a 6-byte path: %v, want ErrFormat", err)
 	}
 }

@@ -120,9 +120,11 @@ func (s *Split) NotShared() int { return len(s.replaced) + s.added.Len() }
 
 // Merged returns the whole index as one.
 func (s *Split) Merged() *Whole {
-	x := Empty()
-	x.version = max(s.shared.version, s.added.version)
 	sh, ad := s.shared, s.added
+	x := Empty()
+	x.version = max(sh.version, ad.version)
+	x.buf = append(make([]byte, 0, len(sh.buf)+len(ad.buf)), x.buf...)
+	x.offs = make([]int, 0, s.Len())
 	i, j := 0, 0
 	for i < sh.Len() || j < ad.Len() {
 		if i < sh.Len() && s.deleted[i] {
@@ -131,14 +133,14 @@ func (s *Split) Merged() *Whole {
 		}
 		takeAdded := i == sh.Len()
 		if !takeAdded && j < ad.Len() {
-			a, b := ad.names[j], sh.names[i]
-			takeAdded = a < b || a == b && ad.stages[j] <= sh.stages[i]
-			if a == b && ad.stages[j] == sh.stages[i] {
+			order := bytes.Compare(ad.name(j), sh.name(i))
+			takeAdded = order < 0 || order == 0 && ad.stage(j) <= sh.stage(i)
+			if order == 0 && ad.stage(j) == sh.stage(i) {
 				i++ // the added entry stands for the shared one
 			}
 		}
 		if takeAdded {
-			x.appendEntry(ad.buf[ad.offs[j]:ad.entryEnd(j)], ad.names[j], ad.stages[j])
+			x.appendEntry(ad.buf[ad.offs[j]:ad.entryEnd(j)])
 			j++
 			continue
 		}
@@ -148,18 +150,16 @@ func (s *Split) Merged() *Whole {
 		} else if binary.BigEndian.Uint16(e[60:])&flagExtended != 0 {
 			x.version = 3
 		}
-		x.appendEntry(e, sh.names[i], sh.stages[i])
+		x.appendEntry(e)
 		i++
 	}
 	return x
 }
 
 // appendEntry adds an entry known to sort after every other.
-func (x *Whole) appendEntry(e []byte, name string, stage uint8) {
+func (x *Whole) appendEntry(e []byte) {
 	x.offs = append(x.offs, len(x.buf))
 	x.buf = append(x.buf, e...)
-	x.names = append(x.names, name)
-	x.stages = append(x.stages, stage)
 }
 
 // Bytes returns the index file: the replacing entries without their names
@@ -238,7 +238,7 @@ func SplitFrom(x *Whole, link []byte, shared func(plumbing.Hash) (*Whole, error)
 		s.deleted[p] = true
 	}
 	for k, p := range replaced {
-		if p >= base.Len() || s.deleted[p] || x.names[k] != "" {
+		if p >= base.Len() || s.deleted[p] || len(x.name(k)) != 0 {
 			return nil, fmt.Errorf("%w: bad replacement of shared position %d", ErrFormat, p)
 		}
 		e := bytes.Clone(x.buf[x.offs[k]:x.entryEnd(k)])
@@ -249,7 +249,7 @@ func SplitFrom(x *Whole, link []byte, shared func(plumbing.Hash) (*Whole, error)
 		if flags&flagExtended != 0 {
 			fixed += 2
 		}
-		name := base.names[p]
+		name := base.name(p)
 		whole := append(make([]byte, 0, entryLen(fixed, len(name))), e[:fixed]...)
 		whole = append(whole, name...)
 		whole = append(whole, make([]byte, entryLen(fixed, len(name))-len(whole))...)
@@ -258,11 +258,11 @@ func SplitFrom(x *Whole, link []byte, shared func(plumbing.Hash) (*Whole, error)
 		s.replaced[p] = whole
 	}
 	for k := len(replaced); k < x.Len(); k++ {
-		if x.names[k] == "" {
+		if len(x.name(k)) == 0 {
 			return nil, fmt.Errorf("%w: an added entry without a name", ErrFormat)
 		}
 		e := x.buf[x.offs[k]:x.entryEnd(k)]
-		i, _ := s.added.find(x.names[k], x.stages[k])
+		i, _ := s.added.find(string(x.name(k)), x.stage(k))
 		s.added.insertAt(i, bytes.Clone(e))
 	}
 	s.added.version = x.version

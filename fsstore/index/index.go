@@ -143,6 +143,10 @@ type DB struct {
 	// built are the statements of reads whose text is built at run time (a
 	// listing's, a search's), prepared once run (runTimeStatements).
 	built runTimeStatements
+	// written are the statements of writes, prepared on write once run:
+	// prepared again in each transaction, they were an eighth of the
+	// processor time of a lone write at 100,000 notes (SQLite's parser).
+	written runTimeStatements
 	// merging is set once the full-text index is known to merge its
 	// segments as ftsMerging says.
 	merging atomic.Bool
@@ -416,6 +420,7 @@ func open(path string) (*DB, error) {
 	read.SetMaxIdleConns(readIdle)
 	d.read = read
 	d.built.prepare = read.Prepare
+	d.written.prepare = write.Prepare
 	// Prepared now, while no transaction holds a connection: a statement
 	// first prepared inside one would wait for another connection.
 	d.hot = map[string]*sql.Stmt{}
@@ -464,16 +469,18 @@ func (d *DB) statement(query string) *sql.Stmt {
 	return d.built.get(query)
 }
 
-// runTimeStatements are the read statements of queries built at run time:
-// a listing's and a search's text depend on their scope and options, and
-// preparing one was a tenth of a 100-row listing. A query is prepared in
+// runTimeStatements are statements prepared once first run: the read
+// statements of queries built at run time (a listing's and a search's text
+// depend on their scope and options, and preparing one was a tenth of a
+// 100-row listing), and the statements of writes. A query is prepared in
 // the background, outside the transaction that first ran it: preparing
 // takes a connection of the pool, and a transaction that waited for one
 // could wait for ever while every connection is in a transaction doing the
-// same. There are few shapes of query (a search's candidates are one,
-// candidatesQuery); maxRunTimeStatements bounds them.
+// same (the writer's pool has one). There are few shapes of query (a
+// search's candidates are one, candidatesQuery); maxRunTimeStatements
+// bounds them.
 type runTimeStatements struct {
-	prepare func(query string) (*sql.Stmt, error) // on the read pool
+	prepare func(query string) (*sql.Stmt, error) // on the pool they run on
 	mu      sync.Mutex
 	// stmts holds a statement by query, nil while it is prepared (or
 	// could not be: the query then runs unprepared, as it did).
@@ -581,7 +588,7 @@ func (d *DB) Close() error {
 		<-d.checkpointsDone
 		d.stopCheckpoints = nil
 	}
-	errs := []error{d.built.close()}
+	errs := []error{d.built.close(), d.written.close()}
 	for _, st := range d.hot {
 		errs = append(errs, st.Close())
 	}
@@ -649,7 +656,7 @@ func (d *DB) update(x *Tx, fn func(tx *Tx) error) error {
 		return err
 	}
 	defer t.Rollback()
-	x.t = t
+	x.t, x.prepared = t, &d.written
 	if err := fn(x); err != nil {
 		return err
 	}

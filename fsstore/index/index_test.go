@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blackboard-mcp/blackboard-mcp/gitver"
 )
 
 func inodeOf(t *testing.T, p string) uint64 {
@@ -331,5 +334,54 @@ func TestRunTimeQueriesArePreparedOnceRun(t *testing.T) {
 	defer other.built.mu.Unlock()
 	if !other.built.closed {
 		t.Error("a closed database still prepares statements")
+	}
+}
+
+// TestWriteStatementsPreparedOnce: the statements of writes are prepared on
+// the writer once each, whatever the number of transactions that run them,
+// and a transaction after the first takes them as prepared.
+func TestWriteStatementsPreparedOnce(t *testing.T) {
+	d := openTestIndex(t)
+	var mu sync.Mutex
+	prepared := map[string]int{}
+	prepare := d.written.prepare
+	d.written.prepare = func(q string) (*sql.Stmt, error) {
+		mu.Lock()
+		prepared[q]++
+		mu.Unlock()
+		return prepare(q)
+	}
+	for i := range 50 {
+		if err := d.Update(func(x *Tx) error { return x.SetHead(gitver.Hash{byte(i + 1)}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Prepared in the background once first run: wait until it is (a
+	// look that does not ask for it, as get would).
+	held := func() *sql.Stmt {
+		d.written.mu.Lock()
+		defer d.written.mu.Unlock()
+		return d.written.stmts[setHeadQuery]
+	}
+	for deadline := time.Now().Add(10 * time.Second); held() == nil && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if held() == nil {
+		t.Fatal("the statement of SetHead was never prepared on the writer")
+	}
+	for range 20 {
+		if err := d.Update(func(x *Tx) error { return x.SetHead(gitver.Hash{7}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for q, n := range prepared {
+		if n != 1 {
+			t.Errorf("prepared %d times on the writer, once wanted: %s", n, q)
+		}
+	}
+	if prepared[setHeadQuery] != 1 {
+		t.Errorf("SetHead's statement prepared %d times on the writer, once wanted", prepared[setHeadQuery])
 	}
 }

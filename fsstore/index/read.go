@@ -36,7 +36,7 @@ func (d *DB) ReadAhead(catchUp func(*Tx) error, fn func(*Snapshot) error) error 
 		return err
 	}
 	defer t.Rollback()
-	x := &Tx{t: t, fts: map[int64]*Text{}}
+	x := &Tx{t: t, fts: map[int64]*Text{}, prepared: &d.written}
 	if err := catchUp(x); err != nil {
 		return err
 	}

@@ -17,8 +17,10 @@ type Tx struct {
 	// note made a rebuild spend most of its time writing half-empty segments.
 	fts map[int64]*Text
 	// stmts caches prepared statements for the transaction: a rebuild runs
-	// the same few statements hundreds of thousands of times.
-	stmts map[string]*sql.Stmt
+	// the same few statements hundreds of thousands of times. Each is the
+	// writer's statement prepared once (prepared), once it is.
+	stmts    map[string]*sql.Stmt
+	prepared *runTimeStatements
 	// bulk: the transaction writes thousands of commits, with the larger
 	// page cache (Bulk).
 	bulk bool
@@ -43,9 +45,14 @@ func (x *Tx) stmt(q string) (*sql.Stmt, error) {
 	if s, ok := x.stmts[q]; ok {
 		return s, nil
 	}
-	s, err := x.t.Prepare(q)
-	if err != nil {
-		return nil, err
+	var s *sql.Stmt
+	if st := x.prepared.get(q); st != nil {
+		s = x.t.Stmt(st)
+	} else {
+		var err error
+		if s, err = x.t.Prepare(q); err != nil {
+			return nil, err
+		}
 	}
 	if x.stmts == nil {
 		x.stmts = map[string]*sql.Stmt{}
@@ -177,9 +184,11 @@ func (x *Tx) Head() (gitver.Hash, int, error) { return headIn(x.t) }
 
 // SetHead records the commit the index now reflects.
 func (x *Tx) SetHead(hash gitver.Hash) error {
-	_, err := x.exec("INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", hash)
+	_, err := x.exec(setHeadQuery, hash)
 	return err
 }
+
+const setHeadQuery = "INSERT INTO meta(key,value) VALUES('head',?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
 
 // Reset empties the index, inside the transaction: readers keep seeing the
 // old index until the rebuild that follows commits.

@@ -30,6 +30,24 @@ const splitMinEntries = 10_000
 // shared index is written.
 const defaultMaxPercentChange = 20
 
+// Where splitIndex.maxPercentChange is not set, a new shared index is also
+// written once the index file holds more than maxNotShared entries (about
+// 150 KB). git's share alone let the file grow to 1.4 MB at 100,000 notes,
+// which every write rewrote and hashed (0.7 MB on average, written back
+// to the disk a few seconds later): the board writes the index at every
+// write, a person's git seldom. A new shared index (11 MB, synced) then
+// comes once in 2,000 writes, 5 KB a write.
+const maxNotShared = 2_000
+
+// defaultSharedIndexExpire is how long a shared index the current index
+// no longer names is kept, untouched, where splitIndex.sharedIndexExpire
+// is not set: long enough for a git command that read the index file
+// before it moved on to read the shared index it named (git touches one
+// each time it reads or writes it), short enough that the shared indexes
+// replaced every 2,000 writes do not pile up (git's two weeks keep 11 MB
+// for each).
+const defaultSharedIndexExpire = time.Minute
+
 // sharedIndexPath is where git keeps the shared index with checksum sum.
 func (r *Repo) sharedIndexPath(sum Hash) string {
 	return filepath.Join(r.gitDir, "sharedindex."+hex.EncodeToString(sum[:]))
@@ -103,11 +121,11 @@ func (r *Repo) writeSharedIndex(x *gitindex.Whole) (*gitindex.Split, error) {
 }
 
 // removeExpiredSharedIndexes removes shared indexes other than current
-// that nothing has read or written for splitIndex.sharedIndexExpire (two
-// weeks unless configured), as git does when it writes a new one: git
-// touches a shared index each time it reads it.
+// that nothing has read or written for splitIndex.sharedIndexExpire (a
+// minute unless configured: defaultSharedIndexExpire), as git does when it
+// writes a new one: git touches a shared index each time it reads it.
 func (r *Repo) removeExpiredSharedIndexes(current Hash) {
-	expire := 14 * 24 * time.Hour
+	expire := defaultSharedIndexExpire
 	if c := r.config(); c != nil {
 		switch v := strings.TrimSpace(c.Raw.Section("splitIndex").Option("sharedIndexExpire")); v {
 		case "":
@@ -148,18 +166,20 @@ func approxAgo(v string) (time.Duration, bool) {
 }
 
 // splitPolicy is what git's config asks of the index's form: core.splitIndex
-// (-1 unset, 0 false, 1 true) and splitIndex.maxPercentChange. It is read
-// again only when the repository's config file changed (the person's own
-// config is not read: the default then is to keep the form git left).
-func (r *Repo) splitPolicy() (split, maxPercent int) {
+// (-1 unset, 0 false, 1 true) and splitIndex.maxPercentChange, with
+// maxEntries, the most entries the index file holds itself (maxNotShared
+// where maxPercentChange is not set, else 0 for no bound). It is read again
+// only when the repository's config file changed (the person's own config
+// is not read: the default then is to keep the form git left).
+func (r *Repo) splitPolicy() (split, maxPercent, maxEntries int) {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "config"))
 	if err != nil {
-		return -1, defaultMaxPercentChange
+		return -1, defaultMaxPercentChange, maxNotShared
 	}
 	if p := r.policy; p != nil && p.size == fi.Size() && p.mtime.Equal(fi.ModTime()) && p.ino == inode(fi) {
-		return p.split, p.maxPercent
+		return p.split, p.maxPercent, p.maxEntries
 	}
-	split, maxPercent = -1, defaultMaxPercentChange
+	split, maxPercent, maxEntries = -1, defaultMaxPercentChange, maxNotShared
 	if c := r.config(); c != nil {
 		if v := strings.ToLower(strings.TrimSpace(c.Raw.Section("core").Option("splitIndex"))); v != "" {
 			split = 0
@@ -169,19 +189,20 @@ func (r *Repo) splitPolicy() (split, maxPercent int) {
 		}
 		if v, err := strconv.Atoi(strings.TrimSpace(c.Raw.Section("splitIndex").Option("maxPercentChange"))); err == nil &&
 			v >= 0 && v <= 100 {
-			maxPercent = v
+			maxPercent, maxEntries = v, 0
 		}
 	}
-	r.policy = &splitPolicyCache{size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi), split: split, maxPercent: maxPercent}
-	return split, maxPercent
+	r.policy = &splitPolicyCache{size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi),
+		split: split, maxPercent: maxPercent, maxEntries: maxEntries}
+	return split, maxPercent, maxEntries
 }
 
 // splitPolicyCache is splitPolicy's answer for one state of the config file.
 type splitPolicyCache struct {
-	size              int64
-	mtime             time.Time
-	ino               uint64
-	split, maxPercent int
+	size                          int64
+	mtime                         time.Time
+	ino                           uint64
+	split, maxPercent, maxEntries int
 }
 
 // encodeIndex returns the bytes to write for c's index, choosing its form
@@ -189,7 +210,7 @@ type splitPolicyCache struct {
 // when the board is large enough for the rewrite to matter, and given a new
 // shared index when too much of it lives in the index file.
 func (r *Repo) encodeIndex(c *indexCache) ([]byte, error) {
-	split, maxPercent := r.splitPolicy()
+	split, maxPercent, maxEntries := r.splitPolicy()
 	switch idx := c.idx.(type) {
 	case *gitindex.Whole:
 		if split == 0 || (split < 0 && idx.Len() < splitMinEntries) {
@@ -207,7 +228,8 @@ func (r *Repo) encodeIndex(c *indexCache) ([]byte, error) {
 			c.idx = x
 			return x.Bytes(), nil
 		}
-		if maxPercent == 0 || idx.Len()*maxPercent < idx.NotShared()*100 && maxPercent < 100 {
+		if maxPercent == 0 || idx.Len()*maxPercent < idx.NotShared()*100 && maxPercent < 100 ||
+			maxEntries > 0 && idx.NotShared() > maxEntries {
 			s, err := r.writeSharedIndex(idx.Merged())
 			if err != nil {
 				return nil, err

@@ -2,11 +2,13 @@ package gitver_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blackboard-mcp/blackboard-mcp/fixtures"
 	"github.com/blackboard-mcp/blackboard-mcp/gitver"
@@ -212,6 +214,81 @@ func TestUpdateIndexSplitsALargeBoard(t *testing.T) {
 	}
 	if got, want := strings.Count(fixtures.GitOutput(t, dir, "ls-files"), "\n"), 10_001; got != want {
 		t.Errorf("git ls-files lists %d paths, want %d", got, want)
+	}
+	assertClean(t, dir)
+}
+
+// TestUpdateIndexBoundsTheIndexFile proves that, splitIndex.maxPercentChange
+// unset, the index file of a large board never holds more than 2,000
+// entries: past them the write makes a new shared index, well before git's
+// 20%. A shared index replaced is removed at a later one once untouched for
+// a minute, and not before; with maxPercentChange set, git's share alone
+// decides.
+func TestUpdateIndexBoundsTheIndexFile(t *testing.T) {
+	fixtures.RequireGit(t)
+	if testing.Short() {
+		t.Skip("writes 10,000 files")
+	}
+	files := map[string]string{}
+	for i := range 10_000 {
+		files[fmt.Sprintf("t%02d/n%05d.md", i%50, i)] = fmt.Sprintf("note %d\n", i)
+	}
+	dir := personRepo(t, files)
+	r := openRepo(t, dir)
+	batch := func(name string, n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("%s/n%04d.md", name, i)] = name + "\n"
+		}
+		return m
+	}
+	sharedNow := func(when string) string {
+		t.Helper()
+		if split, _ := isSplit(t, dir); !split {
+			t.Fatalf("%s: the index is not split", when)
+		}
+		return filepath.Base(strings.TrimSpace(fixtures.GitOutput(t, dir, "rev-parse", "--shared-index-path")))
+	}
+	plumbWrite(t, r, "first", map[string]string{"a/first.md": "first\n"})
+	first := sharedNow("after the first write")
+	plumbWrite(t, r, "2,000 more", batch("b", 2_000)) // the first is in the shared index made then
+	if got := sharedNow("at 2,000 entries"); got != first {
+		t.Fatalf("2,000 entries in the index file, and a new shared index %s", got)
+	}
+	plumbWrite(t, r, "one past", map[string]string{"c/past.md": "past\n"})
+	second := sharedNow("at 2,001 entries")
+	if second == first {
+		t.Fatalf("2,001 entries in the index file (under 20%% of 12,002), and the shared index is still %s", first)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, ".git", "index")); err != nil || fi.Size() > 4096 {
+		t.Errorf("the index file after a new shared index: %v, %v; want the changes alone", fi.Size(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", first)); err != nil {
+		t.Errorf("the shared index just replaced is gone: %v", err)
+	}
+	// Untouched for two minutes, the replaced one goes at the next new one.
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, ".git", first), old, old); err != nil {
+		t.Fatal(err)
+	}
+	plumbWrite(t, r, "2,001 more", batch("d", 2_001))
+	if third := sharedNow("after 2,001 more"); third == second {
+		t.Fatalf("2,001 more entries and the shared index is still %s", second)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", first)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a shared index untouched for two minutes is kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", second)); err != nil {
+		t.Errorf("the shared index replaced a moment ago is gone: %v", err)
+	}
+	assertClean(t, dir)
+
+	// Set, git's share alone decides: 2,001 entries are under 20%.
+	fixtures.Git(t, dir, "config", "splitIndex.maxPercentChange", "20")
+	now := sharedNow("before the share is set")
+	plumbWrite(t, r, "2,001 under the share", batch("e", 2_001))
+	if got := sharedNow("maxPercentChange 20"); got != now {
+		t.Errorf("2,001 of 16,004 entries, under 20%%, and a new shared index %s", got)
 	}
 	assertClean(t, dir)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/blackboard-mcp/blackboard-mcp/gitver/pack"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -101,25 +102,76 @@ func (r *Repo) readLoose(h Hash) (plumbing.ObjectType, []byte, bool, error) {
 		return 0, nil, false, err
 	}
 	defer f.Close()
-	zr, err := zlib.NewReader(f)
+	zr, err := looseReader(f)
 	if err != nil {
 		return 0, nil, true, fmt.Errorf("loose object %s: %w", hex, err)
 	}
-	defer zr.Close()
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		return 0, nil, true, fmt.Errorf("loose object %s: %w", hex, err)
-	}
-	// "<type> <size>\x00<content>"
-	head, content, ok := bytes.Cut(b, []byte{0})
-	kind, size, ok2 := bytes.Cut(head, []byte{' '})
-	n, err := strconv.Atoi(string(size))
-	if !ok || !ok2 || err != nil || n != len(content) {
-		return 0, nil, true, fmt.Errorf("loose object %s: a bad header", hex)
-	}
-	t, err := plumbing.ParseObjectType(string(kind))
+	defer looseReaders.Put(zr)
+	t, content, err := readLooseObject(zr)
 	if err != nil {
 		return 0, nil, true, fmt.Errorf("loose object %s: %w", hex, err)
 	}
 	return t, content, true, nil
 }
+
+// looseReaders keeps decompressors between loose objects: every write
+// reads back trees the write before it left loose, and a new one is 40 KB.
+var looseReaders sync.Pool
+
+// looseReader is a decompressor reading f, kept from an earlier object
+// where there is one.
+func looseReader(f io.Reader) (io.ReadCloser, error) {
+	if zr, ok := looseReaders.Get().(io.ReadCloser); ok {
+		return zr, zr.(zlib.Resetter).Reset(f, nil)
+	}
+	return zlib.NewReader(f)
+}
+
+// readLooseObject reads a loose object, "<type> <size>\x00<content>": the
+// header first, then the content into a slice of its size (read to its
+// end, an object grew its buffer over and over), then its end, where zlib
+// checks its checksum.
+func readLooseObject(zr io.Reader) (plumbing.ObjectType, []byte, error) {
+	var head [32]byte
+	n, err := io.ReadFull(zr, head[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, nil, err
+	}
+	nul := bytes.IndexByte(head[:n], 0)
+	if nul < 0 {
+		return 0, nil, errors.New("a bad header")
+	}
+	kind, sizeText, ok := bytes.Cut(head[:nul], []byte{' '})
+	size, err := strconv.Atoi(string(sizeText))
+	if !ok || err != nil || size < n-nul-1 {
+		return 0, nil, errors.New("a bad header")
+	}
+	t, err := plumbing.ParseObjectType(string(kind))
+	if err != nil {
+		return 0, nil, err
+	}
+	var content []byte
+	if size <= maxPresized {
+		content = make([]byte, size)
+		_, err = io.ReadFull(zr, content[copy(content, head[nul+1:n]):])
+	} else {
+		content, err = io.ReadAll(io.MultiReader(bytes.NewReader(head[nul+1:n]), io.LimitReader(zr, int64(size))))
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(content) != size {
+		return 0, nil, errors.New("a bad header")
+	}
+	if m, err := io.ReadFull(zr, head[:1]); m != 0 || !errors.Is(err, io.EOF) {
+		if err == nil || m != 0 {
+			err = errors.New("a bad header")
+		}
+		return 0, nil, err
+	}
+	return t, content, nil
+}
+
+// maxPresized is the largest object read into a slice made for its size
+// before its content is read: a header that lies cannot make more.
+const maxPresized = 16 << 20

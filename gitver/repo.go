@@ -132,6 +132,7 @@ type Repo struct {
 	index   *indexCache         // the last git index file read or written, guarded by mu
 	shared  *sharedCache        // the last shared index of a split index, guarded by mu
 	policy  *splitPolicyCache   // the config's say on splitting the index, guarded by mu
+	reflogs reflogTails         // the ends of reflogs read, parsed
 	trees   treeCache           // decoded trees, by hash
 	commits commitCache         // decoded commits, by hash
 	// known names the packs go-git's storage found when it was opened;

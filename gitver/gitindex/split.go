@@ -168,7 +168,13 @@ func (x *Whole) appendEntry(e []byte) {
 func (s *Split) Bytes() []byte {
 	version := uint32(2)
 	positions := slices.Sorted(maps.Keys(s.replaced))
-	out := make([]byte, indexHeaderLen, indexHeaderLen+len(positions)*72+len(s.added.buf)+128)
+	deleted := slices.Sorted(maps.Keys(s.deleted))
+	link := append([]byte(nil), s.sharedSum[:]...)
+	link = appendEWAH(link, deleted)
+	link = appendEWAH(link, positions)
+	// Made as long as the file, once: grown as it went, it was twice that.
+	size := indexHeaderLen + len(positions)*entryLen(entryFixedLen+2, 0) + len(s.added.buf) + 8 + len(link) + sha1.Size
+	out := make([]byte, indexHeaderLen, size)
 	copy(out, "DIRC")
 	for _, p := range positions {
 		e := s.replaced[p]
@@ -188,10 +194,6 @@ func (s *Split) Bytes() []byte {
 	binary.BigEndian.PutUint32(out[4:], version)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(positions)+s.added.Len()))
 
-	deleted := slices.Sorted(maps.Keys(s.deleted))
-	link := append([]byte(nil), s.sharedSum[:]...)
-	link = appendEWAH(link, deleted)
-	link = appendEWAH(link, positions)
 	out = append(out, "link"...)
 	out = binary.BigEndian.AppendUint32(out, uint32(len(link)))
 	out = append(out, link...)

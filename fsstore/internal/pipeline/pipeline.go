@@ -397,7 +397,17 @@ func (q *Pipeline) commitRound(open []*queuedWrite) (r round, err error) {
 		// The chain counts once the remote took it: its objects are
 		// written where git's push finds them, and it is pushed before
 		// the branch moves.
-		if err := q.pushChain(&bm, chain); err != nil {
+		err := q.pushChain(&bm, chain)
+		switch {
+		case errors.Is(err, gitver.ErrRemoteMoved):
+			// Nothing of the round landed, and a write refused in it was
+			// judged against the chain before it (a conflict with a
+			// write of the batch): every write is built again on what
+			// the remote holds. A write sent again after its engine
+			// died may have landed by that engine's push, which only
+			// what the remote holds shows (writtenAs).
+			return round{next: open}, err
+		case err != nil:
 			return round{next: append(chain, r.next...)}, err
 		}
 		r.pushed = true

@@ -57,7 +57,7 @@ func TestReflogEndsAgreeWithWholeReads(t *testing.T) {
 			n++
 			cut := rng.IntN(len(l) - 1)
 			write(append(append([]byte(nil), content...), l[:cut]...), false)
-			check(t, r, step, content)
+			checkReflogReads(t, r, step, content)
 			write(append(append([]byte(nil), content...), l[cut:]...), false)
 		case k < 17: // cut short
 			write(append([]byte(nil), content[:rng.IntN(len(content)+1)]...), false)
@@ -77,13 +77,13 @@ func TestReflogEndsAgreeWithWholeReads(t *testing.T) {
 			}, string(content)))
 			write(b, k == 18)
 		}
-		check(t, r, step, content)
+		checkReflogReads(t, r, step, content)
 	}
 }
 
-// check compares r's reads of the reflog, for the tails its callers ask,
+// checkReflogReads compares r's reads of the reflog, for the tails its callers ask,
 // with a read of content whole.
-func check(t *testing.T, r *Repo, step int, content []byte) {
+func checkReflogReads(t *testing.T, r *Repo, step int, content []byte) {
 	t.Helper()
 	for _, tail := range []int64{4 << 10, reflogTail, 1 << 20} {
 		got, gotWhole, err := r.branchMoves(tail)

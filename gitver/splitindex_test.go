@@ -186,6 +186,17 @@ func TestUpdateIndexSplitsAsConfigured(t *testing.T) {
 	fsck(t, dir)
 }
 
+// largeBoard is a person's repository of 10,000 committed notes in 50
+// topics, its index as git left it: large enough for the board to split it.
+func largeBoard(t *testing.T) string {
+	t.Helper()
+	files := map[string]string{}
+	for i := range 10_000 {
+		files[fmt.Sprintf("t%02d/n%05d.md", i%50, i)] = fmt.Sprintf("note %d\n", i)
+	}
+	return personRepo(t, files)
+}
+
 // TestUpdateIndexSplitsALargeBoard proves an index of 10,000 entries is
 // split by the program's write without any config: the index file it writes
 // then is a few kilobytes instead of a megabyte, and git reads it whole.
@@ -194,11 +205,7 @@ func TestUpdateIndexSplitsALargeBoard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 10,000 files")
 	}
-	files := map[string]string{}
-	for i := range 10_000 {
-		files[fmt.Sprintf("t%02d/n%05d.md", i%50, i)] = fmt.Sprintf("note %d\n", i)
-	}
-	dir := personRepo(t, files)
+	dir := largeBoard(t)
 	r := openRepo(t, dir)
 	plumbWrite(t, r, "agent", map[string]string{"t07/n00007.md": "by an agent\n", "t99/new.md": "new\n"})
 	if split, shared := isSplit(t, dir); !split || len(shared) != 1 {
@@ -229,11 +236,7 @@ func TestUpdateIndexBoundsTheIndexFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 10,000 files")
 	}
-	files := map[string]string{}
-	for i := range 10_000 {
-		files[fmt.Sprintf("t%02d/n%05d.md", i%50, i)] = fmt.Sprintf("note %d\n", i)
-	}
-	dir := personRepo(t, files)
+	dir := largeBoard(t)
 	r := openRepo(t, dir)
 	batch := func(name string, n int) map[string]string {
 		m := map[string]string{}
